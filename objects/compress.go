@@ -1,0 +1,71 @@
+package objects
+
+import (
+	"fmt"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// MaxObjectSize bounds the decoded size of any one object, so a corrupt or
+// hostile record cannot make a reader allocate without limit.
+const MaxObjectSize = 64 << 20
+
+// Record encodings inside a pack.
+const (
+	encRaw  = 0
+	encZstd = 1
+)
+
+// One encoder and one decoder for the process: EncodeAll and DecodeAll are
+// safe for concurrent use and reuse their internal state.
+var (
+	encoder, _ = zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderCRC(false), // ids already verify every object
+		zstd.WithZeroFrames(true))
+	decoder, _ = zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(0),
+		zstd.WithDecoderMaxMemory(MaxObjectSize),
+		zstd.IgnoreChecksum(true))
+)
+
+// compress returns the stored form of data and its encoding: zstd when that
+// is smaller, the raw bytes otherwise.
+func compress(data []byte) ([]byte, byte) {
+	if len(data) < 64 {
+		return data, encRaw
+	}
+	c := encoder.EncodeAll(data, make([]byte, 0, len(data)/2))
+	if len(c) >= len(data) {
+		return data, encRaw
+	}
+	return c, encZstd
+}
+
+// decompress reverses compress; the result must be exactly size bytes.
+func decompress(stored []byte, enc byte, size uint32) ([]byte, error) {
+	if size > MaxObjectSize {
+		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, size)
+	}
+	switch enc {
+	case encRaw:
+		if len(stored) != int(size) {
+			return nil, fmt.Errorf("%w: raw record has %d bytes, index says %d", ErrCorrupt, len(stored), size)
+		}
+		return stored, nil
+	case encZstd:
+		var h zstd.Header
+		if err := h.Decode(stored); err != nil || (h.HasFCS && h.FrameContentSize != uint64(size)) {
+			return nil, fmt.Errorf("%w: zstd frame header does not declare %d bytes", ErrCorrupt, size)
+		}
+		out, err := decoder.DecodeAll(stored, make([]byte, 0, size))
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+		}
+		if len(out) != int(size) {
+			return nil, fmt.Errorf("%w: decompressed to %d bytes, index says %d", ErrCorrupt, len(out), size)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: unknown record encoding %d", ErrCorrupt, enc)
+}

@@ -1,0 +1,145 @@
+package objects
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/zeebo/blake3"
+)
+
+// Pack file layout (all integers little-endian):
+//
+//	header   "SNAPPACK" | version u32                                  12 bytes
+//	records  { type u8 | enc u8 | size u32 | stored u32 | data }…     enc 0 raw, 1 zstd
+//	index    count × { id [32] | type u8 | enc u8 | offset u64 | stored u32 | size u32 }
+//	         sorted by id, offset pointing at the record header
+//	footer   index offset u64 | count u32 | blake3-256(index) | "SNAPEND1"
+//
+// A pack is written to a temporary file, fsync'd, and renamed to
+// packs/<blake3(index) hex>.pack; it is never modified afterwards.
+const (
+	packMagic       = "SNAPPACK"
+	packEndMagic    = "SNAPEND1"
+	packVersion     = 1
+	packHeaderSize  = 12
+	recordHeader    = 10
+	indexEntrySize  = IDSize + 1 + 1 + 8 + 4 + 4
+	packFooterSize  = 8 + 4 + 32 + 8
+	maxPackEntries  = 1 << 26
+	packFileSuffix  = ".pack"
+	packTempPrefix  = "pack-"
+)
+
+// indexEntry locates one object inside a pack.
+type indexEntry struct {
+	id     ID
+	typ    Type
+	enc    byte
+	offset uint64
+	stored uint32 // bytes in the pack, excluding the record header
+	size   uint32 // decoded bytes
+}
+
+func packHeader() []byte {
+	b := make([]byte, packHeaderSize)
+	copy(b, packMagic)
+	binary.LittleEndian.PutUint32(b[8:], packVersion)
+	return b
+}
+
+func recordHeaderBytes(e indexEntry) []byte {
+	var b [recordHeader]byte
+	b[0] = byte(e.typ)
+	b[1] = e.enc
+	binary.LittleEndian.PutUint32(b[2:], e.size)
+	binary.LittleEndian.PutUint32(b[6:], e.stored)
+	return b[:]
+}
+
+// encodeIndex returns the index and footer for entries (sorted in place).
+func encodeIndex(entries []indexEntry, indexOffset uint64) (index, footer []byte) {
+	sort.Slice(entries, func(i, j int) bool { return bytes.Compare(entries[i].id[:], entries[j].id[:]) < 0 })
+	index = make([]byte, 0, len(entries)*indexEntrySize)
+	for _, e := range entries {
+		index = append(index, e.id[:]...)
+		index = append(index, byte(e.typ), e.enc)
+		index = binary.LittleEndian.AppendUint64(index, e.offset)
+		index = binary.LittleEndian.AppendUint32(index, e.stored)
+		index = binary.LittleEndian.AppendUint32(index, e.size)
+	}
+	sum := blake3.Sum256(index)
+	footer = binary.LittleEndian.AppendUint64(nil, indexOffset)
+	footer = binary.LittleEndian.AppendUint32(footer, uint32(len(entries)))
+	footer = append(footer, sum[:]...)
+	footer = append(footer, packEndMagic...)
+	return index, footer
+}
+
+// parseFooter validates a footer against the pack's size and returns where
+// the index starts and how many entries it has.
+func parseFooter(footer []byte, packSize int64) (offset uint64, count int, sum []byte, err error) {
+	if len(footer) != packFooterSize || string(footer[packFooterSize-8:]) != packEndMagic {
+		return 0, 0, nil, fmt.Errorf("%w: pack footer missing", ErrCorrupt)
+	}
+	offset = binary.LittleEndian.Uint64(footer)
+	n := binary.LittleEndian.Uint32(footer[8:])
+	if n > maxPackEntries || offset < packHeaderSize ||
+		offset+uint64(n)*indexEntrySize+packFooterSize != uint64(packSize) {
+		return 0, 0, nil, fmt.Errorf("%w: pack footer inconsistent with file size", ErrCorrupt)
+	}
+	return offset, int(n), footer[12:44], nil
+}
+
+// DecodePackIndex parses and validates a pack index: checksum, sorted unique
+// ids, known types and encodings, and every record lying inside the data
+// region [packHeaderSize, dataEnd) without overlap.
+func DecodePackIndex(index, sum []byte, dataEnd uint64) ([]indexEntry, error) {
+	if got := blake3.Sum256(index); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("%w: pack index checksum mismatch", ErrCorrupt)
+	}
+	if len(index)%indexEntrySize != 0 {
+		return nil, fmt.Errorf("%w: pack index length", ErrCorrupt)
+	}
+	entries := make([]indexEntry, len(index)/indexEntrySize)
+	for i := range entries {
+		b := index[i*indexEntrySize:]
+		e := &entries[i]
+		copy(e.id[:], b)
+		e.typ = Type(b[32])
+		e.enc = b[33]
+		e.offset = binary.LittleEndian.Uint64(b[34:])
+		e.stored = binary.LittleEndian.Uint32(b[42:])
+		e.size = binary.LittleEndian.Uint32(b[46:])
+		if !e.typ.Valid() || e.enc > encZstd || e.size > MaxObjectSize {
+			return nil, fmt.Errorf("%w: pack index entry %s: bad type, encoding or size", ErrCorrupt, e.id.Short())
+		}
+		if e.offset < packHeaderSize || e.offset+recordHeader+uint64(e.stored) > dataEnd {
+			return nil, fmt.Errorf("%w: pack index entry %s points outside the pack", ErrCorrupt, e.id.Short())
+		}
+		if i > 0 && bytes.Compare(entries[i-1].id[:], e.id[:]) >= 0 {
+			return nil, fmt.Errorf("%w: pack index unsorted or duplicate at %s", ErrCorrupt, e.id.Short())
+		}
+	}
+	// Records must not overlap.
+	byOff := make([]indexEntry, len(entries))
+	copy(byOff, entries)
+	sort.Slice(byOff, func(i, j int) bool { return byOff[i].offset < byOff[j].offset })
+	for i := 1; i < len(byOff); i++ {
+		if byOff[i-1].offset+recordHeader+uint64(byOff[i-1].stored) > byOff[i].offset {
+			return nil, fmt.Errorf("%w: pack records overlap at offset %d", ErrCorrupt, byOff[i].offset)
+		}
+	}
+	return entries, nil
+}
+
+// checkRecordHeader verifies that the record header at e.offset agrees with
+// the index entry.
+func checkRecordHeader(h []byte, e indexEntry) error {
+	if len(h) != recordHeader || Type(h[0]) != e.typ || h[1] != e.enc ||
+		binary.LittleEndian.Uint32(h[2:]) != e.size || binary.LittleEndian.Uint32(h[6:]) != e.stored {
+		return fmt.Errorf("%w: record header of %s disagrees with the pack index", ErrCorrupt, e.id.Short())
+	}
+	return nil
+}

@@ -1,0 +1,532 @@
+package objects
+
+import (
+	"bufio"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Store is the object store: immutable pack files under dir/packs, read
+// through an in-memory index built from their footers. It is safe for
+// concurrent use by many goroutines and many processes: writers only ever
+// add new packs (by rename), so a reader sees a pack whole or not at all.
+type Store struct {
+	dir string
+
+	mu       sync.RWMutex
+	index    map[ID]location
+	packs    map[string]*packFile // by file name
+	loadErrs map[string]error     // packs that could not be indexed, by file name
+}
+
+type location struct {
+	pack *packFile
+	e    indexEntry
+}
+
+type packFile struct {
+	name string
+	path string
+	size int64
+
+	once sync.Once
+	f    *os.File
+	err  error
+}
+
+func (p *packFile) file() (*os.File, error) {
+	p.once.Do(func() { p.f, p.err = os.Open(p.path) })
+	return p.f, p.err
+}
+
+// Directories inside the store.
+const (
+	PacksDir = "packs"
+	TmpDir   = "tmp"
+)
+
+// Open opens the object store rooted at dir (the .snap directory), creating
+// its directories if needed. A pack that cannot be indexed does not make Open
+// fail: its objects are missing and Check reports it.
+func Open(dir string) (*Store, error) {
+	for _, d := range []string{PacksDir, TmpDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	s := &Store{dir: dir, index: map[ID]location{}, packs: map[string]*packFile{}, loadErrs: map[string]error{}}
+	if err := s.Reload(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dir returns the store directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close releases open pack files.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.packs {
+		if p.f != nil {
+			p.f.Close()
+		}
+	}
+	return nil
+}
+
+// Reload indexes packs added (by this or another process) since the last
+// load, and forgets packs that were removed.
+func (s *Store) Reload() error {
+	names, err := listPacks(filepath.Join(s.dir, PacksDir))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	present := make(map[string]bool, len(names))
+	for _, name := range names {
+		present[name] = true
+		if _, ok := s.packs[name]; ok {
+			continue
+		}
+		if _, ok := s.loadErrs[name]; ok {
+			continue
+		}
+		p, entries, err := loadPack(filepath.Join(s.dir, PacksDir, name))
+		if err != nil {
+			s.loadErrs[name] = err
+			continue
+		}
+		s.packs[name] = p
+		for _, e := range entries {
+			if _, dup := s.index[e.id]; !dup {
+				s.index[e.id] = location{p, e}
+			}
+		}
+	}
+	for name, p := range s.packs {
+		if !present[name] {
+			s.dropPackLocked(p)
+		}
+	}
+	for name := range s.loadErrs {
+		if !present[name] {
+			delete(s.loadErrs, name)
+		}
+	}
+	return nil
+}
+
+func (s *Store) dropPackLocked(p *packFile) {
+	delete(s.packs, p.name)
+	for id, loc := range s.index {
+		if loc.pack == p {
+			delete(s.index, id)
+		}
+	}
+	if p.f != nil {
+		p.f.Close()
+	}
+}
+
+func listPacks(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), packFileSuffix) && de.Type().IsRegular() {
+			names = append(names, de.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// loadPack reads and validates a pack's footer and index.
+func loadPack(path string) (*packFile, []indexEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	size := fi.Size()
+	if size < packHeaderSize+packFooterSize {
+		return nil, nil, fmt.Errorf("%w: pack %s truncated (%d bytes)", ErrCorrupt, filepath.Base(path), size)
+	}
+	head := make([]byte, packHeaderSize)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return nil, nil, err
+	}
+	if string(head) != string(packHeader()) {
+		return nil, nil, fmt.Errorf("%w: pack %s: bad header", ErrCorrupt, filepath.Base(path))
+	}
+	footer := make([]byte, packFooterSize)
+	if _, err := f.ReadAt(footer, size-packFooterSize); err != nil {
+		return nil, nil, err
+	}
+	off, count, sum, err := parseFooter(footer, size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
+	}
+	index := make([]byte, count*indexEntrySize)
+	if _, err := f.ReadAt(index, int64(off)); err != nil {
+		return nil, nil, err
+	}
+	entries, err := DecodePackIndex(index, sum, off)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
+	}
+	return &packFile{name: filepath.Base(path), path: path, size: size}, entries, nil
+}
+
+func (s *Store) lookup(id ID) (location, bool) {
+	s.mu.RLock()
+	loc, ok := s.index[id]
+	s.mu.RUnlock()
+	return loc, ok
+}
+
+// Has reports whether the store holds id (without reading it).
+func (s *Store) Has(id ID) bool {
+	_, ok := s.lookup(id)
+	return ok
+}
+
+// TypeOf returns the type of a stored object.
+func (s *Store) TypeOf(id ID) (Type, bool) {
+	loc, ok := s.lookup(id)
+	return loc.e.typ, ok
+}
+
+// Read returns an object's type and canonical encoding, after checking that
+// it hashes to id. It returns ErrNotFound or ErrCorrupt, never wrong bytes.
+func (s *Store) Read(id ID) (Type, []byte, error) {
+	loc, ok := s.lookup(id)
+	if !ok {
+		if err := s.Reload(); err != nil {
+			return 0, nil, err
+		}
+		if loc, ok = s.lookup(id); !ok {
+			return 0, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+	}
+	data, err := readRecord(loc.pack, loc.e)
+	if err != nil {
+		return 0, nil, fmt.Errorf("object %s in pack %s: %w", id.Short(), loc.pack.name, err)
+	}
+	return loc.e.typ, data, nil
+}
+
+func readRecord(p *packFile, e indexEntry) ([]byte, error) {
+	f, err := p.file()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, recordHeader+int(e.stored))
+	if _, err := f.ReadAt(buf, int64(e.offset)); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: record truncated", ErrCorrupt)
+		}
+		return nil, err
+	}
+	if err := checkRecordHeader(buf[:recordHeader], e); err != nil {
+		return nil, err
+	}
+	data, err := decompress(buf[recordHeader:], e.enc, e.size)
+	if err != nil {
+		return nil, err
+	}
+	if Hash(e.typ, data) != e.id {
+		return nil, fmt.Errorf("%w: content does not hash to its id", ErrCorrupt)
+	}
+	return data, nil
+}
+
+// readTyped reads id and checks its type.
+func (s *Store) readTyped(id ID, want Type) ([]byte, error) {
+	t, data, err := s.Read(id)
+	if err != nil {
+		return nil, err
+	}
+	if t != want {
+		return nil, fmt.Errorf("%w: %s is a %s, not a %s", ErrCorrupt, id.Short(), t, want)
+	}
+	return data, nil
+}
+
+// ReadTree reads and validates a tree.
+func (s *Store) ReadTree(id ID) (*Tree, error) {
+	data, err := s.readTyped(id, TypeTree)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeTree(data)
+}
+
+// ReadCheckpoint reads and validates a checkpoint.
+func (s *Store) ReadCheckpoint(id ID) (*Checkpoint, error) {
+	data, err := s.readTyped(id, TypeCheckpoint)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeCheckpoint(data)
+}
+
+// ReadChunkList reads and validates a chunk list.
+func (s *Store) ReadChunkList(id ID) (*ChunkList, error) {
+	data, err := s.readTyped(id, TypeChunkList)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeChunkList(data)
+}
+
+// FindPrefix returns the ids of type t (any type if t is 0) whose hex form
+// starts with prefix, sorted.
+func (s *Store) FindPrefix(prefix string, t Type) []ID {
+	prefix = strings.ToLower(prefix)
+	var out []ID
+	var raw []byte
+	if len(prefix)%2 == 0 {
+		raw, _ = hex.DecodeString(prefix)
+	}
+	s.mu.RLock()
+	for id, loc := range s.index {
+		if t != 0 && loc.e.typ != t {
+			continue
+		}
+		if raw != nil && len(raw) == len(prefix)/2 {
+			if string(id[:len(raw)]) != string(raw) {
+				continue
+			}
+		} else if !strings.HasPrefix(id.String(), prefix) {
+			continue
+		}
+		out = append(out, id)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return string(out[i][:]) < string(out[j][:]) })
+	return out
+}
+
+// Each calls fn for every indexed object.
+func (s *Store) Each(fn func(id ID, t Type)) {
+	s.mu.RLock()
+	ids := make([]location, 0, len(s.index))
+	for _, loc := range s.index {
+		ids = append(ids, loc)
+	}
+	s.mu.RUnlock()
+	for _, loc := range ids {
+		fn(loc.e.id, loc.e.typ)
+	}
+}
+
+// StoreStats describes the store's size.
+type StoreStats struct {
+	Packs     int   `json:"packs"`
+	Objects   int   `json:"objects"`
+	PackBytes int64 `json:"pack_bytes"`
+}
+
+// Stats returns the number of packs and objects and the bytes they occupy.
+func (s *Store) Stats() StoreStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := StoreStats{Packs: len(s.packs), Objects: len(s.index)}
+	for _, p := range s.packs {
+		st.PackBytes += p.size
+	}
+	return st
+}
+
+// Writer adds objects to the store as one new pack. Put may be called from
+// many goroutines. Nothing is visible to readers, and nothing is durable,
+// until Commit returns; Abort (or a crash) leaves only a temporary file,
+// which is never read.
+type Writer struct {
+	s *Store
+
+	mu       sync.Mutex
+	f        *os.File
+	bw       *bufio.Writer
+	off      uint64
+	entries  []indexEntry
+	pending  map[ID]struct{}
+	newBytes int64
+	err      error
+}
+
+// NewWriter starts a pack. The temporary file is created on the first new
+// object, so a Writer that only finds existing objects costs nothing.
+func (s *Store) NewWriter() *Writer {
+	return &Writer{s: s, pending: map[ID]struct{}{}}
+}
+
+// Has reports whether id is already stored or pending in this writer.
+func (w *Writer) Has(id ID) bool {
+	if w.s.Has(id) {
+		return true
+	}
+	w.mu.Lock()
+	_, ok := w.pending[id]
+	w.mu.Unlock()
+	return ok
+}
+
+// Put stores an object given its canonical encoding and returns its id.
+// Objects already in the store or in this writer are not written again.
+func (w *Writer) Put(t Type, data []byte) (ID, error) {
+	if len(data) > MaxObjectSize {
+		return ID{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
+	}
+	id := Hash(t, data)
+	if w.Has(id) {
+		return id, nil
+	}
+	stored, enc := compress(data)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.pending[id]; ok {
+		return id, nil
+	}
+	if w.err != nil {
+		return ID{}, w.err
+	}
+	if w.f == nil {
+		f, err := os.CreateTemp(filepath.Join(w.s.dir, TmpDir), packTempPrefix+"*")
+		if err != nil {
+			w.err = err
+			return ID{}, err
+		}
+		w.f, w.bw = f, bufio.NewWriterSize(f, 1<<20)
+		if _, err := w.bw.Write(packHeader()); err != nil {
+			w.err = err
+			return ID{}, err
+		}
+		w.off = packHeaderSize
+	}
+	e := indexEntry{id: id, typ: t, enc: enc, offset: w.off, stored: uint32(len(stored)), size: uint32(len(data))}
+	if _, err := w.bw.Write(recordHeaderBytes(e)); err != nil {
+		w.err = err
+		return ID{}, err
+	}
+	if _, err := w.bw.Write(stored); err != nil {
+		w.err = err
+		return ID{}, err
+	}
+	w.off += recordHeader + uint64(len(stored))
+	w.newBytes += recordHeader + int64(len(stored))
+	w.entries = append(w.entries, e)
+	w.pending[id] = struct{}{}
+	return id, nil
+}
+
+// NewBytes is the number of bytes written to the pack so far.
+func (w *Writer) NewBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.newBytes
+}
+
+// Commit makes every object put so far durable and visible: it writes the
+// index, fsyncs the pack, renames it into packs/ and fsyncs that directory.
+// When it returns nil the objects survive a crash. It returns the pack's
+// file name ("" when nothing new was written).
+func (w *Writer) Commit() (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		w.abortLocked()
+		return "", w.err
+	}
+	if w.f == nil {
+		return "", nil
+	}
+	index, footer := encodeIndex(w.entries, w.off)
+	name := hex.EncodeToString(footer[12:44]) + packFileSuffix
+	err := func() error {
+		if _, err := w.bw.Write(index); err != nil {
+			return err
+		}
+		if _, err := w.bw.Write(footer); err != nil {
+			return err
+		}
+		if err := w.bw.Flush(); err != nil {
+			return err
+		}
+		if err := w.f.Sync(); err != nil {
+			return err
+		}
+		if err := w.f.Close(); err != nil {
+			return err
+		}
+		final := filepath.Join(w.s.dir, PacksDir, name)
+		if err := os.Rename(w.f.Name(), final); err != nil {
+			return err
+		}
+		return SyncDir(filepath.Join(w.s.dir, PacksDir))
+	}()
+	if err != nil {
+		w.err = err
+		w.abortLocked()
+		return "", fmt.Errorf("commit pack: %w", err)
+	}
+	p := &packFile{name: name, path: filepath.Join(w.s.dir, PacksDir, name), size: int64(w.off) + int64(len(index)) + int64(len(footer))}
+	w.s.mu.Lock()
+	if _, ok := w.s.packs[name]; !ok {
+		w.s.packs[name] = p
+		for _, e := range w.entries {
+			if _, dup := w.s.index[e.id]; !dup {
+				w.s.index[e.id] = location{p, e}
+			}
+		}
+	}
+	w.s.mu.Unlock()
+	w.f = nil
+	w.entries = nil
+	w.pending = map[ID]struct{}{}
+	return name, nil
+}
+
+// Abort discards everything put since the last Commit.
+func (w *Writer) Abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.abortLocked()
+}
+
+func (w *Writer) abortLocked() {
+	if w.f != nil {
+		w.f.Close()
+		os.Remove(w.f.Name())
+		w.f = nil
+	}
+	w.entries = nil
+	w.pending = map[ID]struct{}{}
+}
+
+// SyncDir fsyncs a directory so that a rename or create inside it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

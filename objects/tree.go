@@ -1,0 +1,242 @@
+package objects
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Mode is the kind of a tree entry. Only these four exist: snap never stores
+// or restores setuid bits, devices, FIFOs or sockets.
+type Mode uint8
+
+// Tree entry modes. The numeric values are part of the tree encoding.
+const (
+	ModeFile    Mode = 1 // regular file
+	ModeExec    Mode = 2 // regular file with the executable bit
+	ModeSymlink Mode = 3 // symbolic link; its blob holds the target
+	ModeDir     Mode = 4 // directory; its id names a tree
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeFile:
+		return "file"
+	case ModeExec:
+		return "exec"
+	case ModeSymlink:
+		return "symlink"
+	case ModeDir:
+		return "dir"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// Valid reports whether m is one of the four modes.
+func (m Mode) Valid() bool { return m >= ModeFile && m <= ModeDir }
+
+// TreeEntry is one name in a directory. Size is the file's length in bytes
+// (the target's length for a symlink, the total of all files beneath for a
+// directory).
+type TreeEntry struct {
+	Name string
+	Mode Mode
+	ID   ID
+	Size int64
+}
+
+// Tree is a directory: entries strictly sorted by name (bytewise), unique.
+type Tree struct {
+	Entries []TreeEntry
+}
+
+// Find returns the entry called name, or false.
+func (t *Tree) Find(name string) (TreeEntry, bool) {
+	lo, hi := 0, len(t.Entries)
+	for lo < hi {
+		m := (lo + hi) / 2
+		switch c := strings.Compare(t.Entries[m].Name, name); {
+		case c == 0:
+			return t.Entries[m], true
+		case c < 0:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return TreeEntry{}, false
+}
+
+// Encode returns the canonical encoding:
+//
+//	uvarint count
+//	count × { mode u8 | uvarint len(name) | name | id [32] | uvarint size }
+//
+// The caller must have sorted the entries; Encode does not validate.
+func (t *Tree) Encode() []byte {
+	n := binary.MaxVarintLen64
+	for _, e := range t.Entries {
+		n += 1 + binary.MaxVarintLen64 + len(e.Name) + IDSize + binary.MaxVarintLen64
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(len(t.Entries)))
+	for _, e := range t.Entries {
+		b = append(b, byte(e.Mode))
+		b = binary.AppendUvarint(b, uint64(len(e.Name)))
+		b = append(b, e.Name...)
+		b = append(b, e.ID[:]...)
+		b = binary.AppendUvarint(b, uint64(e.Size))
+	}
+	return b
+}
+
+// minTreeEntry is the smallest possible encoded entry: mode, name length,
+// one name byte, id, size.
+const minTreeEntry = 1 + 1 + 1 + IDSize + 1
+
+// DecodeTree parses and validates a tree: canonical encoding, legal modes,
+// legal names (ValidName), strictly sorted, no duplicates, no trailing bytes.
+// Every violation is ErrCorrupt (or ErrBadName wrapped in it).
+func DecodeTree(data []byte) (*Tree, error) {
+	r := reader{b: data}
+	count := r.uvarint()
+	if r.err != nil || count > uint64(len(data)/minTreeEntry) {
+		return nil, fmt.Errorf("%w: tree: bad entry count", ErrCorrupt)
+	}
+	t := &Tree{Entries: make([]TreeEntry, 0, count)}
+	for i := uint64(0); i < count; i++ {
+		var e TreeEntry
+		e.Mode = Mode(r.byte())
+		nameLen := r.uvarint()
+		e.Name = string(r.bytes(nameLen))
+		copy(e.ID[:], r.bytes(IDSize))
+		size := r.uvarint()
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: tree: entry %d truncated", ErrCorrupt, i)
+		}
+		if !e.Mode.Valid() {
+			return nil, fmt.Errorf("%w: tree: entry %q has illegal mode %d", ErrCorrupt, e.Name, e.Mode)
+		}
+		if size > 1<<62 {
+			return nil, fmt.Errorf("%w: tree: entry %q has impossible size", ErrCorrupt, e.Name)
+		}
+		e.Size = int64(size)
+		if err := ValidName(e.Name); err != nil {
+			return nil, fmt.Errorf("%w: tree: %w", ErrCorrupt, err)
+		}
+		if i > 0 && t.Entries[i-1].Name >= e.Name {
+			return nil, fmt.Errorf("%w: tree: entries %q and %q unsorted or duplicate", ErrCorrupt, t.Entries[i-1].Name, e.Name)
+		}
+		t.Entries = append(t.Entries, e)
+	}
+	if r.off != len(data) {
+		return nil, fmt.Errorf("%w: tree: %d trailing bytes", ErrCorrupt, len(data)-r.off)
+	}
+	if !bytes.Equal(t.Encode(), data) {
+		return nil, fmt.Errorf("%w: tree: non-canonical encoding", ErrCorrupt)
+	}
+	return t, nil
+}
+
+// ValidName reports whether name may appear as a tree entry, and so be
+// created by a restore. It refuses "", ".", "..", names containing '/', '\\',
+// NUL or any control character, names that are not valid UTF-8, and any
+// spelling of ".git" or ".snap" that some filesystem would treat as such:
+// any case, trailing dots or spaces (NTFS), code points HFS+ ignores, the
+// 8.3 short names GIT~1 and SNAP~1, and NTFS stream suffixes (".git::$DATA").
+func ValidName(name string) error {
+	if name == "" || name == "." || name == ".." {
+		return fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrBadName, name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '/' || r == '\\' || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("%w: %q contains a separator or control character", ErrBadName, name)
+		}
+	}
+	if IsReservedName(name) {
+		return fmt.Errorf("%w: %q is reserved", ErrBadName, name)
+	}
+	return nil
+}
+
+// IsReservedName reports whether name is, on some filesystem, the same
+// directory as ".git" or ".snap".
+func IsReservedName(name string) bool {
+	n := strings.Map(func(r rune) rune {
+		if hfsIgnorable(r) {
+			return -1
+		}
+		return r
+	}, name)
+	if i := strings.IndexByte(n, ':'); i >= 0 { // NTFS alternate data stream
+		n = n[:i]
+	}
+	n = strings.TrimRight(n, ". ")
+	n = strings.ToLower(n)
+	switch n {
+	case ".git", ".snap", "git~1", "snap~1":
+		return true
+	}
+	return false
+}
+
+// hfsIgnorable lists the code points HFS+ drops when comparing names
+// (as git's is_hfs_dotgit does).
+func hfsIgnorable(r rune) bool {
+	switch {
+	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+		return true
+	}
+	return false
+}
+
+// reader decodes the binary formats of this package; the first error sticks.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail() {
+	if r.err == nil {
+		r.err = ErrCorrupt
+	}
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || r.off >= len(r.b) {
+		r.fail()
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) bytes(n uint64) []byte {
+	if r.err != nil || n > uint64(len(r.b)-r.off) {
+		r.fail()
+		return nil
+	}
+	s := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return s
+}
