@@ -6,6 +6,7 @@ require github.com/zeebo/blake3 v0.2.4
 
 require (
 	github.com/PlakarKorp/go-cdc-chunkers v1.1.0 // indirect
+	github.com/aymanbagabas/go-udiff v0.4.1 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect
 	github.com/go-git/go-billy/v5 v5.9.2 // indirect

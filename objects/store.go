@@ -368,6 +368,8 @@ type Writer struct {
 	off      uint64
 	entries  []indexEntry
 	pending  map[ID]struct{}
+	trees    map[ID][]byte // pending trees, readable before Commit
+	dryRun   bool          // compute ids only; write nothing
 	newBytes int64
 	err      error
 }
@@ -375,7 +377,15 @@ type Writer struct {
 // NewWriter starts a pack. The temporary file is created on the first new
 // object, so a Writer that only finds existing objects costs nothing.
 func (s *Store) NewWriter() *Writer {
-	return &Writer{s: s, pending: map[ID]struct{}{}}
+	return &Writer{s: s, pending: map[ID]struct{}{}, trees: map[ID][]byte{}}
+}
+
+// NewDryWriter returns a Writer that computes ids (and keeps trees readable)
+// without writing anything: for status, diff and dry runs.
+func (s *Store) NewDryWriter() *Writer {
+	w := s.NewWriter()
+	w.dryRun = true
+	return w
 }
 
 // Has reports whether id is already stored or pending in this writer.
@@ -397,6 +407,15 @@ func (w *Writer) Put(t Type, data []byte) (ID, error) {
 	}
 	id := Hash(t, data)
 	if w.Has(id) {
+		return id, nil
+	}
+	if w.dryRun {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.pending[id] = struct{}{}
+		if t == TypeTree {
+			w.trees[id] = append([]byte(nil), data...)
+		}
 		return id, nil
 	}
 	stored, enc := compress(data)
@@ -434,8 +453,26 @@ func (w *Writer) Put(t Type, data []byte) (ID, error) {
 	w.newBytes += recordHeader + int64(len(stored))
 	w.entries = append(w.entries, e)
 	w.pending[id] = struct{}{}
+	if t == TypeTree {
+		w.trees[id] = append([]byte(nil), data...)
+	}
 	return id, nil
 }
+
+// ReadTree reads a tree from this writer's pending objects or the store.
+func (w *Writer) ReadTree(id ID) (*Tree, error) {
+	w.mu.Lock()
+	data, ok := w.trees[id]
+	w.mu.Unlock()
+	if ok {
+		return DecodeTree(data)
+	}
+	return w.s.ReadTree(id)
+}
+
+// WriteBlob streams stored content (see Store.WriteBlob); pending objects
+// are not readable until Commit.
+func (w *Writer) WriteBlob(id ID, out io.Writer) (int64, error) { return w.s.WriteBlob(id, out) }
 
 // NewBytes is the number of bytes written to the pack so far.
 func (w *Writer) NewBytes() int64 {
@@ -455,7 +492,7 @@ func (w *Writer) Commit() (string, error) {
 		w.abortLocked()
 		return "", w.err
 	}
-	if w.f == nil {
+	if w.f == nil || w.dryRun {
 		return "", nil
 	}
 	index, footer := encodeIndex(w.entries, w.off)
@@ -501,6 +538,7 @@ func (w *Writer) Commit() (string, error) {
 	w.f = nil
 	w.entries = nil
 	w.pending = map[ID]struct{}{}
+	w.trees = map[ID][]byte{}
 	return name, nil
 }
 
@@ -519,6 +557,7 @@ func (w *Writer) abortLocked() {
 	}
 	w.entries = nil
 	w.pending = map[ID]struct{}{}
+	w.trees = map[ID][]byte{}
 }
 
 // SyncDir fsyncs a directory so that a rename or create inside it is durable.

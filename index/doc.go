@@ -1,0 +1,38 @@
+// Package index is the stat cache of a working tree: for each path, the
+// lstat fields seen when its content was last hashed and the id it hashed to.
+// A file whose (size, mtime, ctime, inode, mode) is unchanged is not read
+// again, which is what makes a checkpoint of an unchanged tree cost a walk
+// and no reads.
+//
+// # Racy entries
+//
+// A file modified within the timestamp granularity of the moment it was
+// hashed could change again without its mtime changing. So every entry
+// records when its hash was taken (the start of the scan that read it), and
+// Lookup trusts an entry only if the file's mtime is older than that moment
+// by a safety margin: 50 ms for filesystems with sub-second timestamps, 2 s
+// for those whose mtimes are whole seconds. Racily clean files are re-hashed;
+// after a re-hash they get a fresh recording time and become trustworthy
+// once the margin has passed.
+//
+// # Contract
+//
+// The cache is only an accelerator: an entry is written only with an id that
+// was computed from the file's content at that stat, losing the file costs a
+// re-hash and nothing else. A missing, truncated or corrupt file loads as an
+// empty cache. Concurrent writers (two sessions checkpointing one tree)
+// replace the file atomically by rename; the last one wins, and either
+// version is truthful.
+//
+// # On-disk format
+//
+// One file (little-endian):
+//
+//	"SNAPSTC1" | count u32
+//	count × { uvarint len(path) | path | size i64 | mtime i64 | ctime i64 |
+//	          inode u64 | mode u32 | recorded i64 | id [32] }
+//	blake3-256 of everything above
+//
+// Paths are slash-separated, relative to the project root, strictly sorted.
+// Times are Unix nanoseconds; mode is the Go fs.FileMode bits.
+package index

@@ -1,0 +1,110 @@
+package objects
+
+import "path"
+
+// TreeReader reads trees; both Store and Writer (which also sees its
+// pending trees) implement it.
+type TreeReader interface {
+	ReadTree(id ID) (*Tree, error)
+}
+
+// Change is one path that differs between two trees. Directories never
+// appear: a directory added or removed shows as its files. An absent side
+// has Mode 0.
+type Change struct {
+	Path string
+	Old  TreeEntry
+	New  TreeEntry
+}
+
+// Added, Deleted and Modified classify a change.
+func (c Change) Added() bool    { return c.Old.Mode == 0 }
+func (c Change) Deleted() bool  { return c.New.Mode == 0 }
+func (c Change) Modified() bool { return c.Old.Mode != 0 && c.New.Mode != 0 }
+
+// DiffTrees calls fn for every non-directory path whose entry differs
+// between trees a and b (either may be the zero ID, meaning empty), in path
+// order. Subtrees with equal ids are skipped without being read, so the cost
+// follows the size of the change, not of the tree.
+func DiffTrees(r TreeReader, a, b ID, fn func(Change) error) error {
+	return diffDir(r, "", a, b, fn)
+}
+
+func readOrEmpty(r TreeReader, id ID) (*Tree, error) {
+	if id.IsZero() {
+		return &Tree{}, nil
+	}
+	return r.ReadTree(id)
+}
+
+func diffDir(r TreeReader, dir string, a, b ID, fn func(Change) error) error {
+	if a == b {
+		return nil
+	}
+	ta, err := readOrEmpty(r, a)
+	if err != nil {
+		return err
+	}
+	tb, err := readOrEmpty(r, b)
+	if err != nil {
+		return err
+	}
+	i, j := 0, 0
+	for i < len(ta.Entries) || j < len(tb.Entries) {
+		var ea, eb TreeEntry
+		switch {
+		case j == len(tb.Entries) || (i < len(ta.Entries) && ta.Entries[i].Name < tb.Entries[j].Name):
+			ea = ta.Entries[i]
+			i++
+		case i == len(ta.Entries) || tb.Entries[j].Name < ta.Entries[i].Name:
+			eb = tb.Entries[j]
+			j++
+		default:
+			ea, eb = ta.Entries[i], tb.Entries[j]
+			i++
+			j++
+		}
+		if ea.Mode == eb.Mode && ea.ID == eb.ID {
+			continue
+		}
+		name := ea.Name
+		if name == "" {
+			name = eb.Name
+		}
+		p := path.Join(dir, name)
+		var subA, subB ID
+		var fileA, fileB TreeEntry
+		if ea.Mode == ModeDir {
+			subA = ea.ID
+		} else {
+			fileA = ea
+		}
+		if eb.Mode == ModeDir {
+			subB = eb.ID
+		} else {
+			fileB = eb
+		}
+		// Files before the directory's contents would be wrong for a
+		// file→dir change only in order, not in content; emit the file side
+		// first so a restore deletes a file before creating a directory.
+		if fileA.Mode != 0 || fileB.Mode != 0 {
+			if fileA.Mode != fileB.Mode || fileA.ID != fileB.ID {
+				if err := fn(Change{Path: p, Old: fileA, New: fileB}); err != nil {
+					return err
+				}
+			}
+		}
+		if !subA.IsZero() || !subB.IsZero() {
+			if err := diffDir(r, p, subA, subB, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// WalkTree calls fn for every non-directory entry beneath tree id, in path
+// order, with its slash-separated path.
+func WalkTree(r TreeReader, id ID, fn func(path string, e TreeEntry) error) error {
+	return DiffTrees(r, ID{}, id, func(c Change) error { return fn(c.Path, c.New) })
+}

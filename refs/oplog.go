@@ -1,0 +1,323 @@
+package refs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc64"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/snapcore-dev/snap/objects"
+)
+
+const (
+	logName     = "oplog"
+	logLockName = "oplog.lock"
+	sumLen      = 16 // hex digits of the CRC-64 after the TAB
+)
+
+var crcTable = crc64.MakeTable(crc64.ECMA)
+
+// RefChange records one ref move made by an operation. A zero Old means the
+// ref was created; a zero New means it was deleted. Zero ids are omitted from
+// the JSON encoding.
+type RefChange struct {
+	Name string     `json:"name"`
+	Old  objects.ID `json:"old,omitzero"`
+	New  objects.ID `json:"new,omitzero"`
+}
+
+// Op is one record of the operation log. Zero ids and empty fields are
+// omitted from the JSON encoding.
+type Op struct {
+	Seq        int64           `json:"seq"`                 // assigned by Append: 1, 2, 3, ... with no gaps
+	Time       time.Time       `json:"time"`                // set by Append (UTC) when zero
+	Kind       string          `json:"kind"`                // "checkpoint", "rewind", "label", "undo", "redo", "session-archive", "session-rm", "gc", ...
+	Session    string          `json:"session,omitempty"`   // session the op acted in, if any
+	Refs       []RefChange     `json:"refs,omitempty"`      // ref moves this op made, in order
+	Checkpoint objects.ID      `json:"checkpoint,omitzero"` // checkpoint created by this op, if any
+	Target     objects.ID      `json:"target,omitzero"`     // rewind target
+	Safety     objects.ID      `json:"safety,omitzero"`     // rewind: checkpoint of the tree+state from before the rewind
+	Undoes     int64           `json:"undoes,omitempty"`    // undo/redo: Seq of the op reversed / re-applied
+	Detail     json.RawMessage `json:"detail,omitempty"`    // engine-specific payload, valid JSON, stored with insignificant whitespace removed
+}
+
+// Append assigns op.Seq (one more than the last record's) and, when zero,
+// op.Time, then appends op to the log as one record.
+//
+// Appenders in all processes are serialised by an exclusive flock(2) on
+// dir/oplog.lock, so seqs are unique and gapless; Append blocks while another
+// appender holds it (a crashed holder releases it). Before writing, Append
+// truncates a torn tail left by a crashed append. When Append returns nil the
+// record is durable (fsync'd). On error op is left unchanged, and no record,
+// or at most a torn tail that the next Append removes, has been written.
+//
+// op.Kind and op.Session (when set) must be legal name components and every
+// op.Refs name a legal ref name, else the error wraps ErrBadName.
+func (s *Store) Append(op *Op) error {
+	if op == nil {
+		return errors.New("refs: append: nil op")
+	}
+	if err := ValidComponent(op.Kind); err != nil {
+		return fmt.Errorf("refs: append: kind: %w", err)
+	}
+	if op.Session != "" {
+		if err := ValidComponent(op.Session); err != nil {
+			return fmt.Errorf("refs: append: session: %w", err)
+		}
+	}
+	for _, rc := range op.Refs {
+		if err := ValidName(rc.Name); err != nil {
+			return fmt.Errorf("refs: append: %w", err)
+		}
+	}
+	rec := *op
+	if rec.Time.IsZero() {
+		rec.Time = time.Now().UTC()
+	}
+
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	lock, err := flockExclusive(filepath.Join(s.dir, logLockName))
+	if err != nil {
+		return fmt.Errorf("refs: append: %w", err)
+	}
+	defer lock.Close() // releases the flock
+
+	f, err := os.OpenFile(filepath.Join(s.dir, logName), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("refs: append: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("refs: append: %w", err)
+	}
+	size := fi.Size()
+	lastSeq, tailOff, err := scanTail(f, size)
+	if err != nil {
+		return fmt.Errorf("refs: append: %w", err)
+	}
+	if tailOff < size {
+		if err := f.Truncate(tailOff); err != nil {
+			return fmt.Errorf("refs: append: truncate torn tail: %w", err)
+		}
+	}
+	rec.Seq = lastSeq + 1
+	line, err := encodeRecord(&rec)
+	if err != nil {
+		return fmt.Errorf("refs: append: %w", err)
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Truncate(tailOff) // best effort; a partial record is a torn tail anyway
+		return fmt.Errorf("refs: append: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("refs: append: %w", err)
+	}
+	if size == 0 {
+		// The log file may be new: make its directory entry durable.
+		if err := syncDir(s.dir); err != nil {
+			return fmt.Errorf("refs: append: %w", err)
+		}
+	}
+	*op = rec
+	return nil
+}
+
+// Ops returns every verified record of the log, in file (and seq) order. A
+// missing log is an empty one. A torn tail is ignored silently: it is what a
+// crash during Append leaves, and also what an append in progress looks like.
+//
+// Damage anywhere else does not hide the other records: Ops returns all
+// verified ops together with a non-nil error joining one *CorruptError per
+// record that fails verification and per seq out of order (errors.Is(err,
+// ErrCorrupt)); these are exactly the op-log errors Check reports. Any other
+// error (I/O) comes with nil ops.
+func (s *Store) Ops() ([]Op, error) {
+	data, err := os.ReadFile(filepath.Join(s.dir, logName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("refs: ops: %w", err)
+	}
+	scan := parseLog(data)
+	return scan.ops, errors.Join(scan.corrupt...)
+}
+
+// encodeRecord returns the record line for op: JSON, TAB, checksum, LF.
+func encodeRecord(op *Op) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(op); err != nil {
+		return nil, err
+	}
+	js := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	if bytes.IndexByte(js, '\n') >= 0 || bytes.IndexByte(js, '\t') >= 0 {
+		return nil, errors.New("encoded op contains a raw TAB or LF") // cannot happen with encoding/json
+	}
+	line := append(js, '\t')
+	line = fmt.Appendf(line, "%016x", crc64.Checksum(js, crcTable))
+	return append(line, '\n'), nil
+}
+
+// decodeRecord verifies and decodes one record line without its LF.
+func decodeRecord(line []byte) (Op, error) {
+	var op Op
+	i := bytes.LastIndexByte(line, '\t')
+	if i < 0 {
+		return op, errors.New("no checksum")
+	}
+	js, sum := line[:i], line[i+1:]
+	if len(sum) != sumLen || !isLowerHex(sum) {
+		return op, fmt.Errorf("malformed checksum %.20q", sum)
+	}
+	want, _ := strconv.ParseUint(string(sum), 16, 64)
+	if got := crc64.Checksum(js, crcTable); got != want {
+		return op, fmt.Errorf("checksum mismatch: record %016x, computed %016x", want, got)
+	}
+	if err := json.Unmarshal(js, &op); err != nil {
+		return Op{}, fmt.Errorf("bad JSON: %v", err)
+	}
+	if op.Seq < 1 {
+		return Op{}, fmt.Errorf("seq %d is not positive", op.Seq)
+	}
+	if op.Kind == "" {
+		return Op{}, errors.New("empty kind")
+	}
+	return op, nil
+}
+
+func isLowerHex(b []byte) bool {
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// logScan is the result of parsing a whole op log.
+type logScan struct {
+	ops     []Op
+	opLines []int   // 1-based line number of each op
+	corrupt []error // *CorruptError: bad records before the tail, seqs out of order
+	tailOff int64   // where the torn tail starts; len(data) when there is none
+	torn    string  // why the tail is torn; "" when there is none
+}
+
+// parseLog splits data into records and verifies them (see doc.go for the
+// torn-tail rule). It never panics, whatever data holds.
+func parseLog(data []byte) logScan {
+	var sc logScan
+	body := data
+	if n := len(data); n > 0 && data[n-1] != '\n' {
+		body = data[:bytes.LastIndexByte(data, '\n')+1]
+		sc.torn = "unterminated final line"
+	}
+	type rec struct {
+		off  int64
+		line []byte
+	}
+	var recs []rec
+	for off := 0; off < len(body); {
+		end := off + bytes.IndexByte(body[off:], '\n')
+		recs = append(recs, rec{int64(off), body[off:end]})
+		off = end + 1
+	}
+	sc.tailOff = int64(len(body))
+	if sc.torn == "" && len(recs) > 0 {
+		last := recs[len(recs)-1]
+		if _, err := decodeRecord(last.line); err != nil {
+			sc.torn = "final record: " + err.Error()
+			sc.tailOff = last.off
+			recs = recs[:len(recs)-1]
+		}
+	}
+
+	var prevSeq int64 // seq of the previous verified record
+	bad := 0          // records failing verification since it
+	for i, r := range recs {
+		op, err := decodeRecord(r.line)
+		if err != nil {
+			sc.corrupt = append(sc.corrupt, &CorruptError{Path: logName, Line: i + 1, Offset: r.off, Reason: err.Error()})
+			bad++
+			continue
+		}
+		if want := prevSeq + int64(bad) + 1; op.Seq != want {
+			sc.corrupt = append(sc.corrupt, &CorruptError{Path: logName, Line: i + 1, Offset: r.off,
+				Reason: fmt.Sprintf("seq %d where %d was expected (gap, duplicate or reordering)", op.Seq, want)})
+		}
+		prevSeq, bad = op.Seq, 0
+		sc.ops = append(sc.ops, op)
+		sc.opLines = append(sc.opLines, i+1)
+	}
+	return sc
+}
+
+// scanTail reads the end of the log file f (size bytes) and returns the seq
+// the last record holds (for a record failing verification, one more than
+// the record before it) and the offset of the torn tail (size when there is
+// none), by the same rules as parseLog. It reads only as much of the file as
+// it needs.
+func scanTail(f *os.File, size int64) (lastSeq, tailOff int64, err error) {
+	for window := int64(64 << 10); ; window *= 2 {
+		start := max(0, size-window)
+		buf := make([]byte, size-start)
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return 0, 0, err
+		}
+		lastSeq, tailRel, ok := scanTailBuf(buf, start == 0)
+		if ok {
+			return lastSeq, start + tailRel, nil
+		}
+	}
+}
+
+// scanTailBuf does scanTail's work on buf, the last bytes of the log;
+// atStart says whether buf begins at offset 0. ok is false when buf does not
+// reach back far enough to decide.
+func scanTailBuf(buf []byte, atStart bool) (lastSeq, tailRel int64, ok bool) {
+	n := len(buf)
+	if n == 0 {
+		return 0, 0, true
+	}
+	end := n // records are in buf[:end], each ending in LF
+	lastMayBeTail := true
+	if buf[n-1] != '\n' {
+		j := bytes.LastIndexByte(buf, '\n')
+		if j < 0 && !atStart {
+			return 0, 0, false
+		}
+		end = j + 1
+		lastMayBeTail = false
+	}
+	tailRel = int64(end)
+	var bad int64
+	for pos := end; pos > 0; {
+		j := bytes.LastIndexByte(buf[:pos-1], '\n')
+		if j < 0 && !atStart {
+			return 0, 0, false // this record's start is before buf
+		}
+		start := j + 1
+		op, err := decodeRecord(buf[start : pos-1])
+		if err == nil {
+			return op.Seq + bad, tailRel, true
+		}
+		if lastMayBeTail {
+			tailRel = int64(start)
+		} else {
+			bad++
+		}
+		lastMayBeTail = false
+		pos = start
+	}
+	return bad, tailRel, true
+}

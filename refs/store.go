@@ -1,0 +1,399 @@
+package refs
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/snapcore-dev/snap/objects"
+)
+
+// defaultLockTimeout bounds how long Update and Delete wait for a ref's lock
+// file to go away before failing with ErrBusy.
+const defaultLockTimeout = 2 * time.Second
+
+// refFileSize is the exact size of a ref file: 64 hex digits and "\n".
+const refFileSize = 2*objects.IDSize + 1
+
+// Store gives access to the refs and the op log of one store directory.
+// A Store is safe for concurrent use by many goroutines, and any number of
+// processes may use the same store directory at once (see doc.go).
+type Store struct {
+	dir     string
+	refsDir string
+
+	lockTimeout time.Duration // see defaultLockTimeout; tests shorten it
+	appendMu    sync.Mutex    // orders this Store's appenders before they take the flock
+}
+
+// Ref is a named pointer to an object.
+type Ref struct {
+	Name string
+	ID   objects.ID
+}
+
+// Open opens the refs and op log of the store directory dir, which must exist.
+// It creates dir/refs if missing (durably).
+func Open(dir string) (*Store, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("refs: open: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("refs: open %s: not a directory", dir)
+	}
+	s := &Store{dir: dir, refsDir: filepath.Join(dir, "refs"), lockTimeout: defaultLockTimeout}
+	switch err := os.Mkdir(s.refsDir, 0o755); {
+	case err == nil:
+		if err := syncDir(dir); err != nil {
+			return nil, fmt.Errorf("refs: open: %w", err)
+		}
+	case errors.Is(err, fs.ErrExist):
+		fi, err := os.Stat(s.refsDir)
+		if err != nil {
+			return nil, fmt.Errorf("refs: open: %w", err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("refs: open %s: not a directory", s.refsDir)
+		}
+	default:
+		return nil, fmt.Errorf("refs: open: %w", err)
+	}
+	return s, nil
+}
+
+// Get returns the id the ref name points at. It fails with ErrNotFound when
+// the ref does not exist and with ErrCorrupt when its file is damaged.
+func (s *Store) Get(name string) (objects.ID, error) {
+	if err := ValidName(name); err != nil {
+		return objects.ID{}, err
+	}
+	id, err := s.read(name)
+	if errors.Is(err, errIsDir) || errors.Is(err, errNoRef) {
+		return objects.ID{}, fmt.Errorf("refs: %q: %w", name, ErrNotFound)
+	}
+	return id, err
+}
+
+// Update atomically sets ref name to new if it currently holds old; a zero old
+// means the ref must not exist yet. new must not be zero (use Delete).
+//
+// On mismatch nothing changes and the error is a *ConflictError (ErrConflict).
+// If another writer holds the ref's lock for longer than about 2 s, Update
+// fails with ErrBusy. When Update returns nil the new value is durable: the
+// ref file and its directory entry have been fsync'd. Concurrent Updates of
+// one ref, from any goroutines or processes, are serialised by the lock file,
+// so no update is ever lost.
+func (s *Store) Update(name string, old, new objects.ID) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	if new.IsZero() {
+		return fmt.Errorf("refs: update %q: new id is zero (use Delete)", name)
+	}
+	return s.cas("update", name, old, new)
+}
+
+// Delete atomically removes ref name if it currently holds old, which must
+// not be zero. Errors are as for Update. When Delete returns nil the removal
+// is durable. Directories left empty are not removed.
+func (s *Store) Delete(name string, old objects.ID) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	if old.IsZero() {
+		return fmt.Errorf("refs: delete %q: old id is zero", name)
+	}
+	return s.cas("delete", name, old, objects.ID{})
+}
+
+// List returns the refs whose names start with prefix, sorted by name. The
+// prefix is "" (all refs), whole components each followed by "/"
+// ("sessions/"), optionally followed by the start of a component
+// ("labels/re"). Files that are not refs (lock files, illegal names) are
+// skipped. Damaged ref files are left out of the result and reported in the
+// returned error, joined *CorruptError values (ErrCorrupt); the other refs are
+// still returned. List sees each ref either before or after any concurrent
+// update, never a partial value.
+func (s *Store) List(prefix string) ([]Ref, error) {
+	if err := validPrefix(prefix); err != nil {
+		return nil, err
+	}
+	base := prefix[:strings.LastIndexByte(prefix, '/')+1] // "" or ends in "/"
+	root := filepath.Join(s.refsDir, filepath.FromSlash(base))
+	var refs []Ref
+	var bad []error
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		rel, err := filepath.Rel(s.refsDir, path)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if d.IsDir() {
+			if path == root {
+				return nil
+			}
+			dirPrefix := name + "/"
+			if ValidName(name) != nil ||
+				!strings.HasPrefix(dirPrefix, prefix) && !strings.HasPrefix(prefix, dirPrefix) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasPrefix(name, prefix) || ValidName(name) != nil {
+			return nil // lock files and foreign files are not refs
+		}
+		id, err := s.read(name)
+		switch {
+		case err == nil:
+			refs = append(refs, Ref{Name: name, ID: id})
+		case errors.Is(err, errNoRef) || errors.Is(err, errIsDir): // deleted meanwhile
+		case errors.Is(err, ErrCorrupt):
+			bad = append(bad, err)
+		default:
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("refs: list %q: %w", prefix, err)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	return refs, errors.Join(bad...)
+}
+
+var (
+	errNoRef = errors.New("no ref")                  // internal: the ref file does not exist
+	errIsDir = errors.New("name is a ref directory") // internal: the name is a directory of refs
+)
+
+// read returns the value of ref name, errNoRef, errIsDir, a *CorruptError,
+// or an I/O error.
+func (s *Store) read(name string) (objects.ID, error) {
+	f, err := os.OpenFile(s.refPath(name), os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+			return objects.ID{}, errNoRef
+		case isSymlinkLoop(err):
+			return objects.ID{}, &CorruptError{Path: "refs/" + name, Reason: "ref is a symlink"}
+		}
+		return objects.ID{}, fmt.Errorf("refs: read %q: %w", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return objects.ID{}, fmt.Errorf("refs: read %q: %w", name, err)
+	}
+	if fi.IsDir() {
+		return objects.ID{}, errIsDir
+	}
+	if !fi.Mode().IsRegular() {
+		return objects.ID{}, &CorruptError{Path: "refs/" + name, Reason: "ref is not a regular file"}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, refFileSize+1))
+	if err != nil {
+		return objects.ID{}, fmt.Errorf("refs: read %q: %w", name, err)
+	}
+	id, reason := parseRef(b)
+	if reason != "" {
+		return objects.ID{}, &CorruptError{Path: "refs/" + name, Reason: reason}
+	}
+	return id, nil
+}
+
+// parseRef decodes the content of a ref file; reason is "" when valid.
+func parseRef(b []byte) (id objects.ID, reason string) {
+	if len(b) != refFileSize || b[refFileSize-1] != '\n' {
+		return id, fmt.Sprintf("not 64 hex digits and a newline (%d bytes)", len(b))
+	}
+	for _, c := range b[:refFileSize-1] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return id, fmt.Sprintf("not 64 lowercase hex digits: %q", b[:refFileSize-1])
+		}
+	}
+	hex.Decode(id[:], b[:refFileSize-1]) // cannot fail: checked above
+	if id.IsZero() {
+		return id, "holds the zero id"
+	}
+	return id, ""
+}
+
+func (s *Store) refPath(name string) string {
+	return filepath.Join(s.refsDir, filepath.FromSlash(name))
+}
+
+// cas is the locked compare-and-swap behind Update (new non-zero) and Delete
+// (new zero). name has been validated.
+func (s *Store) cas(verb, name string, old, new objects.ID) error {
+	path := s.refPath(name)
+	parent := filepath.Dir(path)
+	if new.IsZero() {
+		// Delete never creates directories.
+		if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+			return &ConflictError{Name: name, Expected: old}
+		}
+	} else if err := s.mkdirs(name, parent); err != nil {
+		return err
+	}
+
+	lockPath := path + ".lock"
+	lock, err := createLock(lockPath, s.lockTimeout)
+	if err != nil {
+		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			lock.Close()
+			os.Remove(lockPath)
+		}
+	}()
+
+	cur, err := s.read(name)
+	switch {
+	case errors.Is(err, errNoRef):
+		cur = objects.ID{}
+	case errors.Is(err, errIsDir):
+		return fmt.Errorf("refs: %s %q: %w: name is a directory holding other refs", verb, name, ErrBadName)
+	case err != nil:
+		return err
+	}
+	if cur != old {
+		return &ConflictError{Name: name, Expected: old, Actual: cur}
+	}
+
+	if new.IsZero() {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+		}
+		lock.Close()
+		locked = false
+		if err := os.Remove(lockPath); err != nil {
+			return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+		}
+		if err := syncDir(parent); err != nil {
+			return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+		}
+		return nil
+	}
+
+	buf := make([]byte, 0, refFileSize)
+	buf = hex.AppendEncode(buf, new[:])
+	buf = append(buf, '\n')
+	if _, err := lock.Write(buf); err != nil {
+		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+	}
+	if err := lock.Sync(); err != nil {
+		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+	}
+	if err := lock.Close(); err != nil {
+		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+	}
+	if err := os.Rename(lockPath, path); err != nil {
+		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+	}
+	locked = false
+	if err := syncDir(parent); err != nil {
+		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+	}
+	if cur.IsZero() {
+		// A new ref may live in directories whose own entries are not yet
+		// durable (created just now, here or by a concurrent writer): sync
+		// every ancestor up to refs/.
+		for d := parent; d != s.refsDir; {
+			d = filepath.Dir(d)
+			if err := syncDir(d); err != nil {
+				return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// mkdirs creates the directories leading to ref name (parent is its parent
+// directory). A component that exists as a ref file is a name collision.
+func (s *Store) mkdirs(name, parent string) error {
+	if parent == s.refsDir {
+		return nil
+	}
+	if fi, err := os.Stat(parent); err == nil && fi.IsDir() {
+		return nil // the common case: the directories exist
+	}
+	comps := strings.Split(name, "/")
+	d := s.refsDir
+	for i, c := range comps[:len(comps)-1] {
+		d = filepath.Join(d, c)
+		err := os.Mkdir(d, 0o755)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("refs: %q: %w", name, err)
+		}
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return fmt.Errorf("refs: %q: %w", name, err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("refs: %w %q: collides with ref %q", ErrBadName, name, strings.Join(comps[:i+1], "/"))
+		}
+	}
+	return nil
+}
+
+// createLock creates lockPath exclusively, retrying with jittered backoff
+// while it exists, for up to timeout; then it fails with ErrBusy.
+func createLock(lockPath string, timeout time.Duration) (*os.File, error) {
+	deadline := time.Now().Add(timeout)
+	wait := 200 * time.Microsecond
+	for {
+		f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			return nil, fmt.Errorf("%w: lock file %s exists (held by another writer, or left by a crashed one)", ErrBusy, lockPath)
+		}
+		sleep := wait/2 + rand.N(wait)
+		if rem := deadline.Sub(now); sleep > rem {
+			sleep = rem
+		}
+		time.Sleep(sleep)
+		wait = min(2*wait, 5*time.Millisecond)
+	}
+}
+
+// syncDir fsyncs a directory so entries created, renamed or removed in it
+// are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

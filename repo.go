@@ -1,0 +1,225 @@
+package snap
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/snapcore-dev/snap/index"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/worktree"
+)
+
+// StoreDirName is the store's directory name at the project root.
+const StoreDirName = ".snap"
+
+// DefaultSession is the session used when none is named.
+const DefaultSession = "default"
+
+// Options locate a project and its store.
+type Options struct {
+	// Dir is the project directory, or any directory inside it. Empty means
+	// the current directory.
+	Dir string
+	// Store is an explicit store path. Empty means the nearest ancestor of
+	// Dir holding .snap/, or Dir/.snap for Init.
+	Store string
+}
+
+// Repo is an open project: its working tree and its store. A Repo is safe
+// for concurrent use; several processes may open the same store at once.
+type Repo struct {
+	Root     string // project root, absolute
+	StoreDir string // store directory, absolute
+
+	objects *objects.Store
+	refs    *refs.Store
+	config  Config
+}
+
+// Config is the store's settings file (StoreDir/config, JSON).
+type Config struct {
+	Version     int   `json:"version"`
+	MaxFileSize int64 `json:"max_file_size,omitempty"`
+}
+
+func locate(opts Options, create bool) (root, store string, err error) {
+	dir := opts.Dir
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return "", "", err
+		}
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", "", err
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return "", "", err
+	} else if !fi.IsDir() {
+		return "", "", fmt.Errorf("%w: %s is not a directory", ErrUsage, dir)
+	}
+	if opts.Store != "" {
+		store, err := filepath.Abs(opts.Store)
+		return dir, store, err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(filepath.Join(d, StoreDirName)); err == nil && fi.IsDir() {
+			return d, filepath.Join(d, StoreDirName), nil
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if create {
+		return dir, filepath.Join(dir, StoreDirName), nil
+	}
+	return "", "", fmt.Errorf("%w in %s or any parent", ErrNoStore, dir)
+}
+
+// Init creates the store if needed (idempotent) and opens it. In a git
+// repository it adds the store to .git/info/exclude. It reports whether the
+// store was created.
+func Init(opts Options) (*Repo, bool, error) {
+	root, store, err := locate(opts, true)
+	if err != nil {
+		return nil, false, err
+	}
+	created := false
+	if _, err := os.Stat(filepath.Join(store, "config")); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(store, 0o755); err != nil {
+			return nil, false, err
+		}
+		if err := writeFileAtomic(filepath.Join(store, "config"), mustJSON(Config{Version: 1})); err != nil {
+			return nil, false, err
+		}
+		created = true
+	}
+	if err := excludeFromGit(root, store); err != nil {
+		return nil, false, err
+	}
+	r, err := openAt(root, store)
+	return r, created, err
+}
+
+// Open opens an existing store.
+func Open(opts Options) (*Repo, error) {
+	root, store, err := locate(opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return openAt(root, store)
+}
+
+func openAt(root, store string) (*Repo, error) {
+	data, err := os.ReadFile(filepath.Join(store, "config"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s", ErrNoStore, store)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &Repo{Root: root, StoreDir: store}
+	if err := json.Unmarshal(data, &r.config); err != nil {
+		return nil, fmt.Errorf("%w: store config: %v", objects.ErrCorrupt, err)
+	}
+	if r.objects, err = objects.Open(store); err != nil {
+		return nil, err
+	}
+	if r.refs, err = refs.Open(store); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close releases the store's open files.
+func (r *Repo) Close() error { return r.objects.Close() }
+
+// Objects returns the object store (for gc, fsck and tests).
+func (r *Repo) Objects() *objects.Store { return r.objects }
+
+// Refs returns the ref store and op log.
+func (r *Repo) Refs() *refs.Store { return r.refs }
+
+// MaxFileSize is the capture size limit in force.
+func (r *Repo) MaxFileSize() int64 {
+	if r.config.MaxFileSize > 0 {
+		return r.config.MaxFileSize
+	}
+	return worktree.DefaultMaxFileSize
+}
+
+func (r *Repo) cachePath() string { return filepath.Join(r.StoreDir, "cache", "stat") }
+
+func (r *Repo) loadCache() *index.Cache {
+	c, _ := index.Load(r.cachePath()) // a corrupt cache is an empty cache
+	return c
+}
+
+// excludeFromGit adds the store to .git/info/exclude when the project is a
+// git repository and the store lies inside it.
+func excludeFromGit(root, store string) error {
+	gitDir := filepath.Join(root, ".git")
+	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	rel, err := filepath.Rel(root, store)
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil
+	}
+	line := "/" + filepath.ToSlash(rel) + "/"
+	p := filepath.Join(gitDir, "info", "exclude")
+	data, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) == line {
+			return nil
+		}
+	}
+	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
+		data = append(data, '\n')
+	}
+	data = append(data, line+"\n"...)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, data, 0o644)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return append(b, '\n')
+}
+
+// writeFileAtomic writes data to path durably: temporary file, fsync,
+// rename, fsync of the directory.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return objects.SyncDir(filepath.Dir(path))
+}

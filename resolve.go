@@ -1,0 +1,173 @@
+package snap
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// Resolve turns a REF into a checkpoint id. Forms, tried in this order:
+//
+//	@            the session head
+//	@~N          N parents back from the head
+//	#N           the N-th checkpoint of the session, as log numbers them (1 = oldest)
+//	msg:ID       the latest checkpoint of the session with that message id
+//	LABEL        a label
+//	HEX          a full id or a unique prefix of at least 6 hex digits
+//
+// It returns an error wrapping ErrNoCheckpoint when nothing matches, and
+// objects.ErrAmbiguous for an ambiguous prefix.
+func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	switch {
+	case ref == "" || ref == "@" || ref == "HEAD":
+		id, ck, err := r.head(session)
+		if err != nil {
+			return id, err
+		}
+		if ck == nil {
+			return id, fmt.Errorf("%w: session %q has no checkpoints yet", ErrNoCheckpoint, session)
+		}
+		return id, nil
+	case strings.HasPrefix(ref, "@~"):
+		n, err := strconv.Atoi(ref[2:])
+		if err != nil || n < 0 {
+			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want @~N)", ErrUsage, ref)
+		}
+		id, err := r.Resolve(session, "@")
+		if err != nil {
+			return id, err
+		}
+		for i := 0; i < n; i++ {
+			ck, err := r.objects.ReadCheckpoint(id)
+			if err != nil {
+				return id, err
+			}
+			if len(ck.Parents) == 0 {
+				return objects.ID{}, fmt.Errorf("%w: %s goes back past the first checkpoint of session %q", ErrNoCheckpoint, ref, session)
+			}
+			id = ck.Parents[0]
+		}
+		return id, nil
+	case strings.HasPrefix(ref, "#"):
+		n, err := strconv.Atoi(ref[1:])
+		if err != nil || n < 1 {
+			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want #N, N >= 1)", ErrUsage, ref)
+		}
+		list, err := r.sessionCheckpoints(session)
+		if err != nil {
+			return objects.ID{}, err
+		}
+		if n > len(list) {
+			return objects.ID{}, fmt.Errorf("%w: session %q has %d checkpoints, no #%d", ErrNoCheckpoint, session, len(list), n)
+		}
+		return list[n-1].ID, nil
+	case strings.HasPrefix(ref, "msg:"):
+		list, err := r.sessionCheckpoints(session)
+		if err != nil {
+			return objects.ID{}, err
+		}
+		for i := len(list) - 1; i >= 0; i-- {
+			if list[i].MessageID == ref[4:] {
+				return list[i].ID, nil
+			}
+		}
+		return objects.ID{}, fmt.Errorf("%w: no checkpoint of session %q has message id %q", ErrNoCheckpoint, session, ref[4:])
+	}
+	if refs.ValidComponent(ref) == nil {
+		id, err := r.refs.Get("labels/" + ref)
+		if err == nil {
+			return id, nil
+		}
+		if !errors.Is(err, refs.ErrNotFound) {
+			return id, err
+		}
+	}
+	if len(ref) >= 6 && isHex(ref) {
+		ids := r.objects.FindPrefix(ref, objects.TypeCheckpoint)
+		if len(ids) == 0 {
+			r.objects.Reload()
+			ids = r.objects.FindPrefix(ref, objects.TypeCheckpoint)
+		}
+		switch len(ids) {
+		case 1:
+			return ids[0], nil
+		case 0:
+		default:
+			return objects.ID{}, fmt.Errorf("%w: %q matches %d checkpoints", objects.ErrAmbiguous, ref, len(ids))
+		}
+	}
+	return objects.ID{}, fmt.Errorf("%w: %q is not a checkpoint id, label or REF of session %q", ErrNoCheckpoint, ref, session)
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// sessionEntry is one checkpoint of a session, in creation order.
+type sessionEntry struct {
+	ID objects.ID
+	*objects.Checkpoint
+}
+
+// sessionCheckpoints returns every checkpoint ever recorded in the session
+// (from the op log, plus the head's ancestry for checkpoints whose op-log
+// record a crash may have lost), oldest first.
+func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
+	ops, err := r.refs.Ops()
+	if err != nil && len(ops) == 0 && !errors.Is(err, refs.ErrCorrupt) {
+		return nil, err
+	}
+	seen := map[objects.ID]bool{}
+	var list []sessionEntry
+	add := func(id objects.ID) error {
+		if seen[id] {
+			return nil
+		}
+		seen[id] = true
+		ck, err := r.objects.ReadCheckpoint(id)
+		if err != nil {
+			return err
+		}
+		if ck.Session == session {
+			list = append(list, sessionEntry{id, ck})
+		}
+		return nil
+	}
+	for _, op := range ops {
+		if op.Session == session && !op.Checkpoint.IsZero() {
+			if err := add(op.Checkpoint); err != nil {
+				return nil, err
+			}
+		}
+	}
+	head, _, err := r.head(session)
+	if err != nil {
+		return nil, err
+	}
+	for id := head; !id.IsZero() && !seen[id]; {
+		if err := add(id); err != nil {
+			return nil, err
+		}
+		ck := list[len(list)-1].Checkpoint
+		if len(ck.Parents) == 0 {
+			break
+		}
+		id = ck.Parents[0]
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].Time < list[j].Time })
+	return list, nil
+}

@@ -1,0 +1,139 @@
+package snap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// UndoResult reports an undo or redo.
+type UndoResult struct {
+	Op     refs.Op       `json:"op"`     // the operation reversed or re-applied
+	Rewind *RewindResult `json:"rewind"` // for a rewind: what the files and state did
+}
+
+// undoable op kinds: everything that moved refs in a session.
+func undoable(kind string) bool {
+	switch kind {
+	case "checkpoint", "rewind", "label":
+		return true
+	}
+	return false
+}
+
+// stacks derives the session's undo and redo stacks from the op log: every
+// undoable op pushes onto undo and clears redo; "undo X" moves X to redo;
+// "redo X" moves it back.
+func (r *Repo) stacks(session string) (undo, redo []refs.Op, err error) {
+	ops, err := r.refs.Ops()
+	if err != nil && len(ops) == 0 {
+		return nil, nil, err
+	}
+	bySeq := map[int64]refs.Op{}
+	for _, op := range ops {
+		bySeq[op.Seq] = op
+		if op.Session != session {
+			continue
+		}
+		switch {
+		case op.Kind == "undo":
+			if n := len(undo); n > 0 && undo[n-1].Seq == op.Undoes {
+				redo = append(redo, undo[n-1])
+				undo = undo[:n-1]
+			}
+		case op.Kind == "redo":
+			if n := len(redo); n > 0 && redo[n-1].Seq == op.Undoes {
+				undo = append(undo, redo[n-1])
+				redo = redo[:n-1]
+			}
+		case undoable(op.Kind):
+			undo = append(undo, op)
+			redo = nil
+		}
+	}
+	return undo, redo, nil
+}
+
+// Undo reverses the session's last operation: a checkpoint moves the head
+// back, a label is removed or moved back, a rewind puts the working tree and
+// state documents back exactly as they were before it (after a safety
+// checkpoint of whatever changed since).
+func (r *Repo) Undo(ctx context.Context, session string) (*UndoResult, error) {
+	return r.undoRedo(ctx, session, true)
+}
+
+// Redo re-applies the last undone operation of the session.
+func (r *Repo) Redo(ctx context.Context, session string) (*UndoResult, error) {
+	return r.undoRedo(ctx, session, false)
+}
+
+func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoResult, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	us, rs, err := r.stacks(session)
+	if err != nil {
+		return nil, err
+	}
+	stack, kind, empty := us, "undo", ErrNothingToUndo
+	if !undo {
+		stack, kind, empty = rs, "redo", ErrNothingToRedo
+	}
+	if len(stack) == 0 {
+		return nil, fmt.Errorf("%w in session %q", empty, session)
+	}
+	op := stack[len(stack)-1]
+	res := &UndoResult{Op: op}
+	if op.Kind == "rewind" {
+		var scope rewindScope
+		if err := json.Unmarshal(op.Detail, &scope); err != nil {
+			return nil, fmt.Errorf("%w: op %d: %v", objects.ErrCorrupt, op.Seq, err)
+		}
+		// Undo goes back to the safety checkpoint's content with the head
+		// where it was; redo goes to the target again.
+		target, newHead := op.Safety, op.Refs[0].Old
+		if !undo {
+			target, newHead = op.Target, op.Target
+		}
+		if target.IsZero() {
+			return nil, fmt.Errorf("%w: op %d has no checkpoint to return to", objects.ErrCorrupt, op.Seq)
+		}
+		rr, err := r.move(ctx, session, target, newHead, scope, false, func(old, safety objects.ID) error {
+			return r.refs.Append(&refs.Op{Kind: kind, Session: session, Undoes: op.Seq, Target: target, Safety: safety,
+				Refs: []refs.RefChange{{Name: headRef(session), Old: old, New: newHead}}})
+		})
+		res.Rewind = rr
+		return res, err
+	}
+	// Checkpoint and label: move each ref back (or forward), compare-and-swap.
+	changes := make([]refs.RefChange, 0, len(op.Refs))
+	for i := range op.Refs {
+		c := op.Refs[i]
+		if undo {
+			c = op.Refs[len(op.Refs)-1-i]
+			c.Old, c.New = c.New, c.Old
+		}
+		if err := r.setRef(c.Name, c.Old, c.New); err != nil {
+			if errors.Is(err, refs.ErrConflict) {
+				return nil, fmt.Errorf("cannot %s op %d: %s has moved since: %w", kind, op.Seq, c.Name, err)
+			}
+			return nil, err
+		}
+		changes = append(changes, c)
+	}
+	return res, r.refs.Append(&refs.Op{Kind: kind, Session: session, Undoes: op.Seq, Refs: changes})
+}
+
+// setRef moves a ref from old to new by compare-and-swap; a zero new
+// deletes it.
+func (r *Repo) setRef(name string, old, new objects.ID) error {
+	if new.IsZero() {
+		return r.refs.Delete(name, old)
+	}
+	return r.refs.Update(name, old, new)
+}

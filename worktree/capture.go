@@ -1,0 +1,444 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap/index"
+	"github.com/snapcore-dev/snap/objects"
+)
+
+// DefaultMaxFileSize is the size above which a file is skipped (and
+// reported) rather than captured.
+const DefaultMaxFileSize = 1 << 30
+
+// Options configure a capture.
+type Options struct {
+	Root        string       // project root (absolute)
+	StoreDir    string       // the store; never captured when inside Root
+	MaxFileSize int64        // 0 means DefaultMaxFileSize
+	Cache       *index.Cache // stat cache; nil re-reads every file
+	Workers     int          // parallel directory walkers; 0 picks a default
+}
+
+// Skipped is a path that was not captured, and why.
+type Skipped struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Snapshot is the result of a capture.
+type Snapshot struct {
+	Tree    objects.ID // root tree
+	Files   int        // files and symlinks captured
+	Bytes   int64      // their total size
+	Read    int        // files whose content was read (stat cache misses)
+	Skipped []Skipped  // sorted by path
+}
+
+// Capture records the working tree under opts.Root into w and returns its
+// root tree. It honours .gitignore files at every depth, .snapignore and
+// .git/info/exclude; never enters .git (at any depth) or the store; stores
+// symlinks as links without following them; skips FIFOs, sockets and
+// devices without opening them, and files over the size limit, listing them
+// in Skipped. A file that changes while it is read is read again; one that
+// keeps changing is skipped. Objects are only put into w: nothing is durable
+// until the caller commits w.
+func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, error) {
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = DefaultMaxFileSize
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	c := &capturer{
+		ctx:       ctx,
+		opts:      opts,
+		w:         w,
+		scanStart: time.Now(),
+		sem:       make(chan struct{}, opts.Workers),
+		seen:      map[string]struct{}{},
+	}
+	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
+		c.storeRel = filepath.ToSlash(rel)
+	}
+	fd, err := unix.Open(opts.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open project root: %w", &os.PathError{Op: "open", Path: opts.Root, Err: err})
+	}
+	res := c.dir(fd, "", nil, rootIgnorer(opts.Root))
+	if res.err != nil {
+		return nil, res.err
+	}
+	if opts.Cache != nil {
+		opts.Cache.Retain(func(p string) bool { _, ok := c.seen[p]; return ok })
+	}
+	sort.Slice(c.skipped, func(i, j int) bool { return c.skipped[i].Path < c.skipped[j].Path })
+	return &Snapshot{Tree: res.id, Files: int(c.files.Load()), Bytes: c.bytes.Load(), Read: int(c.read.Load()), Skipped: c.skipped}, nil
+}
+
+type capturer struct {
+	ctx       context.Context
+	opts      Options
+	w         *objects.Writer
+	scanStart time.Time
+	storeRel  string
+	sem       chan struct{}
+
+	files, read atomic.Int64
+	bytes       atomic.Int64
+
+	mu      sync.Mutex
+	skipped []Skipped
+	seen    map[string]struct{}
+}
+
+type dirResult struct {
+	id    objects.ID
+	size  int64
+	empty bool
+	err   error
+}
+
+func (c *capturer) skip(p, reason string) {
+	c.mu.Lock()
+	c.skipped = append(c.skipped, Skipped{p, reason})
+	c.mu.Unlock()
+}
+
+// dir captures the directory open at fd (rel is its path, comps its
+// components) and closes fd.
+func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResult {
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	if err := c.ctx.Err(); err != nil {
+		return dirResult{err: err}
+	}
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		c.skip(rel+"/", "cannot read directory: "+errText(err))
+		return dirResult{empty: true}
+	}
+	sort.Strings(names)
+
+	// Ignore files of this directory apply to its own entries.
+	var ignoreData [][]byte
+	for _, name := range ignoreFiles {
+		if i := sort.SearchStrings(names, name); i < len(names) && names[i] == name {
+			if data, err := readSmallAt(fd, name); err == nil {
+				ignoreData = append(ignoreData, data)
+			}
+		}
+	}
+	if ignoreData != nil {
+		ig = ig.child(comps, ignoreData)
+	}
+
+	entries := make([]objects.TreeEntry, 0, len(names))
+	type sub struct {
+		idx int
+		res dirResult
+	}
+	var subs []*sub
+	var wg sync.WaitGroup
+	pathBuf := make([]string, len(comps)+1)
+	copy(pathBuf, comps)
+	for _, name := range names {
+		if name == ".git" {
+			continue
+		}
+		p := name
+		if rel != "" {
+			p = rel + "/" + name
+		}
+		if p == c.storeRel {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.ENOENT) { // vanished during the walk: nothing to capture
+				c.skip(p, "cannot stat: "+errText(err))
+			}
+			continue
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		pathBuf[len(comps)] = name
+		if ig.ignored(pathBuf, isDir) {
+			continue
+		}
+		if err := objects.ValidName(name); err != nil {
+			c.skip(p, "name cannot be stored: "+err.Error())
+			continue
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				c.skip(p+"/", "cannot open directory: "+errText(err))
+				continue
+			}
+			s := &sub{idx: len(entries)}
+			subs = append(subs, s)
+			entries = append(entries, objects.TreeEntry{Name: name, Mode: objects.ModeDir})
+			childComps := append(append([]string(nil), comps...), name)
+			select {
+			case c.sem <- struct{}{}:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s.res = c.dir(cfd, p, childComps, ig)
+					<-c.sem
+				}()
+			default:
+				s.res = c.dir(cfd, p, childComps, ig)
+			}
+		case unix.S_IFREG, unix.S_IFLNK:
+			e, ok := c.file(fd, name, p, &st)
+			if ok {
+				entries = append(entries, e)
+			}
+		default:
+			c.skip(p, "not a regular file, directory or symlink")
+		}
+	}
+	wg.Wait()
+
+	// Fill in subdirectories; drop empty ones (as git does).
+	out := entries[:0]
+	var size int64
+	j := 0
+	for i, e := range entries {
+		if j < len(subs) && subs[j].idx == i {
+			r := subs[j].res
+			j++
+			if r.err != nil {
+				return dirResult{err: r.err}
+			}
+			if r.empty {
+				continue
+			}
+			e.ID, e.Size = r.id, r.size
+		}
+		size += e.Size
+		out = append(out, e)
+	}
+	if len(out) == 0 && rel != "" {
+		return dirResult{empty: true}
+	}
+	t := objects.Tree{Entries: out}
+	id, err := c.w.Put(objects.TypeTree, t.Encode())
+	if err != nil {
+		return dirResult{err: err}
+	}
+	return dirResult{id: id, size: size}
+}
+
+// file captures a regular file or symlink.
+func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.TreeEntry, bool) {
+	e := objects.TreeEntry{Name: name, Mode: objects.ModeFile, Size: st.Size}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		e.Mode = objects.ModeSymlink
+		target, err := readlinkAt(dirfd, name)
+		if err != nil {
+			c.skip(p, "cannot read symlink: "+errText(err))
+			return e, false
+		}
+		id, err := c.w.Put(objects.TypeBlob, []byte(target))
+		if err != nil {
+			c.skip(p, "cannot store: "+errText(err))
+			return e, false
+		}
+		e.ID, e.Size = id, int64(len(target))
+		c.count(p, e.Size)
+		return e, true
+	}
+	if st.Mode&0o100 != 0 {
+		e.Mode = objects.ModeExec
+	}
+	if st.Size > c.opts.MaxFileSize {
+		c.skip(p, fmt.Sprintf("larger than max-file-size (%d > %d bytes)", st.Size, c.opts.MaxFileSize))
+		return e, false
+	}
+	ist := statFromUnix(st)
+	if c.opts.Cache != nil {
+		if id, ok := c.opts.Cache.Lookup(p, ist); ok {
+			e.ID = id
+			c.count(p, e.Size)
+			return e, true
+		}
+	}
+	id, rst, err := c.readFile(dirfd, name)
+	if err != nil {
+		c.skip(p, errText(err))
+		return e, false
+	}
+	if c.opts.Cache != nil {
+		c.opts.Cache.Put(p, rst, id, c.scanStart)
+	}
+	e.ID, e.Size = id, rst.Size
+	if rst.Mode&0o100 != 0 {
+		e.Mode = objects.ModeExec
+	} else {
+		e.Mode = objects.ModeFile
+	}
+	c.read.Add(1)
+	c.count(p, e.Size)
+	return e, true
+}
+
+func (c *capturer) count(p string, size int64) {
+	c.files.Add(1)
+	c.bytes.Add(size)
+	if c.opts.Cache != nil {
+		c.mu.Lock()
+		c.seen[p] = struct{}{}
+		c.mu.Unlock()
+	}
+}
+
+// errChanging: the file kept changing while it was being read.
+var errChanging = errors.New("file kept changing while being read")
+
+// readFile stores the content of a regular file, re-reading it when its
+// stat changes during the read, so content is never stored torn. It returns
+// the stat the content belongs to.
+func (c *capturer) readFile(dirfd int, name string) (objects.ID, index.Stat, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return objects.ID{}, index.Stat{}, fmt.Errorf("cannot open: %w", err)
+		}
+		f := os.NewFile(uintptr(fd), name)
+		var before, after unix.Stat_t
+		if err := unix.Fstat(fd, &before); err != nil || before.Mode&unix.S_IFMT != unix.S_IFREG {
+			f.Close()
+			return objects.ID{}, index.Stat{}, errors.New("not a regular file any more")
+		}
+		if before.Size > c.opts.MaxFileSize {
+			f.Close()
+			return objects.ID{}, index.Stat{}, fmt.Errorf("larger than max-file-size (%d > %d bytes)", before.Size, c.opts.MaxFileSize)
+		}
+		id, n, err := c.w.PutBlob(f)
+		if err == nil {
+			err = unix.Fstat(fd, &after)
+		}
+		f.Close()
+		if err != nil {
+			return objects.ID{}, index.Stat{}, fmt.Errorf("cannot read: %w", err)
+		}
+		bs, as := statFromUnix(&before), statFromUnix(&after)
+		if bs == as && n == bs.Size {
+			return id, bs, nil
+		}
+	}
+	return objects.ID{}, index.Stat{}, errChanging
+}
+
+func statFromUnix(st *unix.Stat_t) index.Stat {
+	return index.Stat{
+		Size:  st.Size,
+		Mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
+		Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+		Ino:   st.Ino,
+		Mode:  unixMode(st.Mode),
+	}
+}
+
+// unixMode maps st_mode to the fs.FileMode bits the stat cache stores.
+func unixMode(m uint32) os.FileMode {
+	mode := os.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		mode |= os.ModeDir
+	case unix.S_IFLNK:
+		mode |= os.ModeSymlink
+	}
+	return mode
+}
+
+func readlinkAt(dirfd int, name string) (string, error) {
+	for size := 256; size <= 1<<16; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+	return "", errors.New("symlink target too long")
+}
+
+// readSmallAt reads a small regular file (an ignore file) relative to dirfd.
+func readSmallAt(dirfd int, name string) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > 1<<20 {
+		return nil, errors.New("not a small regular file")
+	}
+	buf := make([]byte, st.Size)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && n != len(buf) {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// ReadFile copies the current content of the file (or the target of the
+// symlink) at the slash-separated path p under root to w, without following
+// symlinks on the way.
+func ReadFile(root, p string, symlink bool, w io.Writer) error {
+	r := &restorer{opts: RestoreOptions{Root: root}}
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	r.rootfd = fd
+	dfd, name, err := r.openParent(p, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	if symlink {
+		target, err := readlinkAt(dfd, name)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(w, target)
+		return err
+	}
+	ffd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(ffd), p)
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}

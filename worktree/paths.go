@@ -1,0 +1,247 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap/objects"
+)
+
+// CapturePaths records a tree equal to base except at the given paths, which
+// are examined on disk as Capture would (a directory is captured whole; a
+// path that no longer exists, or is now ignored, is removed). Its cost
+// follows the number of paths, not the size of the tree: this is the
+// edit-set checkpoint a pre-edit hook takes. Paths are relative to the root
+// or absolute inside it. Snapshot.Files is -1: only a full capture counts.
+func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths []string, opts Options) (*Snapshot, error) {
+	rels, err := normalizePaths(opts.Root, paths)
+	if err != nil {
+		return nil, err
+	}
+	if len(rels) == 0 || rels[0] == "" {
+		return Capture(ctx, w, opts)
+	}
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = DefaultMaxFileSize
+	}
+	c := &capturer{ctx: ctx, opts: opts, w: w, scanStart: time.Now(),
+		sem: make(chan struct{}, max(4, opts.Workers)), seen: map[string]struct{}{}}
+	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
+		c.storeRel = filepath.ToSlash(rel)
+	}
+	rootfd, err := unix.Open(opts.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open project root: %w", err)
+	}
+	defer unix.Close(rootfd)
+	edits := map[string]*objects.TreeEntry{}
+	for _, p := range rels {
+		e, err := c.examine(rootfd, p)
+		if err != nil {
+			return nil, err
+		}
+		edits[p] = e
+	}
+	id, size, _, err := applyEdits(w, base, "", edits)
+	if err != nil {
+		return nil, err
+	}
+	if id.IsZero() {
+		id, err = w.Put(objects.TypeTree, (&objects.Tree{}).Encode())
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(c.skipped, func(i, j int) bool { return c.skipped[i].Path < c.skipped[j].Path })
+	return &Snapshot{Tree: id, Files: -1, Bytes: size, Read: int(c.read.Load()), Skipped: c.skipped}, nil
+}
+
+// normalizePaths turns paths into clean slash-separated paths relative to
+// root, sorted, dropping any path beneath another one. "" stands for the
+// whole tree.
+func normalizePaths(root string, paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			rel, err := filepath.Rel(root, p)
+			if err != nil || !filepath.IsLocal(rel) && rel != "." {
+				return nil, fmt.Errorf("path %q is outside the project %s", p, root)
+			}
+			p = rel
+		}
+		p = filepath.ToSlash(filepath.Clean(p))
+		if p == "." {
+			p = ""
+		}
+		if p == ".." || strings.HasPrefix(p, "../") {
+			return nil, fmt.Errorf("path %q is outside the project", p)
+		}
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	var kept []string
+	for _, p := range out {
+		if n := len(kept); n > 0 && (kept[n-1] == p || kept[n-1] == "" || strings.HasPrefix(p, kept[n-1]+"/")) {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept, nil
+}
+
+// examine captures one path: its new tree entry, or nil when it should not
+// be in the tree.
+func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
+	comps := strings.Split(p, "/")
+	for i, name := range comps {
+		prefix := strings.Join(comps[:i+1], "/")
+		if name == ".git" || prefix == c.storeRel || objects.ValidName(name) != nil {
+			return nil, nil
+		}
+	}
+	ig := rootIgnorer(c.opts.Root)
+	fd, err := unix.Dup(rootfd)
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range comps {
+		if data := c.ignoreFilesAt(fd); data != nil {
+			ig = ig.child(comps[:i], data)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			unix.Close(fd)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				return nil, nil
+			}
+			c.skip(p, "cannot stat: "+errText(err))
+			return nil, nil
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		if ig.ignored(comps[:i+1], isDir) {
+			unix.Close(fd)
+			return nil, nil
+		}
+		if i == len(comps)-1 {
+			defer unix.Close(fd)
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+				cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					c.skip(p+"/", "cannot open directory: "+errText(err))
+					return nil, nil
+				}
+				res := c.dir(cfd, p, comps, ig)
+				if res.err != nil || res.empty {
+					return nil, res.err
+				}
+				return &objects.TreeEntry{Name: name, Mode: objects.ModeDir, ID: res.id, Size: res.size}, nil
+			case unix.S_IFREG, unix.S_IFLNK:
+				if e, ok := c.file(fd, name, p, &st); ok {
+					return &e, nil
+				}
+				return nil, nil
+			default:
+				c.skip(p, "not a regular file, directory or symlink")
+				return nil, nil
+			}
+		}
+		if !isDir {
+			unix.Close(fd)
+			return nil, nil
+		}
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return nil, nil
+		}
+		fd = next
+	}
+	return nil, nil
+}
+
+// ignoreFilesAt reads the ignore files of the directory open at fd.
+func (c *capturer) ignoreFilesAt(fd int) [][]byte {
+	var out [][]byte
+	for _, name := range ignoreFiles {
+		if data, err := readSmallAt(fd, name); err == nil {
+			out = append(out, data)
+		}
+	}
+	return out
+}
+
+// applyEdits returns tree id with the edits (paths relative to dir; nil
+// deletes) applied, its total size, and whether it ended up empty.
+func applyEdits(w *objects.Writer, id objects.ID, dir string, edits map[string]*objects.TreeEntry) (objects.ID, int64, bool, error) {
+	var t objects.Tree
+	if !id.IsZero() {
+		base, err := w.ReadTree(id)
+		if err != nil {
+			return objects.ID{}, 0, false, err
+		}
+		t = *base
+	}
+	here := map[string]*objects.TreeEntry{}
+	below := map[string]map[string]*objects.TreeEntry{}
+	for p, e := range edits {
+		rel := strings.TrimPrefix(p, dir)
+		if i := strings.IndexByte(rel, '/'); i >= 0 {
+			name := rel[:i]
+			if below[name] == nil {
+				below[name] = map[string]*objects.TreeEntry{}
+			}
+			below[name][p] = e
+		} else {
+			here[rel] = e
+		}
+	}
+	byName := map[string]objects.TreeEntry{}
+	for _, e := range t.Entries {
+		byName[e.Name] = e
+	}
+	for name, e := range here {
+		if e == nil {
+			delete(byName, name)
+		} else {
+			byName[name] = *e
+		}
+	}
+	for name, sub := range below {
+		var subID objects.ID
+		if e, ok := byName[name]; ok && e.Mode == objects.ModeDir {
+			subID = e.ID
+		}
+		nid, size, empty, err := applyEdits(w, subID, path.Join(dir, name)+"/", sub)
+		if err != nil {
+			return objects.ID{}, 0, false, err
+		}
+		if empty {
+			if e, ok := byName[name]; ok && e.Mode == objects.ModeDir {
+				delete(byName, name)
+			}
+			continue
+		}
+		byName[name] = objects.TreeEntry{Name: name, Mode: objects.ModeDir, ID: nid, Size: size}
+	}
+	var out objects.Tree
+	var size int64
+	for _, e := range byName {
+		out.Entries = append(out.Entries, e)
+		size += e.Size
+	}
+	if len(out.Entries) == 0 {
+		return objects.ID{}, 0, true, nil
+	}
+	sort.Slice(out.Entries, func(i, j int) bool { return out.Entries[i].Name < out.Entries[j].Name })
+	nid, err := w.Put(objects.TypeTree, out.Encode())
+	return nid, size, false, err
+}
