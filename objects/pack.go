@@ -20,16 +20,16 @@ import (
 // A pack is written to a temporary file, fsync'd, and renamed to
 // packs/<blake3(index) hex>.pack; it is never modified afterwards.
 const (
-	packMagic       = "SNAPPACK"
-	packEndMagic    = "SNAPEND1"
-	packVersion     = 1
-	packHeaderSize  = 12
-	recordHeader    = 10
-	indexEntrySize  = IDSize + 1 + 1 + 8 + 4 + 4
-	packFooterSize  = 8 + 4 + 32 + 8
-	maxPackEntries  = 1 << 26
-	packFileSuffix  = ".pack"
-	packTempPrefix  = "pack-"
+	packMagic      = "SNAPPACK"
+	packEndMagic   = "SNAPEND1"
+	packVersion    = 1
+	packHeaderSize = 12
+	recordHeader   = 10
+	indexEntrySize = IDSize + 1 + 1 + 8 + 4 + 4
+	packFooterSize = 8 + 4 + 32 + 8
+	maxPackEntries = 1 << 26
+	packFileSuffix = ".pack"
+	packTempPrefix = "pack-"
 )
 
 // indexEntry locates one object inside a pack.
