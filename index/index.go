@@ -68,6 +68,7 @@ func (e *Entry) trusted(st Stat) bool {
 
 // Cache maps paths to entries. It is safe for concurrent use.
 type Cache struct {
+	saveMu  sync.Mutex // serialises Save, so the newest snapshot is written last
 	mu      sync.Mutex
 	entries map[string]Entry
 	dirty   bool
@@ -140,7 +141,9 @@ func (c *Cache) Retain(keep func(path string) bool) {
 // Save writes the cache to path atomically (temporary file and rename) if it
 // changed since it was loaded. It does not fsync: a cache lost in a crash
 // only costs a re-hash.
-func (c *Cache) Save(path string) error {
+func (c *Cache) Save(path string) (err error) {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
 	c.mu.Lock()
 	if !c.dirty {
 		c.mu.Unlock()
@@ -149,6 +152,13 @@ func (c *Cache) Save(path string) error {
 	data := c.encodeLocked()
 	c.dirty = false
 	c.mu.Unlock()
+	defer func() {
+		if err != nil { // still unsaved: the next Save tries again
+			c.mu.Lock()
+			c.dirty = true
+			c.mu.Unlock()
+		}
+	}()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -223,6 +233,9 @@ func Decode(data []byte) (*Cache, error) {
 	prev := ""
 	for i := uint32(0); i < count; i++ {
 		n, k := binary.Uvarint(b)
+		if k > 0 && k != len(binary.AppendUvarint(nil, n)) {
+			return nil, fmt.Errorf("%w: entry %d: non-canonical length", ErrCorrupt, i)
+		}
 		if k <= 0 || n == 0 || n > uint64(len(b)-k) || uint64(len(b)-k)-n < entryTail {
 			return nil, fmt.Errorf("%w: entry %d truncated", ErrCorrupt, i)
 		}

@@ -57,34 +57,101 @@ func (w *Writer) PutBytes(data []byte) (ID, error) {
 }
 
 func (w *Writer) putChunked(r io.Reader) (ID, int64, error) {
+	refs, total, err := w.putChunks(r, nil)
+	if err != nil {
+		return ID{}, 0, err
+	}
+	id, err := w.putLists(refs, 0)
+	return id, total, err
+}
+
+// putChunks splits r into content-defined chunks, stores them and appends
+// their refs to refs.
+func (w *Writer) putChunks(r io.Reader, refs []ChunkRef) ([]ChunkRef, int64, error) {
 	bp := chunkBufPool.Get().(*[]byte)
 	defer chunkBufPool.Put(bp)
 	opts := chunkOpts
 	ch, err := chunkers.NewChunkerBuffer(chunkAlgo, r, &opts, *bp)
 	if err != nil {
-		return ID{}, 0, err
+		return nil, 0, err
 	}
-	var refs []ChunkRef
 	var total int64
 	for {
 		chunk, err := ch.Next()
 		if err != nil && !errors.Is(err, io.EOF) {
-			return ID{}, 0, err
+			return nil, 0, err
 		}
 		if len(chunk) > 0 {
 			id, perr := w.Put(TypeBlob, chunk)
 			if perr != nil {
-				return ID{}, 0, perr
+				return nil, 0, perr
 			}
 			refs = append(refs, ChunkRef{id, uint64(len(chunk))})
 			total += int64(len(chunk))
 		}
 		if errors.Is(err, io.EOF) {
-			break
+			return refs, total, nil
 		}
 	}
-	id, err := w.putLists(refs, 0)
-	return id, total, err
+}
+
+// PutBytesAppend stores data like PutBytes, except that when base names
+// stored content that is a prefix of data (a transcript that grew), base's
+// chunks are reused as they are and only the appended bytes are chunked:
+// a growing document costs its new bytes, not a re-chunked tail. The
+// prefix is verified chunk by chunk against base's ids, so any other edit
+// falls back to PutBytes. (A last chunk of base smaller than the minimum
+// chunk size is re-chunked with the new bytes, so appends do not leave a
+// trail of tiny chunks.)
+func (w *Writer) PutBytesAppend(data []byte, base ID) (ID, error) {
+	if base.IsZero() || len(data) <= SmallBlobMax {
+		return w.PutBytes(data)
+	}
+	leaves, err := w.s.leafChunks(base, nil)
+	if err != nil {
+		return w.PutBytes(data)
+	}
+	var off uint64
+	for _, c := range leaves {
+		if off+c.Size > uint64(len(data)) || Hash(TypeBlob, data[off:off+c.Size]) != c.ID {
+			return w.PutBytes(data)
+		}
+		off += c.Size
+	}
+	if n := len(leaves); n > 0 && leaves[n-1].Size < chunkMin {
+		off -= leaves[n-1].Size
+		leaves = leaves[:n-1]
+	}
+	refs, _, err := w.putChunks(bytes.NewReader(data[off:]), leaves)
+	if err != nil {
+		return ID{}, err
+	}
+	return w.putLists(refs, 0)
+}
+
+// leafChunks appends the level-0 entries (blobs) that make up the content
+// id to out: id itself for a blob.
+func (s *Store) leafChunks(id ID, out []ChunkRef) ([]ChunkRef, error) {
+	loc, ok := s.lookup(id)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if loc.e.typ == TypeBlob {
+		return append(out, ChunkRef{id, uint64(loc.e.size)}), nil
+	}
+	l, err := s.ReadChunkList(id)
+	if err != nil {
+		return nil, err
+	}
+	if l.Level == 0 {
+		return append(out, l.Entries...), nil
+	}
+	for _, e := range l.Entries {
+		if out, err = s.leafChunks(e.ID, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // putLists stores refs as chunk lists of the given level and, while more

@@ -26,6 +26,7 @@ var (
 	decoder, _ = zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0),
 		zstd.WithDecoderMaxMemory(MaxObjectSize),
+		zstd.WithDecodeAllCapLimit(true), // never decode past the size the index declares
 		zstd.IgnoreChecksum(true))
 )
 
@@ -58,6 +59,8 @@ func decompress(stored []byte, enc byte, size uint32) ([]byte, error) {
 		if err := h.Decode(stored); err != nil || (h.HasFCS && h.FrameContentSize != uint64(size)) {
 			return nil, fmt.Errorf("%w: zstd frame header does not declare %d bytes", ErrCorrupt, size)
 		}
+		// With the cap limit, a frame that decodes to more than size fails
+		// instead of allocating: a decompression bomb costs size bytes.
 		out, err := decoder.DecodeAll(stored, make([]byte, 0, size))
 		if err != nil {
 			return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)

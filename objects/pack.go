@@ -85,8 +85,9 @@ func parseFooter(footer []byte, packSize int64) (offset uint64, count int, sum [
 	}
 	offset = binary.LittleEndian.Uint64(footer)
 	n := binary.LittleEndian.Uint32(footer[8:])
-	if n > maxPackEntries || offset < packHeaderSize ||
-		offset+uint64(n)*indexEntrySize+packFooterSize != uint64(packSize) {
+	// No overflow: n ≤ 2^26 and offset is checked against the size first.
+	if n > maxPackEntries || offset < packHeaderSize || offset > uint64(packSize) ||
+		uint64(packSize)-offset != uint64(n)*indexEntrySize+packFooterSize {
 		return 0, 0, nil, fmt.Errorf("%w: pack footer inconsistent with file size", ErrCorrupt)
 	}
 	return offset, int(n), footer[12:44], nil
@@ -115,7 +116,7 @@ func DecodePackIndex(index, sum []byte, dataEnd uint64) ([]indexEntry, error) {
 		if !e.typ.Valid() || e.enc > encZstd || e.size > MaxObjectSize {
 			return nil, fmt.Errorf("%w: pack index entry %s: bad type, encoding or size", ErrCorrupt, e.id.Short())
 		}
-		if e.offset < packHeaderSize || e.offset+recordHeader+uint64(e.stored) > dataEnd {
+		if e.offset < packHeaderSize || e.offset > dataEnd || dataEnd-e.offset < recordHeader+uint64(e.stored) {
 			return nil, fmt.Errorf("%w: pack index entry %s points outside the pack", ErrCorrupt, e.id.Short())
 		}
 		if i > 0 && bytes.Compare(entries[i-1].id[:], e.id[:]) >= 0 {

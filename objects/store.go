@@ -36,14 +36,30 @@ type packFile struct {
 	path string
 	size int64
 
-	once sync.Once
-	f    *os.File
-	err  error
+	mu sync.Mutex
+	f  *os.File // opened on first read; a pack removed by gc stays readable through it
 }
 
 func (p *packFile) file() (*os.File, error) {
-	p.once.Do(func() { p.f, p.err = os.Open(p.path) })
-	return p.f, p.err
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.f == nil {
+		f, err := os.Open(p.path)
+		if err != nil {
+			return nil, err
+		}
+		p.f = f
+	}
+	return p.f, nil
+}
+
+func (p *packFile) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.f != nil {
+		p.f.Close()
+		p.f = nil
+	}
 }
 
 // Directories inside the store.
@@ -76,9 +92,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.packs {
-		if p.f != nil {
-			p.f.Close()
-		}
+		p.close()
 	}
 	return nil
 }
@@ -86,12 +100,14 @@ func (s *Store) Close() error {
 // Reload indexes packs added (by this or another process) since the last
 // load, and forgets packs that were removed.
 func (s *Store) Reload() error {
+	// List under the lock: a pack committed by this process between the
+	// listing and the lock would otherwise look removed.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	names, err := listPacks(filepath.Join(s.dir, PacksDir))
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	present := make(map[string]bool, len(names))
 	for _, name := range names {
 		present[name] = true
@@ -126,15 +142,14 @@ func (s *Store) Reload() error {
 	return nil
 }
 
+// dropPackLocked forgets a pack removed from disk. Its file, if open, is
+// left to the garbage collector: a reader may still be using it.
 func (s *Store) dropPackLocked(p *packFile) {
 	delete(s.packs, p.name)
 	for id, loc := range s.index {
 		if loc.pack == p {
 			delete(s.index, id)
 		}
-	}
-	if p.f != nil {
-		p.f.Close()
 	}
 }
 
@@ -402,6 +417,9 @@ func (w *Writer) Has(id ID) bool {
 // Put stores an object given its canonical encoding and returns its id.
 // Objects already in the store or in this writer are not written again.
 func (w *Writer) Put(t Type, data []byte) (ID, error) {
+	if !t.Valid() {
+		return ID{}, fmt.Errorf("put: invalid object type %d", t)
+	}
 	if len(data) > MaxObjectSize {
 		return ID{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
 	}
@@ -568,4 +586,19 @@ func SyncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// StoredBytes returns, per object type, the number of objects and the bytes
+// their records occupy in packs (headers included).
+func (s *Store) StoredBytes() map[Type][2]int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[Type][2]int64{}
+	for _, loc := range s.index {
+		v := out[loc.e.typ]
+		v[0]++
+		v[1] += recordHeader + int64(loc.e.stored)
+		out[loc.e.typ] = v
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/text/cases"
 )
 
 // Mode is the kind of a tree entry. Only these four exist: snap never stores
@@ -177,13 +179,17 @@ func IsReservedName(name string) bool {
 		n = n[:i]
 	}
 	n = strings.TrimRight(n, ". ")
-	n = strings.ToLower(n)
+	n = folder.String(n)
 	switch n {
 	case ".git", ".snap", "git~1", "snap~1":
 		return true
 	}
 	return false
 }
+
+// folder is Unicode case folding (so ".ſnap" folds to ".snap"), as
+// case-insensitive filesystems compare names.
+var folder = cases.Fold()
 
 // hfsIgnorable lists the code points HFS+ drops when comparing names
 // (as git's is_hfs_dotgit does).

@@ -1,0 +1,51 @@
+// Package objects is snap's content-addressed object store: object ids,
+// the canonical encodings of blobs, chunk lists, trees and checkpoints,
+// zstd compression, content-defined chunking, and the pack files that hold
+// it all.
+//
+// # Ids
+//
+// An id is blake3-256 over one type byte followed by the object's canonical,
+// uncompressed encoding (Hash). Compression never changes an id. Every read
+// decodes, re-hashes and compares: wrong bytes are reported as ErrCorrupt and
+// never returned.
+//
+// # Objects (canonical encodings)
+//
+//	blob        raw bytes: a file of at most SmallBlobMax (64 KiB), a symlink
+//	            target, a state document, or one chunk of a larger one
+//	chunk list  level u8 | uvarint n | n × { id | uvarint size }
+//	            content larger than 64 KiB, cut by FastCDC (min 4 KiB,
+//	            normal 8 KiB, max 64 KiB) into blobs; level 0 lists blobs,
+//	            level k lists level k-1 lists, cut where an entry id's last
+//	            byte has its low 4 bits clear (~16 entries per list, at most
+//	            1024), so an edit rewrites one small list per level
+//	tree        uvarint n | n × { mode u8 | uvarint len | name | id | uvarint size }
+//	            entries strictly sorted by name, names legal (ValidName),
+//	            modes file 1, exec 2, symlink 3, dir 4
+//	checkpoint  compact JSON of Checkpoint (fields in declaration order)
+//
+// Decoders accept only canonical encodings (re-encoding must reproduce the
+// input), so every object has exactly one id.
+//
+// # Packs
+//
+// Objects live in immutable pack files, packs/<hex>.pack (layout in
+// pack.go): a header, records { type | encoding | size | stored size |
+// data } with data zstd-compressed when that is smaller, then an index of
+// { id, type, encoding, offset, sizes } sorted by id, then a footer holding
+// the index offset, its entry count and its blake3 checksum.
+//
+// # Durability and concurrency
+//
+// A Writer streams new objects into tmp/pack-* and Commit writes the index,
+// fsyncs the file, renames it into packs/ and fsyncs that directory: one
+// fsync for all of a checkpoint's objects, and a pack becomes visible whole
+// or not at all. Packs are never modified; a crash leaves at most a file in
+// tmp/, which nothing reads. Any number of writers, in any number of
+// processes, may commit concurrently; an object written twice is harmless
+// (the first copy indexed wins, gc drops the rest). A Store learns of packs
+// committed by other processes on Reload, which Read does by itself on a
+// miss. Memory is bounded whatever the size of a file: blobs stream
+// through the chunker one chunk at a time.
+package objects

@@ -1,0 +1,477 @@
+package objects
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// This file holds what gc and fsck need from the object layer: per-pack
+// introspection (PackInfo, PackObjects, LoadErrors), whole-pack verification
+// (VerifyPack) and rewriting packs without their unwanted objects (Repack).
+
+// ObjectInfo describes one stored copy of an object, as its pack index
+// records it. Nothing is read or verified to produce it.
+type ObjectInfo struct {
+	ID     ID
+	Type   Type
+	Size   int64  // length of the canonical (decoded) encoding
+	Stored int64  // bytes the record's data occupies in the pack (header excluded)
+	Pack   string // pack file name, inside packs/
+	Offset int64  // offset of the record header in the pack
+}
+
+// PackInfo describes one indexed pack file.
+type PackInfo struct {
+	Name    string    `json:"name"`     // file name inside packs/
+	Size    int64     `json:"size"`     // bytes
+	ModTime time.Time `json:"mod_time"` // the file's mtime: when it was committed
+	Objects int       `json:"objects"`  // records in its index, duplicates of other packs included
+}
+
+// Info returns what the index knows about the copy of id that reads use,
+// without reading it: in particular a blob's size, its type and its pack.
+func (s *Store) Info(id ID) (ObjectInfo, bool) {
+	loc, ok := s.lookup(id)
+	if !ok {
+		return ObjectInfo{}, false
+	}
+	return objectInfoOf(loc.pack.name, loc.e), true
+}
+
+func objectInfoOf(pack string, e indexEntry) ObjectInfo {
+	return ObjectInfo{ID: e.id, Type: e.typ, Size: int64(e.size), Stored: int64(e.stored), Pack: pack, Offset: int64(e.offset)}
+}
+
+// PackInfo lists the packs this Store has indexed (see Reload), sorted by
+// name. A pack removed from disk since it was indexed is left out.
+func (s *Store) PackInfo() []PackInfo {
+	s.mu.RLock()
+	packs := make([]*packFile, 0, len(s.packs))
+	for _, p := range s.packs {
+		packs = append(packs, p)
+	}
+	s.mu.RUnlock()
+	sort.Slice(packs, func(i, j int) bool { return packs[i].name < packs[j].name })
+	out := make([]PackInfo, 0, len(packs))
+	for _, p := range packs {
+		fi, err := os.Stat(p.path)
+		if err != nil {
+			continue
+		}
+		n, err := packCountOf(p)
+		if err != nil {
+			continue
+		}
+		out = append(out, PackInfo{Name: p.name, Size: p.size, ModTime: fi.ModTime(), Objects: n})
+	}
+	return out
+}
+
+// packCountOf reads the entry count from a pack's footer (which loadPack has
+// validated).
+func packCountOf(p *packFile) (int, error) {
+	f, err := p.file()
+	if err != nil {
+		return 0, err
+	}
+	var footer [packFooterSize]byte
+	if _, err := f.ReadAt(footer[:], p.size-packFooterSize); err != nil {
+		return 0, err
+	}
+	return int(binary.LittleEndian.Uint32(footer[8:])), nil
+}
+
+// LoadErrors returns the packs under packs/ that could not be indexed, by
+// file name, with the reason. Their objects are missing from the store. The
+// map is a copy.
+func (s *Store) LoadErrors() map[string]error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]error, len(s.loadErrs))
+	for k, v := range s.loadErrs {
+		out[k] = v
+	}
+	return out
+}
+
+// indexedPack returns the indexed pack called name.
+func (s *Store) indexedPack(name string) (*packFile, error) {
+	s.mu.RLock()
+	p, ok := s.packs[name]
+	_, bad := s.loadErrs[name]
+	s.mu.RUnlock()
+	switch {
+	case ok:
+		return p, nil
+	case bad:
+		return nil, fmt.Errorf("%w: pack %s could not be indexed", ErrCorrupt, name)
+	}
+	return nil, fmt.Errorf("pack %s: %w", name, fs.ErrNotExist)
+}
+
+// packEntriesOf re-reads and validates the index of an indexed pack and
+// returns its entries sorted by offset (the order of the records on disk).
+// The in-memory index keeps only one copy of each object; this is how the
+// other copies are found.
+func packEntriesOf(p *packFile) ([]indexEntry, error) {
+	_, entries, err := loadPack(p.path)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].offset < entries[j].offset })
+	return entries, nil
+}
+
+// PackObjects lists every record of the indexed pack name, in the order they
+// lie in the file, including objects that another pack also holds. It reads
+// the pack's index, not its records.
+func (s *Store) PackObjects(name string) ([]ObjectInfo, error) {
+	p, err := s.indexedPack(name)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := packEntriesOf(p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ObjectInfo, len(entries))
+	for i, e := range entries {
+		out[i] = objectInfoOf(p.name, e)
+	}
+	return out, nil
+}
+
+// VerifyPack reads every record of the indexed pack name in file order,
+// decompresses it and re-hashes it, and calls fn with the record and nil, or
+// with the reason it is corrupt (wrapping ErrCorrupt; other errors are I/O).
+// Every copy is checked, including those the in-memory index does not use
+// because another pack holds the object too. A non-nil error from fn stops
+// the scan and is returned.
+func (s *Store) VerifyPack(name string, fn func(ObjectInfo, error) error) error {
+	p, err := s.indexedPack(name)
+	if err != nil {
+		return err
+	}
+	entries, err := packEntriesOf(p)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		_, verr := readRecord(p, e)
+		if err := fn(objectInfoOf(p.name, e), verr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRawRecordVerified returns the record of e (header and stored data)
+// exactly as it lies in the pack, after checking that it decodes to content
+// hashing to e.id.
+func readRawRecordVerified(p *packFile, e indexEntry) ([]byte, error) {
+	f, err := p.file()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, recordHeader+int(e.stored))
+	if _, err := f.ReadAt(buf, int64(e.offset)); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: record truncated", ErrCorrupt)
+		}
+		return nil, err
+	}
+	if err := checkRecordHeader(buf[:recordHeader], e); err != nil {
+		return nil, err
+	}
+	data, err := decompress(buf[recordHeader:], e.enc, e.size)
+	if err != nil {
+		return nil, err
+	}
+	if Hash(e.typ, data) != e.id {
+		return nil, fmt.Errorf("%w: content does not hash to its id", ErrCorrupt)
+	}
+	return buf, nil
+}
+
+// RepackPlan is what Repack would do, computed from the pack indexes alone.
+type RepackPlan struct {
+	Packs   []string // the packs that would be replaced (all removed)
+	OldSize int64    // their total size
+	Kept    int      // objects that would be copied into the new pack
+	Dropped int      // records not copied: not kept, duplicates, or held by another pack
+	NewSize int64    // size of the new pack; 0 when nothing is copied
+	Freed   int64    // OldSize - NewSize
+}
+
+// repackSource is one copy of a kept object inside the packs being replaced.
+type repackSource struct {
+	p *packFile
+	e indexEntry
+}
+
+// repackObject is one object Repack copies, with every copy it may copy from.
+type repackObject struct {
+	id      ID
+	sources []repackSource
+	// elsewhere: the in-memory index reads id from a pack that is not being
+	// replaced; it is copied only if that copy turns out corrupt.
+	elsewhere *location
+}
+
+type repackWork struct {
+	packs   []*packFile
+	inSet   map[*packFile]bool
+	objects []*repackObject // kept objects, in first-seen file order
+	plan    RepackPlan
+}
+
+// PlanRepack computes what Repack(packs, keep) would do, without writing or
+// reading any record. NewSize assumes every copy verifies; Repack may copy
+// an object held elsewhere when that other copy is corrupt.
+func (s *Store) PlanRepack(packs []string, keep func(ID) bool) (RepackPlan, error) {
+	w, err := s.planRepack(packs, keep)
+	if err != nil {
+		return RepackPlan{}, err
+	}
+	return w.plan, nil
+}
+
+func (s *Store) planRepack(names []string, keep func(ID) bool) (*repackWork, error) {
+	w := &repackWork{inSet: map[*packFile]bool{}}
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if name != filepath.Base(name) || !strings.HasSuffix(name, packFileSuffix) {
+			return nil, fmt.Errorf("repack: %q is not a pack name", name)
+		}
+		p, err := s.indexedPack(name)
+		if err != nil {
+			return nil, fmt.Errorf("repack: %w", err)
+		}
+		w.packs = append(w.packs, p)
+		w.inSet[p] = true
+		w.plan.Packs = append(w.plan.Packs, name)
+		w.plan.OldSize += p.size
+	}
+	byID := map[ID]*repackObject{}
+	var kept, recs uint64
+	for _, p := range w.packs {
+		entries, err := packEntriesOf(p)
+		if err != nil {
+			return nil, fmt.Errorf("repack: %w", err)
+		}
+		for _, e := range entries {
+			if !keep(e.id) {
+				w.plan.Dropped++
+				continue
+			}
+			if o, ok := byID[e.id]; ok {
+				o.sources = append(o.sources, repackSource{p, e})
+				w.plan.Dropped++
+				continue
+			}
+			o := &repackObject{id: e.id, sources: []repackSource{{p, e}}}
+			if loc, ok := s.lookup(e.id); ok && !w.inSet[loc.pack] {
+				o.elsewhere = &loc
+				w.plan.Dropped++
+			} else {
+				kept++
+				recs += recordHeader + uint64(e.stored)
+			}
+			byID[e.id] = o
+			w.objects = append(w.objects, o)
+		}
+	}
+	w.plan.Kept = int(kept)
+	if kept > 0 {
+		w.plan.NewSize = int64(packHeaderSize + recs + kept*indexEntrySize + packFooterSize)
+	}
+	w.plan.Freed = w.plan.OldSize - w.plan.NewSize
+	return w, nil
+}
+
+// Repack replaces the given packs with at most one new pack holding the
+// objects for which keep returns true, and returns the new pack's name (""
+// when nothing had to be copied) and the bytes freed.
+//
+// Records are copied as they are stored (no recompression), but each is
+// first decoded and re-hashed: corruption is never propagated. When a kept
+// object has several copies in the packs being replaced, the first that
+// verifies is copied; when none does (and no other pack holds a good copy),
+// Repack fails with ErrCorrupt and changes nothing. A kept object that the
+// in-memory index reads from a pack outside the set is not copied, once that
+// copy has been verified.
+//
+// Crash safety: the new pack is committed exactly like Writer.Commit (written
+// in tmp/, fsync'd, renamed into packs/, packs/ fsync'd) before any old pack
+// is removed, and only then are the old packs removed and packs/ fsync'd
+// again. A crash before the rename leaves a temporary file that is never
+// read (gc removes it); a crash after it leaves the old packs beside the new
+// one, so some objects are stored twice, which readers and fsck accept (the
+// copies are identical); a later gc removes the old packs again. At no point
+// is a kept object absent from packs/.
+//
+// Concurrency: Repack must not run concurrently with another Repack or with
+// anything else that removes packs (gc serialises them with a lock). Readers
+// of this Store are switched to the new pack before the old files go; other
+// processes still indexing a removed pack must Reload. Objects that were not
+// kept are dropped from this Store's index even if a pack outside the set
+// holds another copy, until the store is reopened.
+func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, freed int64, err error) {
+	w, err := s.planRepack(packs, keep)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(w.packs) == 0 {
+		return "", 0, nil
+	}
+	var entries []indexEntry
+	var f *os.File
+	var bw *bufio.Writer
+	off := uint64(packHeaderSize)
+	defer func() {
+		if f != nil { // not committed
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	for _, o := range w.objects {
+		if o.elsewhere != nil {
+			if _, err := readRecord(o.elsewhere.pack, o.elsewhere.e); err == nil {
+				continue
+			}
+			// That copy is bad: keep ours.
+		}
+		var rec []byte
+		var src indexEntry
+		var lastErr error
+		for _, c := range o.sources {
+			b, err := readRawRecordVerified(c.p, c.e)
+			if err == nil {
+				rec, src = b, c.e
+				break
+			}
+			lastErr = fmt.Errorf("object %s in pack %s: %w", o.id.Short(), c.p.name, err)
+			if !errors.Is(err, ErrCorrupt) {
+				return "", 0, fmt.Errorf("repack: %w", lastErr)
+			}
+		}
+		if rec == nil {
+			return "", 0, fmt.Errorf("repack: no intact copy to keep: %w", lastErr)
+		}
+		if f == nil {
+			f, err = os.CreateTemp(filepath.Join(s.dir, TmpDir), packTempPrefix+"repack-*")
+			if err != nil {
+				return "", 0, fmt.Errorf("repack: %w", err)
+			}
+			bw = bufio.NewWriterSize(f, 1<<20)
+			if _, err := bw.Write(packHeader()); err != nil {
+				return "", 0, fmt.Errorf("repack: %w", err)
+			}
+		}
+		if _, err := bw.Write(rec); err != nil {
+			return "", 0, fmt.Errorf("repack: %w", err)
+		}
+		e := src
+		e.offset = off
+		entries = append(entries, e)
+		off += uint64(len(rec))
+	}
+
+	var newP *packFile
+	if f != nil {
+		index, footer := encodeIndex(entries, off)
+		newPack = hex.EncodeToString(footer[12:44]) + packFileSuffix
+		final := filepath.Join(s.dir, PacksDir, newPack)
+		err := func() error {
+			if _, err := bw.Write(index); err != nil {
+				return err
+			}
+			if _, err := bw.Write(footer); err != nil {
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			if err := f.Sync(); err != nil {
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			if err := os.Rename(f.Name(), final); err != nil {
+				return err
+			}
+			return SyncDir(filepath.Join(s.dir, PacksDir))
+		}()
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			f = nil
+			return "", 0, fmt.Errorf("repack: commit pack: %w", err)
+		}
+		f = nil
+		newP = &packFile{name: newPack, path: final, size: int64(off) + int64(len(index)) + int64(len(footer))}
+	}
+
+	// The new pack is durable: point the index at it, then drop the old packs.
+	s.mu.Lock()
+	added := false // a new file appeared in packs/ (not one replacing an identical pack)
+	if newP != nil {
+		if p, ok := s.packs[newPack]; ok {
+			newP = p // an identical pack was already indexed (or is being replaced by itself)
+		} else {
+			added = true
+			s.packs[newPack] = newP
+			delete(s.loadErrs, newPack) // a damaged file of that name was just replaced by a good one
+		}
+		for _, e := range entries {
+			if loc, ok := s.index[e.id]; !ok || w.inSet[loc.pack] {
+				s.index[e.id] = location{newP, e}
+			}
+		}
+	}
+	var remove []*packFile
+	for _, p := range w.packs {
+		if p.name == newPack {
+			continue // the rewrite reproduced this very pack
+		}
+		if s.packs[p.name] == p {
+			s.dropPackLocked(p)
+		}
+		remove = append(remove, p)
+	}
+	s.mu.Unlock()
+
+	var errs []error
+	for _, p := range remove {
+		if err := os.Remove(p.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		freed += p.size
+	}
+	if added {
+		freed -= newP.size
+	}
+	if err := SyncDir(filepath.Join(s.dir, PacksDir)); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return newPack, freed, fmt.Errorf("repack: new pack %s committed, removing old packs: %w", newPack, errors.Join(errs...))
+	}
+	return newPack, freed, nil
+}
