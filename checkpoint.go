@@ -176,11 +176,28 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		return nil, err
 	}
 	c := &captured{tree: snap.Tree, snap: snap, sources: map[string]string{}, docs: map[string]objects.TreeEntry{}, data: map[string][]byte{}}
+	var pstate *objects.Tree
+	if parent != nil {
+		if pstate, err = r.objects.ReadTree(parent.State); err != nil {
+			return nil, err
+		}
+	}
+	// putDoc stores a document, reusing the parent's copy as a prefix when
+	// it only grew.
+	putDoc := func(name string, data []byte) (objects.ID, error) {
+		var base objects.ID
+		if pstate != nil {
+			if e, ok := pstate.Find(name); ok {
+				base = e.ID
+			}
+		}
+		return w.PutBytesAppend(data, base)
+	}
 	for _, d := range docs {
 		if err := validStateName(d.Name); err != nil {
 			return nil, err
 		}
-		id, err := w.PutBytes(d.Data)
+		id, err := putDoc(d.Name, d.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -190,11 +207,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			c.sources[d.Name] = d.Source
 		}
 	}
-	if parent != nil {
-		pstate, err := r.objects.ReadTree(parent.State)
-		if err != nil {
-			return nil, err
-		}
+	if pstate != nil {
 		for _, e := range pstate.Entries {
 			if _, given := c.docs[e.Name]; given {
 				continue
@@ -202,7 +215,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			src := parent.StateSources[e.Name]
 			if src != "" {
 				if data, err := os.ReadFile(src); err == nil {
-					id, err := w.PutBytes(data)
+					id, err := putDoc(e.Name, data)
 					if err != nil {
 						return nil, err
 					}

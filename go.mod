@@ -2,23 +2,25 @@ module github.com/snapcore-dev/snap
 
 go 1.26.8
 
-require github.com/zeebo/blake3 v0.2.4
+require (
+	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
+	github.com/aymanbagabas/go-udiff v0.4.1
+	github.com/go-git/go-git/v5 v5.19.3
+	github.com/klauspost/compress v1.20.3
+	github.com/urfave/cli/v2 v2.27.7
+	github.com/zeebo/blake3 v0.2.4
+	golang.org/x/sys v0.49.0
+	golang.org/x/text v0.43.0
+)
 
 require (
-	github.com/PlakarKorp/go-cdc-chunkers v1.1.0 // indirect
-	github.com/aymanbagabas/go-udiff v0.4.1 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect
 	github.com/go-git/go-billy/v5 v5.9.2 // indirect
-	github.com/go-git/go-git/v5 v5.19.3 // indirect
 	github.com/jbenet/go-context v0.0.0-20150711004518-d14ea06fba99 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	github.com/urfave/cli/v2 v2.27.7 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 )

@@ -754,3 +754,11 @@ func (r *Repo) Ops(n int) ([]refs.Op, error) {
 	}
 	return out, nil
 }
+
+// CaptureStats walks the working tree as a checkpoint would, without
+// writing anything, and reports what it found (files read, skipped).
+func (r *Repo) CaptureStats(ctx context.Context) (*worktree.Snapshot, error) {
+	cache := r.loadCache()
+	snap, err := worktree.Capture(ctx, r.objects.NewDryWriter(), worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: r.MaxFileSize(), Cache: cache})
+	return snap, err
+}

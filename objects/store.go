@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -241,6 +242,17 @@ func (s *Store) Read(id ID) (Type, []byte, error) {
 		}
 	}
 	data, err := readRecord(loc.pack, loc.e)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The pack was rewritten by a gc (perhaps in another process)
+		// since it was indexed: look the object up again.
+		if err := s.Reload(); err != nil {
+			return 0, nil, err
+		}
+		if loc, ok = s.lookup(id); !ok {
+			return 0, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		data, err = readRecord(loc.pack, loc.e)
+	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("object %s in pack %s: %w", id.Short(), loc.pack.name, err)
 	}

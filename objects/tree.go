@@ -169,6 +169,18 @@ func ValidName(name string) error {
 // IsReservedName reports whether name is, on some filesystem, the same
 // directory as ".git" or ".snap".
 func IsReservedName(name string) bool {
+	if isASCII(name) { // the common case, without allocating
+		if !strings.ContainsAny(name, ".~") {
+			return false
+		}
+		n := name
+		if i := strings.IndexByte(n, ':'); i >= 0 {
+			n = n[:i]
+		}
+		n = strings.TrimRight(n, ". ")
+		return strings.EqualFold(n, ".git") || strings.EqualFold(n, ".snap") ||
+			strings.EqualFold(n, "git~1") || strings.EqualFold(n, "snap~1")
+	}
 	n := strings.Map(func(r rune) rune {
 		if hfsIgnorable(r) {
 			return -1
@@ -185,6 +197,15 @@ func IsReservedName(name string) bool {
 		return true
 	}
 	return false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // folder is Unicode case folding (so ".ſnap" folds to ".snap"), as

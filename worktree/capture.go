@@ -68,7 +68,6 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		w:         w,
 		scanStart: time.Now(),
 		sem:       make(chan struct{}, opts.Workers),
-		seen:      map[string]struct{}{},
 	}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		c.storeRel = filepath.ToSlash(rel)
@@ -81,8 +80,17 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 	if res.err != nil {
 		return nil, res.err
 	}
-	if opts.Cache != nil {
-		opts.Cache.Retain(func(p string) bool { _, ok := c.seen[p]; return ok })
+	if opts.Cache != nil && opts.Cache.Len() != int(c.cached.Load()) {
+		// Some cached paths were not seen: forget them. Every regular file
+		// captured is in the cache, so equal counts mean nothing is stale.
+		seen := map[string]bool{}
+		if err := objects.WalkTree(w, res.id, func(p string, e objects.TreeEntry) error {
+			seen[p] = true
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		opts.Cache.Retain(func(p string) bool { return seen[p] })
 	}
 	sort.Slice(c.skipped, func(i, j int) bool { return c.skipped[i].Path < c.skipped[j].Path })
 	return &Snapshot{Tree: res.id, Files: int(c.files.Load()), Bytes: c.bytes.Load(), Read: int(c.read.Load()), Skipped: c.skipped}, nil
@@ -97,11 +105,11 @@ type capturer struct {
 	sem       chan struct{}
 
 	files, read atomic.Int64
+	cached      atomic.Int64 // regular files captured, all of which are in the stat cache
 	bytes       atomic.Int64
 
 	mu      sync.Mutex
 	skipped []Skipped
-	seen    map[string]struct{}
 }
 
 type dirResult struct {
@@ -260,7 +268,7 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 			return e, false
 		}
 		e.ID, e.Size = id, int64(len(target))
-		c.count(p, e.Size)
+		c.count(e.Size)
 		return e, true
 	}
 	if st.Mode&0o100 != 0 {
@@ -274,7 +282,8 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 	if c.opts.Cache != nil {
 		if id, ok := c.opts.Cache.Lookup(p, ist); ok {
 			e.ID = id
-			c.count(p, e.Size)
+			c.cached.Add(1)
+			c.count(e.Size)
 			return e, true
 		}
 	}
@@ -285,6 +294,7 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 	}
 	if c.opts.Cache != nil {
 		c.opts.Cache.Put(p, rst, id, c.scanStart)
+		c.cached.Add(1)
 	}
 	e.ID, e.Size = id, rst.Size
 	if rst.Mode&0o100 != 0 {
@@ -293,18 +303,13 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 		e.Mode = objects.ModeFile
 	}
 	c.read.Add(1)
-	c.count(p, e.Size)
+	c.count(e.Size)
 	return e, true
 }
 
-func (c *capturer) count(p string, size int64) {
+func (c *capturer) count(size int64) {
 	c.files.Add(1)
 	c.bytes.Add(size)
-	if c.opts.Cache != nil {
-		c.mu.Lock()
-		c.seen[p] = struct{}{}
-		c.mu.Unlock()
-	}
 }
 
 // errChanging: the file kept changing while it was being read.

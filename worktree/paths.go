@@ -33,7 +33,7 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 		opts.MaxFileSize = DefaultMaxFileSize
 	}
 	c := &capturer{ctx: ctx, opts: opts, w: w, scanStart: time.Now(),
-		sem: make(chan struct{}, max(4, opts.Workers)), seen: map[string]struct{}{}}
+		sem: make(chan struct{}, max(4, opts.Workers))}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		c.storeRel = filepath.ToSlash(rel)
 	}

@@ -1,0 +1,28 @@
+// Package snap is the engine of snap, a content-addressed snapshot store for
+// AI coding agents: checkpoints of a project's working tree and of the
+// agent's state documents (conversation transcript, context, task state),
+// bound in one node and chained per session, rewound in milliseconds, and
+// every rewind undoable.
+//
+// Open or Init a Repo, then Checkpoint, Rewind, Undo and Redo; Log, Show,
+// Status, Diff, Cat, CatState and Conversation inspect what was recorded.
+// The layers below are objects (content-addressed packs), refs (session
+// heads, labels, the operation log), index (the stat cache), worktree
+// (capture and safe restore), conversation (transcript views) and gc
+// (fsck, collection).
+//
+// Store layout (the .snap directory at the project root):
+//
+//	config            settings (JSON)
+//	packs/*.pack      objects (package objects)
+//	tmp/              packs being written
+//	refs/sessions/<s>/head, refs/labels/<l>, refs/archive/<s>/head
+//	oplog             the operation log (package refs)
+//	cache/stat        the stat cache (package index)
+//
+// Contracts: a checkpoint is committed when Checkpoint returns nil — its
+// objects, then its head ref, then its op-log record are durable, in that
+// order. A rewind first records a pre-rewind checkpoint of whatever differs
+// from the head, so nothing is lost, and undo puts the tree and the state
+// documents back. Any number of processes may use one store at once.
+package snap

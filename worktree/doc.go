@@ -1,0 +1,29 @@
+// Package worktree moves content between a project's working tree and the
+// object store: Capture (and CapturePaths, its edit-set form) records the
+// tree, Restore changes it to a stored tree. It is the one security
+// boundary between stored names and the filesystem.
+//
+// # Capture
+//
+// A parallel walk that honours .gitignore at every depth, .snapignore and
+// .git/info/exclude (go-git's gitignore matcher), never enters .git at any
+// depth (a nested repository is captured as plain files) or the store,
+// never follows a symlink (its target is stored as a blob), skips FIFOs,
+// sockets and devices without opening them and files over the size limit,
+// and reports everything it skips with a reason. The stat cache (package
+// index) spares reading unchanged files; a file whose stat changes while it
+// is read is read again, never stored torn.
+//
+// # Restore
+//
+// Only paths that differ between the captured current tree and the target
+// are touched. Every path is reached from the project root one component at
+// a time with openat(O_NOFOLLOW|O_DIRECTORY), so no write goes through a
+// symlink; each file is written to a temporary file in its directory and
+// renamed into place; a file on disk that the current capture did not
+// include (an ignored file) is never overwritten or removed. Names are
+// checked again (objects.ValidName), entries that would collide on a
+// case-insensitive or Unicode-normalising filesystem are refused, nothing
+// is written into the store. Per-path failures are reported and do not stop
+// the rest.
+package worktree
