@@ -618,8 +618,24 @@ type SessionInfo struct {
 	Archived    bool       `json:"archived"`
 }
 
-// Sessions lists sessions (active first, then archived), by name.
+// Sessions lists sessions (active first, then archived), by name, with the
+// number of checkpoints the op log recorded for each.
 func (r *Repo) Sessions() ([]SessionInfo, error) {
+	ops, err := r.refs.Ops()
+	if err != nil && len(ops) == 0 && !errors.Is(err, refs.ErrCorrupt) {
+		return nil, err
+	}
+	counts := map[string]map[objects.ID]bool{}
+	for _, op := range ops {
+		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
+			if op.Session != "" && !id.IsZero() {
+				if counts[op.Session] == nil {
+					counts[op.Session] = map[objects.ID]bool{}
+				}
+				counts[op.Session][id] = true
+			}
+		}
+	}
 	out := []SessionInfo{}
 	for _, kind := range []string{"sessions/", "archive/"} {
 		list, err := r.refs.List(kind)
@@ -631,12 +647,9 @@ func (r *Repo) Sessions() ([]SessionInfo, error) {
 			if !ok {
 				continue
 			}
-			info := SessionInfo{Name: name, Head: ref.ID, Archived: kind == "archive/"}
+			info := SessionInfo{Name: name, Head: ref.ID, Archived: kind == "archive/", Checkpoints: len(counts[name])}
 			if ck, err := r.objects.ReadCheckpoint(ref.ID); err == nil {
 				info.Updated = ck.When()
-			}
-			if list, err := r.sessionCheckpointsIn(name, kind); err == nil {
-				info.Checkpoints = list
 			}
 			out = append(out, info)
 		}
@@ -648,25 +661,6 @@ func (r *Repo) Sessions() ([]SessionInfo, error) {
 		return out[i].Name < out[j].Name
 	})
 	return out, nil
-}
-
-// sessionCheckpointsIn counts the checkpoints the op log recorded for a
-// session.
-func (r *Repo) sessionCheckpointsIn(session, _ string) (int, error) {
-	ops, err := r.refs.Ops()
-	if err != nil && len(ops) == 0 {
-		return 0, err
-	}
-	seen := map[objects.ID]bool{}
-	for _, op := range ops {
-		if op.Session == session && !op.Checkpoint.IsZero() {
-			seen[op.Checkpoint] = true
-		}
-		if op.Session == session && !op.Safety.IsZero() {
-			seen[op.Safety] = true
-		}
-	}
-	return len(seen), nil
 }
 
 // Label names a checkpoint (moving the label if it exists).

@@ -133,24 +133,23 @@ func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
 	}
 	seen := map[objects.ID]bool{}
 	var list []sessionEntry
-	add := func(id objects.ID) error {
-		if seen[id] {
-			return nil
-		}
+	add := func(id objects.ID) (*objects.Checkpoint, error) {
 		seen[id] = true
 		ck, err := r.objects.ReadCheckpoint(id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ck.Session == session {
 			list = append(list, sessionEntry{id, ck})
 		}
-		return nil
+		return ck, nil
 	}
 	for _, op := range ops {
-		if op.Session == session && !op.Checkpoint.IsZero() {
-			if err := add(op.Checkpoint); err != nil {
-				return nil, err
+		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
+			if op.Session == session && !id.IsZero() && !seen[id] {
+				if _, err := add(id); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -159,10 +158,10 @@ func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
 		return nil, err
 	}
 	for id := head; !id.IsZero() && !seen[id]; {
-		if err := add(id); err != nil {
+		ck, err := add(id)
+		if err != nil {
 			return nil, err
 		}
-		ck := list[len(list)-1].Checkpoint
 		if len(ck.Parents) == 0 {
 			break
 		}

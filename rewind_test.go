@@ -226,3 +226,29 @@ func TestEditSetCheckpoint(t *testing.T) {
 		t.Fatal("a path outside the project was accepted")
 	}
 }
+
+// A rewind never touches the project's .git, a nested repository's .git or
+// ignored files, even when it deletes the directory around them.
+func TestRewindLeavesGitAndIgnoredAlone(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "a", ".git/config": "[core]\n", ".gitignore": "*.log\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	snaptest.WriteFiles(t, root, map[string]string{
+		"vendor/lib/lib.go": "package lib\n", "vendor/lib/.git/HEAD": "ref: refs/heads/main\n",
+		"gen/out.txt": "generated", "gen/run.log": "ignored log",
+	})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Deleted, ",") != "gen/out.txt,vendor/lib/lib.go" {
+		t.Fatalf("deleted %v", res.Deleted)
+	}
+	got := snaptest.Snapshot(t, root, func(rel string) bool { return rel == ".snap" })
+	want := map[string]string{"a.txt": "a", ".git/config": "[core]\n", ".gitignore": "*.log\n",
+		"vendor/lib/.git/HEAD": "ref: refs/heads/main\n", "gen/run.log": "ignored log"}
+	if d := snaptest.Diff(want, got); d != "" {
+		t.Fatalf("after rewind:\n%s", d)
+	}
+}
