@@ -169,6 +169,9 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	var err error
 	if len(paths) > 0 && parent != nil {
 		snap, err = worktree.CapturePaths(ctx, w, parent.Tree, paths, wopts)
+		if errors.Is(err, worktree.ErrOutsideRoot) {
+			err = fmt.Errorf("%w: %v", ErrUsage, err)
+		}
 	} else {
 		snap, err = worktree.Capture(ctx, w, wopts)
 	}
@@ -196,6 +199,9 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	for _, d := range docs {
 		if err := validStateName(d.Name); err != nil {
 			return nil, err
+		}
+		if _, dup := c.docs[d.Name]; dup {
+			return nil, fmt.Errorf("%w: state document %q given twice", ErrUsage, d.Name)
 		}
 		id, err := putDoc(d.Name, d.Data)
 		if err != nil {
@@ -292,12 +298,14 @@ func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objec
 	for n, d := range c.docs {
 		res.State[n] = d.Size
 	}
-	ck.Stats.NewBytes = w.NewBytes() // tree and state; the checkpoint object and pack index come on top
+	// new_bytes: compressed bytes of content this checkpoint added (files,
+	// state documents, trees); its own metadata record is not counted.
+	ck.Stats.NewBytes = w.NewBytes()
 	id, err := w.Put(objects.TypeCheckpoint, ck.Encode())
 	if err != nil {
 		return nil, nil, err
 	}
-	res.ID, res.Stats, res.NewBytes = id, ck.Stats, w.NewBytes()
+	res.ID, res.Stats, res.NewBytes = id, ck.Stats, ck.Stats.NewBytes
 	return res, ck, nil
 }
 

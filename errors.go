@@ -16,7 +16,4 @@ var (
 	ErrNothingToRedo = errors.New("nothing to redo")
 	// ErrPartial: some paths failed; the result lists them.
 	ErrPartial = errors.New("some paths could not be restored")
-	// ErrStaleRewind: the working tree changed since the rewind being redone
-	// was undone; redo would overwrite it.
-	ErrUnsafe = errors.New("refusing to overwrite uncheckpointed changes")
 )

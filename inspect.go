@@ -478,7 +478,7 @@ func unified(from, to string, a, b []byte, added, deleted bool) (string, int, in
 	if deleted {
 		to = "/dev/null"
 	}
-	edits := udiff.Strings(string(a), string(b))
+	edits := udiff.Lines(string(a), string(b))
 	patch, err := udiff.ToUnified(from, to, string(a), edits, udiff.DefaultContextLines)
 	if err != nil {
 		return "", 0, 0
@@ -716,7 +716,7 @@ func (r *Repo) moveSession(session, to, kind string) error {
 		}
 	}
 	if errors.Is(err, refs.ErrNotFound) {
-		return fmt.Errorf("%w: no session %q", ErrNoCheckpoint, session)
+		return fmt.Errorf("%w: session %q does not exist", ErrNoCheckpoint, session)
 	}
 	if err != nil {
 		return err

@@ -44,8 +44,9 @@ type Repo struct {
 
 // Config is the store's settings file (StoreDir/config, JSON).
 type Config struct {
-	Version     int   `json:"version"`
-	MaxFileSize int64 `json:"max_file_size,omitempty"`
+	Version     int    `json:"version"`
+	MaxFileSize int64  `json:"max_file_size,omitempty"` // capture.max-file-size
+	GCGrace     string `json:"gc_grace,omitempty"`      // gc.grace
 }
 
 func locate(opts Options, create bool) (root, store string, err error) {
@@ -64,8 +65,11 @@ func locate(opts Options, create bool) (root, store string, err error) {
 		return "", "", fmt.Errorf("%w: %s is not a directory", ErrUsage, dir)
 	}
 	if opts.Store != "" {
-		store, err := filepath.Abs(opts.Store)
-		return dir, store, err
+		store := opts.Store
+		if !filepath.IsAbs(store) {
+			store = filepath.Join(dir, store)
+		}
+		return dir, filepath.Clean(store), nil
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		if fi, err := os.Stat(filepath.Join(d, StoreDirName)); err == nil && fi.IsDir() {

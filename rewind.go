@@ -35,6 +35,7 @@ type StateRestored struct {
 type RewindResult struct {
 	Target           objects.ID           `json:"target"`
 	SafetyCheckpoint *objects.ID          `json:"safety_checkpoint"` // checkpoint holding the state from before; null in a dry run
+	SafetyCreated    bool                 `json:"safety_created"`    // false when the state from before was already checkpointed
 	Restored         []string             `json:"restored"`
 	Deleted          []string             `json:"deleted"`
 	State            []StateRestored      `json:"state"`
@@ -78,9 +79,9 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 		}
 	}
 	if o.DryRun {
-		return r.move(ctx, session, target, target, scope, true, nil)
+		return r.move(ctx, session, target, target, objects.ID{}, scope, true, nil)
 	}
-	res, err := r.move(ctx, session, target, target, scope, false, func(old, safety objects.ID) error {
+	res, err := r.move(ctx, session, target, target, objects.ID{}, scope, false, func(old, safety objects.ID) error {
 		detail, _ := json.Marshal(scope)
 		return r.refs.Append(&refs.Op{Kind: "rewind", Session: session, Target: target, Safety: safety,
 			Refs: []refs.RefChange{{Name: headRef(session), Old: old, New: target}}, Detail: detail})
@@ -90,8 +91,11 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 
 // move is the shared core of rewind, undo and redo: take a safety
 // checkpoint, restore target within scope, move the head to newHead and call
-// record(previous head, safety checkpoint) to log the operation.
-func (r *Repo) move(ctx context.Context, session string, target, newHead objects.ID, scope rewindScope, dryRun bool, record func(old, safety objects.ID) error) (*RewindResult, error) {
+// record(previous head, safety checkpoint) to log the operation. The safety
+// checkpoint is the head, or known (a checkpoint that already holds exactly
+// the current tree and state, as when redoing right after an undo), when
+// either matches; otherwise a new pre-rewind checkpoint.
+func (r *Repo) move(ctx context.Context, session string, target, newHead, known objects.ID, scope rewindScope, dryRun bool, record func(old, safety objects.ID) error) (*RewindResult, error) {
 	tck, err := r.objects.ReadCheckpoint(target)
 	if err != nil {
 		return nil, fmt.Errorf("rewind target %s: %w", target.Short(), err)
@@ -117,8 +121,13 @@ func (r *Repo) move(ctx context.Context, session string, target, newHead objects
 	if res.Skipped == nil {
 		res.Skipped = []worktree.Skipped{}
 	}
-	safety := headID
-	if !dryRun && (head == nil || now.tree != head.Tree || now.state != head.State) {
+	safety, current := headID, headID // current: the head once the safety checkpoint is taken
+	if !dryRun && head != nil && (now.tree != head.Tree || now.state != head.State) && !known.IsZero() {
+		if kck, err := r.objects.ReadCheckpoint(known); err == nil && kck.Tree == now.tree && kck.State == now.state {
+			safety = known
+		}
+	}
+	if !dryRun && safety == headID && (head == nil || now.tree != head.Tree || now.state != head.State) {
 		cres, _, err := r.buildCheckpoint(w, session, headID, head, now, CheckpointOptions{Kind: "pre-rewind", Summary: "before rewind to " + target.Short()})
 		if err != nil {
 			return nil, err
@@ -129,7 +138,8 @@ func (r *Repo) move(ctx context.Context, session string, target, newHead objects
 		if err := r.refs.Update(headRef(session), headID, cres.ID); err != nil {
 			return nil, fmt.Errorf("safety checkpoint: %w", err)
 		}
-		safety = cres.ID
+		safety, current = cres.ID, cres.ID
+		res.SafetyCreated = true
 	}
 	if !dryRun {
 		s := safety
@@ -152,7 +162,7 @@ func (r *Repo) move(ctx context.Context, session string, target, newHead objects
 	if dryRun {
 		return res, nil
 	}
-	if err := r.refs.Update(headRef(session), safety, newHead); err != nil {
+	if err := r.refs.Update(headRef(session), current, newHead); err != nil {
 		return res, err
 	}
 	if record != nil {

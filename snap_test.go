@@ -152,9 +152,14 @@ func TestRewindUndoRedoRoundTrip(t *testing.T) {
 	if got, _ := os.ReadFile(conv); string(got) != string(convBefore) {
 		t.Fatalf("undo did not restore the conversation: %q", got)
 	}
-	// Redo re-applies the rewind.
-	if _, err := r.Redo(ctx, ""); err != nil {
+	// Redo re-applies the rewind; the tree is exactly the first safety
+	// checkpoint, so no new one is taken.
+	redo, err := r.Redo(ctx, "")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if redo.Rewind.SafetyCreated || *redo.Rewind.SafetyCheckpoint != *rw.SafetyCheckpoint {
+		t.Fatalf("redo took a new safety checkpoint: %+v", redo.Rewind)
 	}
 	if d := snaptest.Diff(want, snaptest.Snapshot(t, root, snaptest.SkipStore)); d != "" {
 		t.Fatalf("redo differs from #1:\n%s", d)

@@ -96,14 +96,14 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 		}
 		// Undo goes back to the safety checkpoint's content with the head
 		// where it was; redo goes to the target again.
-		target, newHead := op.Safety, op.Refs[0].Old
+		target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}
 		if !undo {
-			target, newHead = op.Target, op.Target
+			target, newHead, known = op.Target, op.Target, op.Safety
 		}
 		if target.IsZero() {
 			return nil, fmt.Errorf("%w: op %d has no checkpoint to return to", objects.ErrCorrupt, op.Seq)
 		}
-		rr, err := r.move(ctx, session, target, newHead, scope, false, func(old, safety objects.ID) error {
+		rr, err := r.move(ctx, session, target, newHead, known, scope, false, func(old, safety objects.ID) error {
 			return r.refs.Append(&refs.Op{Kind: kind, Session: session, Undoes: op.Seq, Target: target, Safety: safety,
 				Refs: []refs.RefChange{{Name: headRef(session), Old: old, New: newHead}}})
 		})

@@ -64,6 +64,9 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 	return &Snapshot{Tree: id, Files: -1, Bytes: size, Read: int(c.read.Load()), Skipped: c.skipped}, nil
 }
 
+// ErrOutsideRoot: a path given to CapturePaths is not inside the project.
+var ErrOutsideRoot = errors.New("path is outside the project")
+
 // normalizePaths turns paths into clean slash-separated paths relative to
 // root, sorted, dropping any path beneath another one. "" stands for the
 // whole tree.
@@ -73,7 +76,7 @@ func normalizePaths(root string, paths []string) ([]string, error) {
 		if filepath.IsAbs(p) {
 			rel, err := filepath.Rel(root, p)
 			if err != nil || !filepath.IsLocal(rel) && rel != "." {
-				return nil, fmt.Errorf("path %q is outside the project %s", p, root)
+				return nil, fmt.Errorf("%w: %q is outside %s", ErrOutsideRoot, p, root)
 			}
 			p = rel
 		}
@@ -82,7 +85,7 @@ func normalizePaths(root string, paths []string) ([]string, error) {
 			p = ""
 		}
 		if p == ".." || strings.HasPrefix(p, "../") {
-			return nil, fmt.Errorf("path %q is outside the project", p)
+			return nil, fmt.Errorf("%w: %q", ErrOutsideRoot, p)
 		}
 		out = append(out, p)
 	}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/snapcore-dev/snap/objects"
+)
+
+type labelOptions struct {
+	globalOptions
+	Ref  string
+	Name string
+}
+
+type labelResult struct {
+	Label string     `json:"label"`
+	ID    objects.ID `json:"id"`
+}
+
+func labelCommand(inv *invocation) *cli.Command {
+	return &cli.Command{
+		Name:      "label",
+		Usage:     "name a checkpoint",
+		ArgsUsage: "REF NAME",
+		Description: `Gives checkpoint REF the label NAME, usable wherever a REF is expected. An
+existing label of that name is moved. Labels are shared by all sessions and
+keep their checkpoint from being collected. NAME: letters, digits, '.', '_'
+and '-', starting with a letter or digit. 'snap undo' removes (or moves back)
+the label.
+
+Examples:
+   snap label @ tests-pass
+   snap rewind tests-pass`,
+		Flags: withGlobals(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return usageErrorf("label takes REF and NAME")
+			}
+			return runLabel(c.Context, labelOptions{globalOptions: globals(c), Ref: c.Args().Get(0), Name: c.Args().Get(1)}, inv.stdout)
+		},
+	}
+}
+
+func runLabel(_ context.Context, o labelOptions, out io.Writer) error {
+	repo, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	id, err := repo.Label(o.session(), o.Ref, o.Name)
+	if err != nil {
+		return err
+	}
+	res := labelResult{Label: o.Name, ID: id}
+	return emit(out, o.JSON, res, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "labelled %s as %s\n", id.Short(), o.Name)
+		return err
+	})
+}

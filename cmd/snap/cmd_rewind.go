@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	snap "github.com/snapcore-dev/snap"
+)
+
+type rewindOptions struct {
+	globalOptions
+	Ref              string
+	FilesOnly        bool
+	ConversationOnly bool
+	Paths            []string
+	DryRun           bool
+	StateOut         string
+}
+
+func rewindCommand(inv *invocation) *cli.Command {
+	return &cli.Command{
+		Name:      "rewind",
+		Usage:     "take the working tree and conversation back (or forward) to a checkpoint",
+		ArgsUsage: "REF",
+		Description: `Restores checkpoint REF: its files into the working tree, its state documents
+to the paths they were recorded from, and moves the session head to REF.
+
+Nothing is lost: first, the current working tree and state documents are
+recorded as a "pre-rewind" safety checkpoint (printed), and 'snap undo' puts
+everything back exactly as it was, uncheckpointed edits included.
+
+Only files whose content differs are written (each atomically). Files the
+target does not have are deleted only if snap captured them: ignored files
+are never touched. A path that cannot be restored is reported and the others
+still are; the exit code is then 3.
+
+   --files-only          leave the state documents alone
+   --conversation-only   leave the working tree alone
+   --path P              restore only P (a file or directory; repeatable)
+   --dry-run             show what would change, change nothing
+   --state-out DIR       write the state documents into DIR instead
+
+The checkpoints after REF stay in 'snap log', marked (abandoned), and can be
+rewound to in turn.
+
+Examples:
+   snap rewind '#3' --dry-run
+   snap rewind msg:msg_07
+   snap rewind @~2 --files-only --path src/
+   snap rewind '#3' --conversation-only --state-out /tmp/restored`,
+		Flags: withGlobals(
+			&cli.BoolFlag{Name: "files-only", Usage: "restore the working tree only, not the state documents"},
+			&cli.BoolFlag{Name: "conversation-only", Usage: "restore the state documents only, not the working tree"},
+			&cli.StringSliceFlag{Name: "path", Usage: "restore only `P` and what lies beneath it (implies --files-only); repeatable"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "report what would change; change nothing"},
+			&cli.StringFlag{Name: "state-out", Usage: "write state documents into `DIR` instead of their recorded paths"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageErrorf("rewind takes one REF (see 'snap rewind --help')")
+			}
+			o := rewindOptions{globalOptions: globals(c), Ref: c.Args().First(),
+				FilesOnly: c.Bool("files-only"), ConversationOnly: c.Bool("conversation-only"),
+				Paths: c.StringSlice("path"), DryRun: c.Bool("dry-run"), StateOut: c.String("state-out")}
+			if o.FilesOnly && o.ConversationOnly {
+				return usageErrorf("--files-only and --conversation-only exclude each other")
+			}
+			if o.ConversationOnly && len(o.Paths) > 0 {
+				return usageErrorf("--path restores files; it cannot go with --conversation-only")
+			}
+			return runRewind(c.Context, o, inv.stdout)
+		},
+	}
+}
+
+// runRewind prints the result even when some paths failed (snap.ErrPartial),
+// and returns that error so the exit code says partial.
+func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
+	repo, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	ro := snap.RewindOptions{Session: o.session(), Target: o.Ref, FilesOnly: o.FilesOnly,
+		ConversationOnly: o.ConversationOnly, DryRun: o.DryRun}
+	if len(o.Paths) > 0 {
+		if ro.Paths, err = o.projectPaths(repo, o.Paths); err != nil {
+			return err
+		}
+	}
+	if o.StateOut != "" {
+		if ro.StateOut, err = o.absPath(o.StateOut); err != nil {
+			return err
+		}
+	}
+	res, err := repo.Rewind(ctx, ro)
+	if err != nil && !errors.Is(err, snap.ErrPartial) {
+		return withSafety(err, res)
+	}
+	if perr := emit(out, o.JSON, res, func(w io.Writer) error {
+		verb := "rewound"
+		if res.DryRun {
+			verb = "dry run: would rewind"
+		}
+		fmt.Fprintf(w, "%s session %s to %s\n", verb, o.session(), res.Target.Short())
+		writeRewind(w, res, "'snap undo' returns to it")
+		return nil
+	}); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// writeRewind prints what a rewind (or an undo/redo of one) did.
+func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
+	switch {
+	case res.SafetyCheckpoint != nil && res.SafetyCreated:
+		fmt.Fprintf(w, "safety checkpoint %s (%s)\n", res.SafetyCheckpoint, safetyNote)
+	case res.SafetyCheckpoint != nil:
+		fmt.Fprintf(w, "nothing uncheckpointed: the state from before is checkpoint %s\n", res.SafetyCheckpoint.Short())
+	}
+	restore, del, state := "restored", "deleted ", "state   "
+	if res.DryRun {
+		restore, del, state = "would restore", "would delete ", "would write  "
+	}
+	for _, p := range res.Restored {
+		fmt.Fprintf(w, "  %s %s\n", restore, p)
+	}
+	for _, p := range res.Deleted {
+		fmt.Fprintf(w, "  %s %s\n", del, p)
+	}
+	for _, s := range res.State {
+		fmt.Fprintf(w, "  %s %s -> %s\n", state, s.Name, s.Path)
+	}
+	for _, e := range res.Errors {
+		fmt.Fprintf(w, "  FAILED   %s: %s\n", e.Path, e.Error)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "  skipped  %s: %s (not in the safety checkpoint)\n", s.Path, s.Reason)
+	}
+	summary := fmt.Sprintf("%s, %s deleted, %s", plural(len(res.Restored), "file")+" restored",
+		plural(len(res.Deleted), "file"), plural(len(res.State), "state document"))
+	if res.DryRun {
+		summary = fmt.Sprintf("would restore %s, delete %s, write %s; nothing was changed",
+			plural(len(res.Restored), "file"), plural(len(res.Deleted), "file"), plural(len(res.State), "state document"))
+	}
+	if len(res.Errors) > 0 {
+		summary += fmt.Sprintf("; %s FAILED", plural(len(res.Errors), "path"))
+	}
+	fmt.Fprintln(w, summary)
+}
+
+// withSafety adds the safety checkpoint to the error of a rewind that failed
+// after taking it, so the user knows where the state from before is.
+func withSafety(err error, res *snap.RewindResult) error {
+	if res == nil || res.SafetyCheckpoint == nil {
+		return err
+	}
+	return fmt.Errorf("%w (the state from before is in safety checkpoint %s)", err, res.SafetyCheckpoint)
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEndToEnd builds the real binary and runs a short agent session with
+// it: checkpoints with the transcript on stdin, log, rewind, undo, redo,
+// fsck.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not found")
+	}
+	isolate(t)
+	bin := filepath.Join(t.TempDir(), "snap")
+	build := exec.Command(goTool, "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	p := &project{t: t, dir: t.TempDir()}
+	t.Cleanup(p.fsck)
+	snapCmd := func(stdin string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = p.dir
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("snap %q: %v", args, err)
+		}
+		if code != 0 && code != 3 {
+			t.Logf("snap %q: exit %d: %s", args, code, errb.String())
+		}
+		return out.String(), code
+	}
+	mustSnap := func(stdin string, args ...string) string {
+		t.Helper()
+		out, code := snapCmd(stdin, args...)
+		if code != 0 {
+			t.Fatalf("snap %q: exit %d", args, code)
+		}
+		return out
+	}
+
+	p.write(map[string]string{"app.py": "print('v1')\n", ".gitignore": "__pycache__/\n"})
+	if out := mustSnap("", "init"); !strings.Contains(out, "Initialized") {
+		t.Errorf("init: %q", out)
+	}
+	transcript := convLine1 + convLine2
+	out := mustSnap(transcript, "checkpoint", "--conversation", "-", "-m", "msg_1", "--summary", "v1")
+	id1 := strings.SplitN(out, "\n", 2)[0]
+	if len(id1) != 64 {
+		t.Fatalf("checkpoint printed %q", out)
+	}
+
+	p.write(map[string]string{"app.py": "print('v2')\n", "lib.py": "x = 1\n", "__pycache__/app.pyc": "junk"})
+	transcript += convLine3 + convLine4
+	var ck struct {
+		ID     string  `json:"id"`
+		Parent *string `json:"parent"`
+		Files  struct {
+			Added, Modified, Deleted []string
+		} `json:"files"`
+		State map[string]int64 `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(mustSnap(transcript, "checkpoint", "--json", "--conversation", "-", "-m", "msg_2")), &ck); err != nil {
+		t.Fatal(err)
+	}
+	if ck.Parent == nil || *ck.Parent != id1 {
+		t.Errorf("parent = %v, want %s", ck.Parent, id1)
+	}
+	sameStrings(t, "added", ck.Files.Added, "lib.py")
+	sameStrings(t, "modified", ck.Files.Modified, "app.py")
+	eq(t, "conversation size", ck.State["conversation"], int64(len(transcript)))
+
+	log := mustSnap("", "log")
+	if !strings.Contains(log, "#2") || !strings.Contains(log, "(head)") || !strings.Contains(log, "4 msgs") {
+		t.Errorf("log:\n%s", log)
+	}
+	if got := mustSnap("", "cat", "msg:msg_1", "--state", "conversation"); got != convLine1+convLine2 {
+		t.Errorf("cat conversation = %q", got)
+	}
+
+	// The conversation came from stdin: a rewind has nowhere to put it back
+	// but --state-out.
+	stateOut := filepath.Join(t.TempDir(), "state")
+	mustSnap("", "rewind", "#1", "--state-out", stateOut)
+	eq(t, "app.py after rewind", p.read("app.py"), "print('v1')\n")
+	if p.exists("lib.py") {
+		t.Errorf("lib.py survived the rewind")
+	}
+	eq(t, "__pycache__ untouched", p.read("__pycache__/app.pyc"), "junk")
+	data, err := os.ReadFile(filepath.Join(stateOut, "conversation"))
+	if err != nil || string(data) != convLine1+convLine2 {
+		t.Errorf("--state-out conversation = %q, %v", data, err)
+	}
+
+	mustSnap("", "undo")
+	eq(t, "app.py after undo", p.read("app.py"), "print('v2')\n")
+	eq(t, "lib.py after undo", p.read("lib.py"), "x = 1\n")
+	mustSnap("", "redo")
+	eq(t, "app.py after redo", p.read("app.py"), "print('v1')\n")
+
+	if _, code := snapCmd("", "show", "nosuch"); code != exitNoCheckpoint {
+		t.Errorf("show nosuch: exit %d", code)
+	}
+	if out := mustSnap("", "fsck"); !strings.Contains(out, "ok") {
+		t.Errorf("fsck: %s", out)
+	}
+}

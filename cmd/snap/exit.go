@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// Exit codes (design §6). This file is the one place errors become codes.
+const (
+	exitOK           = 0
+	exitError        = 1
+	exitUsage        = 2
+	exitPartial      = 3
+	exitNoCheckpoint = 4
+	exitNoStore      = 10
+	exitBusy         = 11
+	exitCorrupt      = 12
+)
+
+// errCorruptFound is returned by fsck when it finds damage; the report has
+// already been printed.
+var errCorruptFound = errors.New("store corrupt")
+
+// usageError is a malformed command line: unknown flag, missing or extra
+// argument, bad value.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// onUsageError turns urfave/cli's flag-parsing errors into usage errors.
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
+	name := "snap"
+	if c.Command != nil && c.Command.HelpName != "" {
+		name = c.Command.HelpName
+	}
+	return usageErrorf("%v (see '%s --help')", err, name)
+}
+
+// classification maps an error to an exit code and a short snake_case code
+// for the JSON error document. The first matching row wins: a store that
+// cannot be read is reported as such before what the command was trying
+// to do.
+var classification = []struct {
+	is   func(error) bool
+	exit int
+	code string
+}{
+	{isErr(snap.ErrNoStore), exitNoStore, "no_store"},
+	{isErr(refs.ErrBusy), exitBusy, "store_busy"},
+	{isErr(errCorruptFound), exitCorrupt, "store_corrupt"},
+	{isErr(objects.ErrCorrupt), exitCorrupt, "store_corrupt"},
+	{isErr(refs.ErrCorrupt), exitCorrupt, "store_corrupt"},
+	// An object a ref or checkpoint names is missing: the store is damaged
+	// (an unknown id given by the user is ErrNoCheckpoint, not this).
+	{isErr(objects.ErrNotFound), exitCorrupt, "object_missing"},
+	{isErr(snap.ErrPartial), exitPartial, "partial"},
+	{isErr(snap.ErrNoCheckpoint), exitNoCheckpoint, "no_checkpoint"},
+	{isErr(snap.ErrNoPath), exitNoCheckpoint, "no_path"},
+	// An ambiguous id prefix names no single checkpoint: 4, like an unknown
+	// one; the message says to give more digits.
+	{isErr(objects.ErrAmbiguous), exitNoCheckpoint, "ambiguous_ref"},
+	{isUsage, exitUsage, "usage"},
+	{isErr(snap.ErrUsage), exitUsage, "usage"},
+	{isErr(refs.ErrBadName), exitUsage, "usage"},
+	{isErr(snap.ErrNothingToUndo), exitError, "nothing_to_undo"},
+	{isErr(snap.ErrNothingToRedo), exitError, "nothing_to_redo"},
+	{isErr(refs.ErrConflict), exitError, "conflict"},
+	{isErr(context.Canceled), exitError, "interrupted"},
+}
+
+func isErr(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+func isUsage(err error) bool {
+	var u *usageError
+	if errors.As(err, &u) {
+		return true
+	}
+	// urfave/cli's own errors ("No help topic for ...") carry an exit code
+	// of their choosing; they are all about the command line.
+	var ec cli.ExitCoder
+	return errors.As(err, &ec)
+}
+
+// classify returns the exit code and the JSON error code for err.
+func classify(err error) (int, string) {
+	if err == nil {
+		return exitOK, ""
+	}
+	for _, c := range classification {
+		if c.is(err) {
+			return c.exit, c.code
+		}
+	}
+	return exitError, "error"
+}
+
+// reportError writes err to w, as {"error":{"code","message"}} when asJSON,
+// else as "snap: message", and returns the exit code.
+func reportError(w io.Writer, asJSON bool, err error) int {
+	exit, code := classify(err)
+	if asJSON {
+		doc := map[string]any{"error": map[string]string{"code": code, "message": err.Error()}}
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.Encode(doc)
+	} else {
+		fmt.Fprintf(w, "snap: %v\n", err)
+	}
+	return exit
+}

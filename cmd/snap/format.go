@@ -1,0 +1,139 @@
+package main
+
+import (
+	snap "github.com/snapcore-dev/snap"
+
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/snapcore-dev/snap/objects"
+)
+
+// writeJSON writes v to w as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// emit writes v as JSON when asJSON, else calls human.
+func emit(w io.Writer, asJSON bool, v any, human func(io.Writer) error) error {
+	if asJSON {
+		return writeJSON(w, v)
+	}
+	return human(w)
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
+// humanSize formats a byte count with binary units: 512 B, 3.0 KiB, 1.2 MiB.
+func humanSize(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
+	v := float64(n) / 1024
+	u := 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.1f %s", v, units[u])
+	}
+	return fmt.Sprintf("%.0f %s", v, units[u])
+}
+
+// parseSize parses a byte count (see snap.ParseSize); errors are usage errors.
+func parseSize(s string) (int64, error) {
+	n, err := snap.ParseSize(s)
+	if err != nil {
+		return 0, usageErrorf("%v", err)
+	}
+	return n, nil
+}
+
+// when formats a checkpoint time for people, in local time.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// short is the short form of an id (12 hex digits); "-" for none.
+func short(id *objects.ID) string {
+	if id == nil || id.IsZero() {
+		return "-"
+	}
+	return id.Short()
+}
+
+// truncate cuts s to about n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// oneLine replaces line breaks and tabs so s prints on one line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", "⏎", "\n", "⏎", "\r", "⏎", "\t", " ").Replace(s)
+}
+
+// plural returns "1 file" / "2 files".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// indent prefixes every line of s with prefix.
+func indent(s, prefix string) string {
+	s = strings.TrimRight(s, "\n")
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// nonNil returns s, or an empty slice instead of nil (so JSON shows []).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// idOrNone is the short form of id, or "(none)" for the zero id.
+func idOrNone(id objects.ID) string {
+	if id.IsZero() {
+		return "(none)"
+	}
+	return id.Short()
+}
+
+// trimRefPrefix shows "labels/x" as "x".
+func trimRefPrefix(name string) string {
+	return strings.TrimPrefix(name, "labels/")
+}
+
+// row joins table cells with tabs, dropping empty cells at the end (which
+// would leave trailing spaces).
+func row(cells ...string) string {
+	for len(cells) > 0 && cells[len(cells)-1] == "" {
+		cells = cells[:len(cells)-1]
+	}
+	return strings.Join(cells, "\t")
+}

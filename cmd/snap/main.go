@@ -1,0 +1,393 @@
+// Command snap is the command-line interface of the snap snapshot engine:
+// checkpoints of a working tree and an agent's state documents, rewind,
+// undo and redo. Every command accepts --json; exit codes are listed in
+// exit.go.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	snap "github.com/snapcore-dev/snap"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// invocation is what one run of the CLI shares between its commands: the
+// standard streams, and where "--" stood among the positional arguments.
+type invocation struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// dashPos is the number of positional arguments of the command that
+	// came before a "--" (everything after it is positional too), or -1
+	// when there was none.
+	dashPos int
+}
+
+// run runs the CLI with args (args[0] is the program name) and returns the
+// process exit code. It is the whole program minus os.Exit, so tests run the
+// CLI in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, dashPos: -1}
+	app := newApp(inv)
+	args, inv.dashPos = normalizeArgs(app, args)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	return reportError(stderr, wantsJSON(args), err)
+}
+
+// globalOptions are the options every command accepts.
+type globalOptions struct {
+	JSON    bool   // one JSON document on stdout
+	Session string // session name; "" means $SNAP_SESSION, else "default"
+	Dir     string // -C: the project directory, or one inside it; "" = current directory
+	Store   string // --store: explicit store path; "" means $SNAP_STORE, else found from Dir
+}
+
+func (g globalOptions) session() string {
+	if g.Session != "" {
+		return g.Session
+	}
+	if s := os.Getenv("SNAP_SESSION"); s != "" {
+		return s
+	}
+	return snap.DefaultSession
+}
+
+func (g globalOptions) repoOptions() snap.Options {
+	o := snap.Options{Dir: g.Dir, Store: g.Store}
+	if o.Store == "" {
+		o.Store = os.Getenv("SNAP_STORE")
+	}
+	if o.Store != "" && !filepath.IsAbs(o.Store) {
+		if base, err := g.base(); err == nil {
+			o.Store = filepath.Join(base, o.Store)
+		}
+	}
+	return o
+}
+
+// open opens the project's store; the caller closes it.
+func (g globalOptions) open() (*snap.Repo, error) {
+	return snap.Open(g.repoOptions())
+}
+
+// base is the directory relative paths given on the command line are
+// resolved against: -C DIR, as if snap had been started there, else the
+// current directory.
+func (g globalOptions) base() (string, error) {
+	if g.Dir != "" {
+		return filepath.Abs(g.Dir)
+	}
+	return os.Getwd()
+}
+
+// absPath makes a path given on the command line absolute (see base).
+func (g globalOptions) absPath(p string) (string, error) {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p), nil
+	}
+	base, err := g.base()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, p), nil
+}
+
+// projectPaths turns paths given on the command line into slash-separated
+// paths relative to the project root, as the engine wants them. "" stands
+// for the whole tree.
+func (g globalOptions) projectPaths(repo *snap.Repo, paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		abs, err := g.absPath(p)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(repo.Root, abs)
+		if err != nil || (rel != "." && !filepath.IsLocal(rel)) {
+			return nil, usageErrorf("path %q is outside the project %s", p, repo.Root)
+		}
+		if rel == "." {
+			rel = ""
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out, nil
+}
+
+// globalFlags returns fresh instances of the flags every command accepts
+// (fresh, because urfave/cli records "has been set" in the flag itself).
+func globalFlags() []cli.Flag {
+	const cat = "global options (every command)"
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Category: cat,
+			Usage: "print one JSON document on stdout; errors as {\"error\":{\"code\",\"message\"}} on stderr"},
+		&cli.StringFlag{Name: "session", Aliases: []string{"s"}, Category: cat,
+			Usage: "session `ID` (default: $SNAP_SESSION, else \"default\")"},
+		&cli.StringFlag{Name: "C", Category: cat,
+			Usage: "run as if snap was started in `DIR` (the project is the nearest ancestor holding .snap/)"},
+		&cli.StringFlag{Name: "store", Category: cat,
+			Usage: "use the store at `PATH` (default: $SNAP_STORE, else .snap/ at the project root)"},
+	}
+}
+
+// isGlobalFlag reports whether name (without dashes) is one of globalFlags.
+func isGlobalFlag(name string) bool {
+	switch name {
+	case "json", "session", "s", "C", "store":
+		return true
+	}
+	return false
+}
+
+// globals reads the global options of a command. A global flag given at
+// several levels (before and after the command name) takes the innermost
+// value.
+func globals(c *cli.Context) globalOptions {
+	var g globalOptions
+	for _, cc := range c.Lineage() {
+		if cc.IsSet("json") {
+			g.JSON = cc.Bool("json")
+			break
+		}
+	}
+	g.Session = lookupString(c, "session")
+	g.Dir = lookupString(c, "C")
+	g.Store = lookupString(c, "store")
+	return g
+}
+
+func lookupString(c *cli.Context, name string) string {
+	for _, cc := range c.Lineage() {
+		if cc.IsSet(name) {
+			return cc.String(name)
+		}
+	}
+	return ""
+}
+
+// withGlobals appends the global flags to a command's own.
+func withGlobals(flags ...cli.Flag) []cli.Flag {
+	return append(flags, globalFlags()...)
+}
+
+func newApp(inv *invocation) *cli.App {
+	app := &cli.App{
+		Name:      "snap",
+		Usage:     "content-addressed snapshots of a project and its agent's state",
+		UsageText: "snap [global options] command [command options] [arguments...]",
+		Description: `snap keeps a shadow store (.snap/) beside a project and records checkpoints:
+the whole working tree plus the agent's state documents (the conversation
+transcript, task state...). Any checkpoint can be rewound to, and a rewind
+can be undone.
+
+A typical session:
+
+   snap init
+   snap checkpoint -m msg_01 --summary "add parser" --conversation transcript.jsonl
+   snap log
+   snap diff '#1' '#2'
+   snap rewind '#1'      # a safety checkpoint is taken first
+   snap undo             # and everything is back
+
+REF, wherever a checkpoint is named:
+   @            the session head           @~N   N checkpoints before the head
+   #N           N-th checkpoint of the session, as 'snap log' numbers them
+                (quote it in shells, where # starts a comment: '#3')
+   msg:ID       latest checkpoint with that message id
+   LABEL        a label set with 'snap label' or 'checkpoint --label'
+   HEX          a checkpoint id or a unique prefix of at least 6 hex digits
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 partial (some paths failed), 4 no such
+checkpoint/ref, 10 no store, 11 store busy, 12 store corrupt.`,
+		HideVersion:               true,
+		DisableSliceFlagSeparator: true,
+		Reader:                    inv.stdin,
+		Writer:                    inv.stdout,
+		ErrWriter:                 inv.stderr,
+		Flags:                     globalFlags(),
+		ExitErrHandler:            func(*cli.Context, error) {}, // exit codes are mapped in run
+		OnUsageError:              onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageErrorf("unknown command %q (see 'snap help')", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+		Commands: []*cli.Command{
+			initCommand(inv),
+			checkpointCommand(inv),
+			logCommand(inv),
+			showCommand(inv),
+			statusCommand(inv),
+			diffCommand(inv),
+			catCommand(inv),
+			conversationCommand(inv),
+			rewindCommand(inv),
+			undoCommand(inv),
+			redoCommand(inv),
+			opCommand(inv),
+			labelCommand(inv),
+			configCommand(inv),
+			sessionsCommand(inv),
+			sessionCommand(inv),
+			gcCommand(inv),
+			fsckCommand(inv),
+		},
+	}
+	var setUsage func(cmds []*cli.Command)
+	setUsage = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.OnUsageError == nil {
+				c.OnUsageError = onUsageError
+			}
+			setUsage(c.Subcommands)
+		}
+	}
+	setUsage(app.Commands)
+	return app
+}
+
+// subcommandAction is the action of a command that only groups
+// subcommands.
+func subcommandAction(c *cli.Context) error {
+	if c.Args().Present() {
+		return usageErrorf("unknown subcommand %q of 'snap %s' (see 'snap %s --help')", c.Args().First(), c.Command.Name, c.Command.Name)
+	}
+	return cli.ShowSubcommandHelp(c)
+}
+
+// normalizeArgs lets flags follow positional arguments ("snap rewind #2
+// --dry-run", "snap cat @ --state conversation") and global flags appear
+// anywhere ("snap --json log", "snap log --json"), which urfave/cli v2 does
+// not do by itself: Go's flag package stops at the first positional
+// argument.
+//
+// It finds the command (and subcommand) named in args, then rewrites args as
+//
+//	prog cmd [sub] GLOBAL-FLAGS CMD-FLAGS -- POSITIONALS [AFTER-DASHDASH...]
+//
+// and returns how many positionals came before a "--" in the original (-1:
+// there was no "--"). When args name no known command, or a non-global flag
+// comes before the command name, args are returned as they were and
+// urfave/cli reports what is wrong.
+func normalizeArgs(app *cli.App, args []string) ([]string, int) {
+	if len(args) < 2 {
+		return args, -1
+	}
+	var path, globalToks, localToks, pos, after []string
+	var leaf *cli.Command
+	cmds := app.Commands
+	dash := -1
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			after = args[i+1:]
+			dash = len(pos)
+			break
+		}
+		if len(a) > 1 && a[0] == '-' {
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			var def cli.Flag
+			if isGlobalFlag(name) {
+				def = findFlag(app.Flags, name)
+			} else if leaf != nil {
+				def = findFlag(leaf.Flags, name)
+			} else {
+				return args, -1 // a command's flag before the command: leave it to urfave/cli
+			}
+			toks := []string{a}
+			if !hasValue && takesValue(def) && i+1 < len(args) {
+				toks = append(toks, args[i+1])
+				i++
+			}
+			if isGlobalFlag(name) {
+				globalToks = append(globalToks, toks...)
+			} else {
+				localToks = append(localToks, toks...)
+			}
+			continue
+		}
+		if leaf == nil {
+			cmd := findCommand(cmds, a)
+			if cmd == nil {
+				return args, -1
+			}
+			path = append(path, a)
+			if len(cmd.Subcommands) > 0 {
+				cmds = cmd.Subcommands
+			} else {
+				leaf = cmd
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	if leaf == nil {
+		return args, -1
+	}
+	out := append([]string{args[0]}, path...)
+	out = append(out, globalToks...)
+	out = append(out, localToks...)
+	out = append(out, "--")
+	out = append(out, pos...)
+	out = append(out, after...)
+	return out, dash
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+func findFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+func takesValue(f cli.Flag) bool {
+	if d, ok := f.(cli.DocGenerationFlag); ok {
+		return d.TakesValue()
+	}
+	return false // unknown flags (--help, typos) take no value
+}
+
+// wantsJSON reports whether --json was given anywhere before a "--", so that
+// even a usage error is reported as JSON.
+func wantsJSON(args []string) bool {
+	for _, a := range args[min(1, len(args)):] {
+		if a == "--" {
+			break
+		}
+		switch a {
+		case "--json", "-json", "--json=true", "-json=true", "--json=1", "-json=1":
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+func TestNormalizeArgs(t *testing.T) {
+	app := newApp(&invocation{})
+	tests := []struct {
+		name string
+		in   string
+		want string
+		dash int
+	}{
+		{"flags after positional", "snap rewind #2 --dry-run", "snap rewind --dry-run -- #2", -1},
+		{"global flags before command", "snap --json -C d log -n 3", "snap log --json -C d -n 3 --", -1},
+		{"value flag takes next token", "snap cat @ --state conversation", "snap cat --state conversation -- @", -1},
+		{"stdin value", "snap checkpoint --conversation - -m x", "snap checkpoint --conversation - -m x --", -1},
+		{"flag=value", "snap log --n=2 --json=true", "snap log --json=true --n=2 --", -1},
+		{"subcommand", "snap --json op log -n 1", "snap op log --json -n 1 --", -1},
+		{"global between command and subcommand", "snap session --json archive x", "snap session archive --json -- x", -1},
+		{"dashdash keeps paths", "snap diff #1 --stat -- a --json", "snap diff --stat -- #1 a --json", 1},
+		{"dashdash first", "snap diff -- a", "snap diff -- a", 0},
+		{"unknown command left alone", "snap frob --json", "snap frob --json", -1},
+		{"help left alone", "snap help rewind", "snap help rewind", -1},
+		{"command flag before command left alone", "snap -n 3 log", "snap -n 3 log", -1},
+		{"no command", "snap --json", "snap --json", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, dash := normalizeArgs(app, strings.Fields(tt.in))
+			eq(t, "args", strings.Join(got, " "), tt.want)
+			eq(t, "dash", dash, tt.dash)
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{in: "100", want: 100},
+		{in: "10K", want: 10 << 10},
+		{in: "10k", want: 10 << 10},
+		{in: "10M", want: 10 << 20},
+		{in: "10MiB", want: 10 << 20},
+		{in: "10MB", want: 10 << 20},
+		{in: "1G", want: 1 << 30},
+		{in: "2T", want: 2 << 40},
+		{in: "", bad: true},
+		{in: "lots", bad: true},
+		{in: "-1", bad: true},
+		{in: "99999999999T", bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseSize(tt.in)
+			if tt.bad {
+				if err == nil {
+					t.Errorf("parseSize(%q) = %d, want an error", tt.in, got)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("parseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSplitRefPath(t *testing.T) {
+	tests := []struct{ in, ref, path string }{
+		{"#2:src/a.go", "#2", "src/a.go"},
+		{":a", "", "a"},
+		{"msg:m1:a/b", "msg:m1", "a/b"},
+		{"abcdef:x:y", "abcdef", "x:y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			ref, path, ok := splitRefPath(tt.in)
+			if !ok || ref != tt.ref || path != tt.path {
+				t.Errorf("splitRefPath(%q) = %q, %q, %v", tt.in, ref, path, ok)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		exit int
+		code string
+	}{
+		{"usage", usageErrorf("x"), exitUsage, "usage"},
+		{"engine usage", fmt.Errorf("w: %w", snap.ErrUsage), exitUsage, "usage"},
+		{"partial", snap.ErrPartial, exitPartial, "partial"},
+		{"no checkpoint", fmt.Errorf("w: %w", snap.ErrNoCheckpoint), exitNoCheckpoint, "no_checkpoint"},
+		{"no path", fmt.Errorf("w: %w", snap.ErrNoPath), exitNoCheckpoint, "no_path"},
+		{"ambiguous", fmt.Errorf("w: %w", objects.ErrAmbiguous), exitNoCheckpoint, "ambiguous_ref"},
+		{"no store", fmt.Errorf("w: %w", snap.ErrNoStore), exitNoStore, "no_store"},
+		{"busy", fmt.Errorf("w: %w", refs.ErrBusy), exitBusy, "store_busy"},
+		{"objects corrupt", fmt.Errorf("w: %w", objects.ErrCorrupt), exitCorrupt, "store_corrupt"},
+		{"refs corrupt", &refs.CorruptError{Path: "oplog"}, exitCorrupt, "store_corrupt"},
+		{"object missing", fmt.Errorf("w: %w", objects.ErrNotFound), exitCorrupt, "object_missing"},
+		{"fsck", errCorruptFound, exitCorrupt, "store_corrupt"},
+		{"corrupt wins over partial", errors.Join(snap.ErrPartial, objects.ErrCorrupt), exitCorrupt, "store_corrupt"},
+		{"nothing to undo", snap.ErrNothingToUndo, exitError, "nothing_to_undo"},
+		{"interrupted", context.Canceled, exitError, "interrupted"},
+		{"other", errors.New("disk on fire"), exitError, "error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exit, code := classify(tt.err)
+			if exit != tt.exit || code != tt.code {
+				t.Errorf("classify(%v) = %d %q, want %d %q", tt.err, exit, code, tt.exit, tt.code)
+			}
+		})
+	}
+}

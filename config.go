@@ -1,0 +1,166 @@
+package snap
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// setting is one key of `snap config`.
+type setting struct {
+	doc   string
+	get   func(c *Config) string
+	set   func(c *Config, v string) error
+	reset func(c *Config)
+}
+
+// settings are the store settings `snap config KEY [VALUE]` reads and
+// writes. An empty value means the default.
+var settings = map[string]setting{
+	"capture.max-file-size": {
+		doc: "files larger than this are skipped and reported (bytes; K, M, G, T suffixes; default 1G)",
+		get: func(c *Config) string {
+			if c.MaxFileSize == 0 {
+				return ""
+			}
+			return strconv.FormatInt(c.MaxFileSize, 10)
+		},
+		set: func(c *Config, v string) error {
+			n, err := ParseSize(v)
+			if err == nil && n == 0 {
+				err = fmt.Errorf("must be positive")
+			}
+			c.MaxFileSize = n
+			return err
+		},
+		reset: func(c *Config) { c.MaxFileSize = 0 },
+	},
+	"gc.grace": {
+		doc: "gc never removes unreferenced data younger than this (e.g. 1h, 30m, 2d; default 1h)",
+		get: func(c *Config) string { return c.GCGrace },
+		set: func(c *Config, v string) error {
+			_, err := ParseDuration(v)
+			c.GCGrace = v
+			return err
+		},
+		reset: func(c *Config) { c.GCGrace = "" },
+	},
+}
+
+// ConfigKeys lists the settings with their descriptions.
+func ConfigKeys() map[string]string {
+	out := map[string]string{}
+	for k, s := range settings {
+		out[k] = s.doc
+	}
+	return out
+}
+
+func lookupSetting(key string) (setting, error) {
+	s, ok := settings[key]
+	if !ok {
+		keys := make([]string, 0, len(settings))
+		for k := range settings {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return s, fmt.Errorf("%w: unknown setting %q (known: %s)", ErrUsage, key, strings.Join(keys, ", "))
+	}
+	return s, nil
+}
+
+// ConfigGet returns a setting's value ("" when it has its default).
+func (r *Repo) ConfigGet(key string) (string, error) {
+	s, err := lookupSetting(key)
+	if err != nil {
+		return "", err
+	}
+	return s.get(&r.config), nil
+}
+
+// ConfigSet validates and stores a setting (an empty value restores the
+// default). The config file is replaced atomically and durably.
+func (r *Repo) ConfigSet(key, value string) error {
+	s, err := lookupSetting(key)
+	if err != nil {
+		return err
+	}
+	c := r.config
+	if value == "" {
+		s.reset(&c)
+	} else if err := s.set(&c, value); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUsage, key, err)
+	}
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(r.StoreDir, "config"), append(data, '\n')); err != nil {
+		return err
+	}
+	r.config = c
+	return nil
+}
+
+// GCGrace is the configured gc grace period, or def.
+func (r *Repo) GCGrace(def time.Duration) time.Duration {
+	if d, err := ParseDuration(r.config.GCGrace); err == nil && r.config.GCGrace != "" {
+		return d
+	}
+	return def
+}
+
+// ParseSize parses a byte count with an optional binary suffix: 1048576,
+// 512K, 10M, 1G, 2T (also KiB/KB/MiB/MB...; all are powers of 1024).
+func ParseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("bad size %q (want bytes, optionally with K, M, G or T)", s)
+	}
+	return n * mult, nil
+}
+
+// ParseDuration is time.ParseDuration plus a "d" (24h) unit: 7d, 1d12h.
+func ParseDuration(s string) (time.Duration, error) {
+	var days time.Duration
+	if i := strings.Index(s, "d"); i > 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("bad duration %q", s)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		if s = s[i+1:]; s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q (want e.g. 30m, 2h, 7d)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative duration %q", s)
+	}
+	return days + d, nil
+}
