@@ -142,11 +142,7 @@ type ShowResult struct {
 // Show describes one checkpoint: metadata, files changed against its
 // parent, state documents with sizes.
 func (r *Repo) Show(session, ref string) (*ShowResult, error) {
-	id, err := r.Resolve(session, ref)
-	if err != nil {
-		return nil, err
-	}
-	ck, err := r.objects.ReadCheckpoint(id)
+	id, ck, err := r.resolveCheckpoint(session, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -313,11 +309,7 @@ const maxDiffSize = 8 << 20
 // optionally limited to paths. State documents are compared message by
 // message when they are conversations.
 func (r *Repo) Diff(ctx context.Context, session, from, to string, paths []string) (*DiffResult, error) {
-	fromID, err := r.Resolve(session, from)
-	if err != nil {
-		return nil, err
-	}
-	fck, err := r.objects.ReadCheckpoint(fromID)
+	fromID, fck, err := r.resolveCheckpoint(session, from)
 	if err != nil {
 		return nil, err
 	}
@@ -349,11 +341,7 @@ func (r *Repo) Diff(ctx context.Context, session, from, to string, paths []strin
 			return nil, err
 		}
 	} else {
-		toID, err := r.Resolve(session, to)
-		if err != nil {
-			return nil, err
-		}
-		tck, err := r.objects.ReadCheckpoint(toID)
+		toID, tck, err := r.resolveCheckpoint(session, to)
 		if err != nil {
 			return nil, err
 		}
@@ -498,11 +486,7 @@ func unified(from, to string, a, b []byte, added, deleted bool) (string, int, in
 
 // Cat writes a file of a checkpoint to w.
 func (r *Repo) Cat(session, ref, path string, w io.Writer) error {
-	id, err := r.Resolve(session, ref)
-	if err != nil {
-		return err
-	}
-	ck, err := r.objects.ReadCheckpoint(id)
+	id, ck, err := r.resolveCheckpoint(session, ref)
 	if err != nil {
 		return err
 	}
@@ -541,11 +525,7 @@ func (r *Repo) lookupPath(tree objects.ID, p string) (objects.TreeEntry, error) 
 
 // CatState writes a state document of a checkpoint to w.
 func (r *Repo) CatState(session, ref, name string, w io.Writer) error {
-	id, err := r.Resolve(session, ref)
-	if err != nil {
-		return err
-	}
-	ck, err := r.objects.ReadCheckpoint(id)
+	id, ck, err := r.resolveCheckpoint(session, ref)
 	if err != nil {
 		return err
 	}

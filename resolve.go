@@ -108,6 +108,16 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 	return objects.ID{}, fmt.Errorf("%w: %q is not a checkpoint id, label or REF of session %q", ErrNoCheckpoint, ref, session)
 }
 
+// resolveCheckpoint resolves ref and reads the checkpoint it names.
+func (r *Repo) resolveCheckpoint(session, ref string) (objects.ID, *objects.Checkpoint, error) {
+	id, err := r.Resolve(session, ref)
+	if err != nil {
+		return id, nil, err
+	}
+	ck, err := r.objects.ReadCheckpoint(id)
+	return id, ck, err
+}
+
 func isHex(s string) bool {
 	for _, c := range s {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -175,32 +174,11 @@ func (s *Store) VerifyPack(name string, fn func(ObjectInfo, error) error) error 
 	return nil
 }
 
-// readRawRecordVerified returns the record of e (header and stored data)
-// exactly as it lies in the pack, after checking that it decodes to content
-// hashing to e.id.
+// readRawRecordVerified returns the record of e exactly as it lies in the
+// pack, after checking that it decodes to content hashing to e.id.
 func readRawRecordVerified(p *packFile, e indexEntry) ([]byte, error) {
-	f, err := p.file()
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, recordHeader+int(e.stored))
-	if _, err := f.ReadAt(buf, int64(e.offset)); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: record truncated", ErrCorrupt)
-		}
-		return nil, err
-	}
-	if err := checkRecordHeader(buf[:recordHeader], e); err != nil {
-		return nil, err
-	}
-	data, err := decompress(buf[recordHeader:], e.enc, e.size)
-	if err != nil {
-		return nil, err
-	}
-	if Hash(e.typ, data) != e.id {
-		return nil, fmt.Errorf("%w: content does not hash to its id", ErrCorrupt)
-	}
-	return buf, nil
+	raw, _, err := readRecordRaw(p, e)
+	return raw, err
 }
 
 // RepackPlan is what Repack would do, computed from the pack indexes alone.

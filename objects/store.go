@@ -259,29 +259,37 @@ func (s *Store) Read(id ID) (Type, []byte, error) {
 	return loc.e.typ, data, nil
 }
 
+// readRecord returns the decoded content of the record of e, verified.
 func readRecord(p *packFile, e indexEntry) ([]byte, error) {
+	_, data, err := readRecordRaw(p, e)
+	return data, err
+}
+
+// readRecordRaw returns the record of e exactly as it lies in the pack
+// (header and stored bytes) and its decoded content, after checking that
+// the content hashes to e.id.
+func readRecordRaw(p *packFile, e indexEntry) (raw, data []byte, err error) {
 	f, err := p.file()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	buf := make([]byte, recordHeader+int(e.stored))
-	if _, err := f.ReadAt(buf, int64(e.offset)); err != nil {
+	raw = make([]byte, recordHeader+int(e.stored))
+	if _, err := f.ReadAt(raw, int64(e.offset)); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: record truncated", ErrCorrupt)
+			return nil, nil, fmt.Errorf("%w: record truncated", ErrCorrupt)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	if err := checkRecordHeader(buf[:recordHeader], e); err != nil {
-		return nil, err
+	if err := checkRecordHeader(raw[:recordHeader], e); err != nil {
+		return nil, nil, err
 	}
-	data, err := decompress(buf[recordHeader:], e.enc, e.size)
-	if err != nil {
-		return nil, err
+	if data, err = decompress(raw[recordHeader:], e.enc, e.size); err != nil {
+		return nil, nil, err
 	}
 	if Hash(e.typ, data) != e.id {
-		return nil, fmt.Errorf("%w: content does not hash to its id", ErrCorrupt)
+		return nil, nil, fmt.Errorf("%w: content does not hash to its id", ErrCorrupt)
 	}
-	return data, nil
+	return raw, data, nil
 }
 
 // readTyped reads id and checks its type.
