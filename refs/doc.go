@@ -8,6 +8,7 @@
 //	refs/<name>.lock     a ref's lock file, present while a writer updates it
 //	oplog                the operation log
 //	oplog.lock           empty file that appenders flock(2); never removed
+//	refs.lock            empty file that ref writers flock(2); never removed
 //
 // The engine uses the names sessions/<session>/head and labels/<label>.
 //
@@ -32,8 +33,10 @@
 // Update and Delete are compare-and-swap, as in git:
 //
 //  1. create the ref's parent directories;
-//  2. create <ref>.lock with O_CREAT|O_EXCL; while it exists, retry with
-//     jittered backoff for up to about 2 s, then fail with ErrBusy;
+//  2. take an exclusive flock(2) on refs.lock (waiting up to about 5 s for a
+//     live writer, then ErrBusy), then create <ref>.lock with
+//     O_CREAT|O_EXCL; one that already exists was left by a crashed writer
+//     (a live one would hold the flock) and is removed first;
 //  3. read the current value and compare it with the expected old one
 //     (zero = absent); on mismatch remove the lock and fail with a
 //     *ConflictError (ErrConflict);
@@ -42,10 +45,10 @@
 //     every ancestor directory up to refs/. Delete: remove the ref, remove
 //     the lock, fsync the directory.
 //
-// A writer that crashes between 2 and 4 leaves the lock file behind; the ref
-// keeps its old value, and writers of that ref get ErrBusy until the lock is
-// removed. Check reports such files as warnings. Empty directories are
-// never removed.
+// A writer that crashes between 2 and 4 leaves the lock file behind and the
+// ref at its old value; the kernel releases its flock, and the next writer
+// replaces the stale lock file, so a crash never needs manual repair. Check
+// reports such files as warnings. Empty directories are never removed.
 //
 // # Operation log
 //

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,9 +17,12 @@ import (
 	"github.com/snapcore-dev/snap/objects"
 )
 
-// defaultLockTimeout bounds how long Update and Delete wait for a ref's lock
-// file to go away before failing with ErrBusy.
-const defaultLockTimeout = 2 * time.Second
+// defaultLockTimeout bounds how long Update and Delete wait for another
+// live writer to release refs.lock before failing with ErrBusy.
+const defaultLockTimeout = 5 * time.Second
+
+// refsLockName is the file whose flock(2) serialises ref writers.
+const refsLockName = "refs.lock"
 
 // refFileSize is the exact size of a ref file: 64 hex digits and "\n".
 const refFileSize = 2*objects.IDSize + 1
@@ -253,8 +255,16 @@ func (s *Store) cas(verb, name string, old, new objects.ID) error {
 		return err
 	}
 
+	// Ref writers are serialised by a flock(2) on refs.lock, which the
+	// kernel drops if its holder dies. So a <ref>.lock file found while
+	// holding it was left by a crashed writer, and is replaced.
+	guard, err := flockWithin(filepath.Join(s.dir, refsLockName), s.lockTimeout)
+	if err != nil {
+		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+	}
+	defer guard.Close()
 	lockPath := path + ".lock"
-	lock, err := createLock(lockPath, s.lockTimeout)
+	lock, err := createLock(lockPath)
 	if err != nil {
 		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
 	}
@@ -358,30 +368,17 @@ func (s *Store) mkdirs(name, parent string) error {
 	return nil
 }
 
-// createLock creates lockPath exclusively, retrying with jittered backoff
-// while it exists, for up to timeout; then it fails with ErrBusy.
-func createLock(lockPath string, timeout time.Duration) (*os.File, error) {
-	deadline := time.Now().Add(timeout)
-	wait := 200 * time.Microsecond
-	for {
-		f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
+// createLock creates lockPath exclusively. The caller holds refs.lock, so
+// an existing lock file is stale (its writer crashed): it is removed.
+func createLock(lockPath string) (*os.File, error) {
+	f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		if err := os.Remove(lockPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		now := time.Now()
-		if !now.Before(deadline) {
-			return nil, fmt.Errorf("%w: lock file %s exists (held by another writer, or left by a crashed one)", ErrBusy, lockPath)
-		}
-		sleep := wait/2 + rand.N(wait)
-		if rem := deadline.Sub(now); sleep > rem {
-			sleep = rem
-		}
-		time.Sleep(sleep)
-		wait = min(2*wait, 5*time.Millisecond)
+		f, err = os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
+	return f, err
 }
 
 // syncDir fsyncs a directory so entries created, renamed or removed in it

@@ -209,14 +209,42 @@ func TestConflictError(t *testing.T) {
 	}
 }
 
+func TestStaleLockRecovered(t *testing.T) {
+	s := newStore(t)
+	if err := s.Update("labels/l", objects.ID{}, testID(1)); err != nil {
+		t.Fatal(err)
+	}
+	// A crashed writer left its lock file: Check warns, the next writer
+	// replaces it.
+	lock := s.refPath("labels/l") + ".lock"
+	if err := os.WriteFile(lock, []byte("half-writ"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probs := s.Check()
+	var w *Warning
+	if len(probs) != 1 || !errors.As(probs[0], &w) || w.Path != "refs/labels/l.lock" {
+		t.Fatalf("Check = %v, want one lock warning", probs)
+	}
+	if err := s.Update("labels/l", testID(1), testID(2)); err != nil {
+		t.Fatalf("update over a stale lock: %v", err)
+	}
+	if got, _ := s.Get("labels/l"); got != testID(2) {
+		t.Fatalf("ref = %s", got)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Fatalf("stale lock still there: %v", err)
+	}
+}
+
 func TestBusy(t *testing.T) {
 	s := newStore(t)
 	s.lockTimeout = 50 * time.Millisecond
 	if err := s.Update("labels/l", objects.ID{}, testID(1)); err != nil {
 		t.Fatal(err)
 	}
-	lock := s.refPath("labels/l") + ".lock"
-	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+	// A live writer holds refs.lock.
+	holder, err := flockExclusive(filepath.Join(s.dir, refsLockName))
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []func() error{
@@ -227,21 +255,9 @@ func TestBusy(t *testing.T) {
 			t.Fatalf("with a held lock: %v, want ErrBusy", err)
 		}
 	}
-	// The other writer's lock is left alone, and Check warns about it.
-	if _, err := os.Stat(lock); err != nil {
-		t.Fatalf("lock removed: %v", err)
-	}
-	probs := s.Check()
-	var w *Warning
-	if len(probs) != 1 || !errors.As(probs[0], &w) || w.Path != "refs/labels/l.lock" {
-		t.Fatalf("Check = %v, want one lock warning", probs)
-	}
-	if got, _ := s.Get("labels/l"); got != testID(1) {
-		t.Fatalf("ref changed to %s", got)
-	}
-	os.Remove(lock)
+	holder.Close()
 	if err := s.Update("labels/l", testID(1), testID(2)); err != nil {
-		t.Fatal(err)
+		t.Fatalf("after the holder let go: %v", err)
 	}
 }
 
