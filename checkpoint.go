@@ -96,6 +96,11 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			return nil, fmt.Errorf("%w: label: %v", ErrUsage, err)
 		}
 	}
+	release, err := r.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	w := r.objects.NewWriter()
 	defer w.Abort()
 	cache := r.loadCache()

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snapcore-dev/snap/gc"
 )
 
 // setting is one key of `snap config`.
@@ -39,16 +41,62 @@ var settings = map[string]setting{
 		},
 		reset: func(c *Config) { c.MaxFileSize = 0 },
 	},
-	"gc.grace": {
-		doc: "gc never removes unreferenced data younger than this (e.g. 1h, 30m, 2d; default 1h)",
-		get: func(c *Config) string { return c.GCGrace },
+}
+
+func durationSetting(doc string, field func(c *Config) *string) setting {
+	return setting{
+		doc: doc,
+		get: func(c *Config) string { return *field(c) },
 		set: func(c *Config, v string) error {
 			_, err := ParseDuration(v)
-			c.GCGrace = v
+			*field(c) = v
 			return err
 		},
-		reset: func(c *Config) { c.GCGrace = "" },
-	},
+		reset: func(c *Config) { *field(c) = "" },
+	}
+}
+
+func init() {
+	settings["retention.keep-last"] = setting{
+		doc: "gc keeps at least the last N checkpoints of every session (default 50)",
+		get: func(c *Config) string {
+			if c.KeepLast == nil {
+				return ""
+			}
+			return strconv.Itoa(*c.KeepLast)
+		},
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("want a count >= 0, got %q", v)
+			}
+			c.KeepLast = &n
+			return nil
+		},
+		reset: func(c *Config) { c.KeepLast = nil },
+	}
+	settings["retention.keep-within"] = durationSetting("gc keeps every checkpoint younger than this (default 7d)",
+		func(c *Config) *string { return &c.KeepWithin })
+	settings["retention.archived-expire"] = durationSetting("gc removes sessions archived longer ago than this (default 7d)",
+		func(c *Config) *string { return &c.ArchivedExpire })
+	settings["gc.grace"] = durationSetting("gc never removes unreferenced data younger than this (default 1h)",
+		func(c *Config) *string { return &c.GCGrace })
+}
+
+// RetentionPolicy is the store's retention policy: the configured values,
+// else gc.DefaultPolicy's.
+func (r *Repo) RetentionPolicy() gc.Policy {
+	p := gc.DefaultPolicy
+	if r.config.KeepLast != nil {
+		p.KeepLast = *r.config.KeepLast
+	}
+	if d, err := ParseDuration(r.config.KeepWithin); err == nil && r.config.KeepWithin != "" {
+		p.KeepWithin = d
+	}
+	if d, err := ParseDuration(r.config.ArchivedExpire); err == nil && r.config.ArchivedExpire != "" {
+		p.ArchivedExpire = d
+	}
+	return p
 }
 
 // ConfigKeys lists the settings with their descriptions.

@@ -72,6 +72,9 @@ func (r *Repo) Log(session string, n int, all bool) ([]LogEntry, error) {
 		onBranch := r.ancestors(head)
 		var entries []LogEntry
 		for i, e := range list {
+			if e.Checkpoint == nil {
+				continue // expired by retention
+			}
 			le := LogEntry{Seq: i + 1, ID: e.ID, Session: s, Time: e.When(), Kind: e.Kind, MessageID: e.MessageID,
 				Summary: e.Summary, Labels: labels[e.ID], Stats: e.Stats, Head: e.ID == head, Abandoned: !onBranch[e.ID]}
 			if len(e.Parents) > 0 {
@@ -652,6 +655,11 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 	if err := refs.ValidComponent(name); err != nil {
 		return objects.ID{}, fmt.Errorf("%w: label: %v", ErrUsage, err)
 	}
+	release, err := r.writing(context.Background())
+	if err != nil {
+		return objects.ID{}, err
+	}
+	defer release()
 	id, err := r.Resolve(session, ref)
 	if err != nil {
 		return id, err
@@ -687,6 +695,11 @@ func (r *Repo) moveSession(session, to, kind string) error {
 	if err != nil {
 		return err
 	}
+	release, err := r.writing(context.Background())
+	if err != nil {
+		return err
+	}
+	defer release()
 	from := headRef(session)
 	id, err := r.refs.Get(from)
 	if errors.Is(err, refs.ErrNotFound) {
@@ -735,4 +748,14 @@ func (r *Repo) CaptureStats(ctx context.Context) (*worktree.Snapshot, error) {
 	cache := r.loadCache()
 	snap, err := worktree.Capture(ctx, r.objects.NewDryWriter(), worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: r.MaxFileSize(), Cache: cache})
 	return snap, err
+}
+
+// AutoGCPacks is the number of packs past which NeedsGC asks for a
+// `gc --auto` (which merges them into one).
+const AutoGCPacks = 50
+
+// NeedsGC reports whether the store has accumulated enough packs that an
+// automatic gc is worth running.
+func (r *Repo) NeedsGC() bool {
+	return r.objects.Stats().Packs >= AutoGCPacks
 }

@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/snapcore-dev/snap/gc"
 	"github.com/snapcore-dev/snap/index"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
@@ -44,9 +46,12 @@ type Repo struct {
 
 // Config is the store's settings file (StoreDir/config, JSON).
 type Config struct {
-	Version     int    `json:"version"`
-	MaxFileSize int64  `json:"max_file_size,omitempty"` // capture.max-file-size
-	GCGrace     string `json:"gc_grace,omitempty"`      // gc.grace
+	Version        int    `json:"version"`
+	MaxFileSize    int64  `json:"max_file_size,omitempty"`   // capture.max-file-size
+	GCGrace        string `json:"gc_grace,omitempty"`        // gc.grace
+	KeepLast       *int   `json:"keep_last,omitempty"`       // retention.keep-last
+	KeepWithin     string `json:"keep_within,omitempty"`     // retention.keep-within
+	ArchivedExpire string `json:"archived_expire,omitempty"` // retention.archived-expire
 }
 
 func locate(opts Options, create bool) (root, store string, err error) {
@@ -138,6 +143,22 @@ func openAt(root, store string) (*Repo, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// writing waits for any running gc sweep and holds it off until the
+// returned function is called; every operation that writes objects or moves
+// refs runs inside it. The object index is reloaded once the lock is held,
+// so nothing is deduplicated against a pack a gc has just removed.
+func (r *Repo) writing(ctx context.Context) (func(), error) {
+	release, err := gc.LockWriter(ctx, r.StoreDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.objects.Reload(); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
 }
 
 // Close releases the store's open files.

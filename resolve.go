@@ -48,6 +48,9 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		}
 		for i := 0; i < n; i++ {
 			ck, err := r.objects.ReadCheckpoint(id)
+			if errors.Is(err, objects.ErrNotFound) && r.isExpired(id) {
+				return objects.ID{}, fmt.Errorf("%w: %s reaches %s, expired by retention", ErrNoCheckpoint, ref, id.Short())
+			}
 			if err != nil {
 				return id, err
 			}
@@ -69,6 +72,9 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		if n > len(list) {
 			return objects.ID{}, fmt.Errorf("%w: session %q has %d checkpoints, no #%d", ErrNoCheckpoint, session, len(list), n)
 		}
+		if list[n-1].Checkpoint == nil {
+			return objects.ID{}, fmt.Errorf("%w: #%d of session %q was expired by retention", ErrNoCheckpoint, n, session)
+		}
 		return list[n-1].ID, nil
 	case strings.HasPrefix(ref, "msg:"):
 		list, err := r.sessionCheckpoints(session)
@@ -76,7 +82,7 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 			return objects.ID{}, err
 		}
 		for i := len(list) - 1; i >= 0; i-- {
-			if list[i].MessageID == ref[4:] {
+			if list[i].Checkpoint != nil && list[i].MessageID == ref[4:] {
 				return list[i].ID, nil
 			}
 		}
@@ -129,35 +135,51 @@ func isHex(s string) bool {
 
 // sessionEntry is one checkpoint of a session, in creation order.
 type sessionEntry struct {
-	ID objects.ID
-	*objects.Checkpoint
+	ID                  objects.ID
+	*objects.Checkpoint            // nil: expired by retention
+	time                int64      // Unix ns, for ordering
+}
+
+// isExpired reports whether retention removed checkpoint id.
+func (r *Repo) isExpired(id objects.ID) bool {
+	expired, _ := r.refs.Expired()
+	return expired[id]
 }
 
 // sessionCheckpoints returns every checkpoint ever recorded in the session
 // (from the op log, plus the head's ancestry for checkpoints whose op-log
-// record a crash may have lost), oldest first.
+// record a crash may have lost), oldest first. Checkpoints retention
+// expired are listed with a nil Checkpoint, so numbering (#N) never shifts.
 func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
 	ops, err := r.refs.Ops()
 	if err != nil && len(ops) == 0 && !errors.Is(err, refs.ErrCorrupt) {
 		return nil, err
 	}
+	expired, err := r.refs.Expired()
+	if err != nil {
+		return nil, err
+	}
 	seen := map[objects.ID]bool{}
 	var list []sessionEntry
-	add := func(id objects.ID) (*objects.Checkpoint, error) {
+	add := func(id objects.ID, when int64) (*objects.Checkpoint, error) {
 		seen[id] = true
+		if expired[id] {
+			list = append(list, sessionEntry{ID: id, time: when})
+			return nil, nil
+		}
 		ck, err := r.objects.ReadCheckpoint(id)
 		if err != nil {
 			return nil, err
 		}
 		if ck.Session == session {
-			list = append(list, sessionEntry{id, ck})
+			list = append(list, sessionEntry{id, ck, ck.Time})
 		}
 		return ck, nil
 	}
 	for _, op := range ops {
 		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
 			if op.Session == session && !id.IsZero() && !seen[id] {
-				if _, err := add(id); err != nil {
+				if _, err := add(id, op.Time.UnixNano()); err != nil {
 					return nil, err
 				}
 			}
@@ -168,15 +190,15 @@ func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
 		return nil, err
 	}
 	for id := head; !id.IsZero() && !seen[id]; {
-		ck, err := add(id)
+		ck, err := add(id, 0)
 		if err != nil {
 			return nil, err
 		}
-		if len(ck.Parents) == 0 {
+		if ck == nil || len(ck.Parents) == 0 {
 			break
 		}
 		id = ck.Parents[0]
 	}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].Time < list[j].Time })
+	sort.SliceStable(list, func(i, j int) bool { return list[i].time < list[j].time })
 	return list, nil
 }

@@ -81,6 +81,11 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 	if o.DryRun {
 		return r.move(ctx, session, target, target, objects.ID{}, scope, true, nil)
 	}
+	release, err := r.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	res, err := r.move(ctx, session, target, target, objects.ID{}, scope, false, func(old, safety objects.ID) error {
 		detail, _ := json.Marshal(scope)
 		return r.refs.Append(&refs.Op{Kind: "rewind", Session: session, Target: target, Safety: safety,

@@ -76,6 +76,11 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 	if err != nil {
 		return nil, err
 	}
+	release, err := r.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	us, rs, err := r.stacks(session)
 	if err != nil {
 		return nil, err
@@ -111,6 +116,11 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 		return res, err
 	}
 	// Checkpoint and label: move each ref back (or forward), compare-and-swap.
+	for _, c := range op.Refs {
+		if !c.Old.IsZero() && !r.objects.Has(c.Old) || !c.New.IsZero() && !r.objects.Has(c.New) {
+			return nil, fmt.Errorf("%w: cannot %s op %d: a checkpoint it moves %s between was expired by retention", ErrNoCheckpoint, kind, op.Seq, c.Name)
+		}
+	}
 	changes := make([]refs.RefChange, 0, len(op.Refs))
 	for i := range op.Refs {
 		c := op.Refs[i]

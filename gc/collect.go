@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,16 +21,25 @@ const DefaultGrace = time.Hour
 
 // Options control Collect.
 type Options struct {
-	// Grace: packs and temporary files whose mtime is more recent than this
-	// are never touched. 0 means no grace period, safe only when no other
-	// snap process is running.
+	// Grace: unreachable objects in packs, and temporary files, whose mtime
+	// is more recent than this are never removed.
 	Grace time.Duration
+	// Policy, when set, expires checkpoints first (see Policy); nil keeps
+	// every checkpoint the op log names.
+	Policy *Policy
+	// Consolidate also merges packs that hold no garbage, so the store
+	// ends up as few packs (fast to open). Reachable objects of young packs
+	// are moved too: moving never loses them.
+	Consolidate bool
 	// DryRun computes the Result without changing anything.
 	DryRun bool
 }
 
 // Result is what Collect did (or, with DryRun, would do).
 type Result struct {
+	Expired          int   `json:"expired"`            // checkpoints expired by the policy in this run
+	Kept             int   `json:"kept"`               // checkpoints of the op log retention kept
+	SessionsExpired  int   `json:"sessions_expired"`   // archived sessions removed
 	Reachable        int   `json:"reachable"`          // distinct reachable objects present
 	Unreachable      int   `json:"unreachable"`        // distinct unreachable objects, in packs of any age
 	PacksRewritten   int   `json:"packs_rewritten"`    // old packs holding reachable and unreachable objects
@@ -48,27 +58,46 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	if opts.Grace < 0 {
 		return nil, fmt.Errorf("gc: negative grace period %v", opts.Grace)
 	}
-	lock, err := lockExclusive(st.Dir())
+	unlock, err := lockSweep(ctx, st.Dir())
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close()
-
+	defer unlock()
+	// No writer runs from here on (they wait on gc.lock), so the roots read
+	// below cover every object anyone can still reference.
 	if err := st.Reload(); err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
-	// Packs are listed before the roots are read: a pack committed after
-	// this is not considered, and one listed here whose objects a ref comes
-	// to name later was committed before the grace period began.
 	now := time.Now()
 	cutoff := now.Add(-opts.Grace)
 	packs := st.PackInfo()
 
+	res := &Result{DryRun: opts.DryRun}
+	expired, err := rs.Expired()
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w: refusing to delete anything, the expired list is damaged (run fsck): %w", ErrCorrupt, err)
+	}
+	var planned expiry
+	if opts.Policy != nil {
+		if planned, err = expire(rs, *opts.Policy, expired, now, res); err != nil {
+			return res, err
+		}
+		if expired, err = rs.Expired(); err != nil {
+			return res, fmt.Errorf("gc: %w", err)
+		}
+	}
 	roots, err := Roots(rs)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w: refusing to delete anything, a ref or op-log record is damaged (run fsck): %w", ErrCorrupt, err)
 	}
-	w := newWalker(ctx, st)
+	if opts.DryRun && opts.Policy != nil {
+		roots = withoutPlanned(roots, planned)
+		expired = maps.Clone(expired)
+		for _, id := range planned.expire {
+			expired[id] = true
+		}
+	}
+	w := newWalker(ctx, st, expired)
 	for _, id := range roots {
 		w.root(id, "root "+id.Short())
 	}
@@ -84,8 +113,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 			ErrCorrupt, why, firstErrors(w.probs, 3))
 	}
 	reach := w.reach
-
-	res := &Result{Reachable: len(reach), DryRun: opts.DryRun}
+	res.Reachable = len(reach)
 	st.Each(func(id objects.ID, _ objects.Type) {
 		if _, ok := reach[id]; !ok {
 			res.Unreachable++
@@ -93,13 +121,21 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	})
 
 	var targets []string
+	young := map[objects.ID]bool{} // objects of packs within the grace period: never dropped
 	for _, p := range packs {
-		if p.ModTime.After(cutoff) {
-			continue // young: a writer may be about to name its objects
-		}
 		objs, err := st.PackObjects(p.Name)
 		if err != nil {
 			return nil, fmt.Errorf("gc: %w", err)
+		}
+		if p.ModTime.After(cutoff) {
+			if opts.Consolidate {
+				for _, o := range objs {
+					young[o.ID] = true
+				}
+				targets = append(targets, p.Name)
+				res.PacksRewritten++
+			}
+			continue
 		}
 		live, dead := 0, 0
 		for _, o := range objs {
@@ -110,7 +146,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 			}
 		}
 		switch {
-		case dead == 0:
+		case dead == 0 && !opts.Consolidate:
 		case live == 0:
 			res.PacksDeleted++
 			targets = append(targets, p.Name)
@@ -122,7 +158,10 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	keep := func(id objects.ID) bool { _, ok := reach[id]; return ok }
+	if opts.Consolidate && len(targets) < 2 && res.PacksDeleted == 0 {
+		targets, res.PacksRewritten = nil, 0 // one pack already: nothing to merge
+	}
+	keep := func(id objects.ID) bool { _, ok := reach[id]; return ok || young[id] }
 	if len(targets) > 0 {
 		if opts.DryRun {
 			plan, err := st.PlanRepack(targets, keep)
@@ -143,7 +182,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 		return res, err
 	}
 
-	if !opts.DryRun && (len(targets) > 0 || res.TempFilesRemoved > 0) {
+	if !opts.DryRun && (len(targets) > 0 || res.TempFilesRemoved > 0 || res.Expired > 0) {
 		detail, _ := json.Marshal(res)
 		if err := rs.Append(&refs.Op{Kind: "gc", Detail: detail}); err != nil {
 			return res, fmt.Errorf("gc: record in op log: %w", err)
@@ -209,4 +248,56 @@ func firstErrors(probs []Problem, n int) string {
 		k++
 	}
 	return s
+}
+
+// expire applies the policy: it removes the archive refs of expired
+// archived sessions and durably lists the checkpoints to expire, before
+// anything is swept. In a dry run it only counts.
+func expire(rs *refs.Store, p Policy, already map[objects.ID]bool, now time.Time, res *Result) (expiry, error) {
+	ops, err := rs.Ops()
+	if err != nil {
+		return expiry{}, fmt.Errorf("gc: %w: refusing to expire anything, the op log is damaged (run fsck): %w", ErrCorrupt, err)
+	}
+	list, err := rs.List("")
+	if err != nil {
+		return expiry{}, fmt.Errorf("gc: %w: refusing to expire anything, a ref is damaged (run fsck): %w", ErrCorrupt, err)
+	}
+	e := planExpiry(p, ops, list, already, now)
+	res.Expired, res.Kept, res.SessionsExpired = len(e.expire), e.kept, len(e.dropArchive)
+	if res.DryRun {
+		return e, nil
+	}
+	for _, r := range e.dropArchive {
+		if err := rs.Delete(r.Name, r.ID); err != nil {
+			return e, fmt.Errorf("gc: expire archived session: %w", err)
+		}
+		session, _ := archivedSession(r.Name)
+		if err := rs.Append(&refs.Op{Kind: "session-expire", Session: session,
+			Refs: []refs.RefChange{{Name: r.Name, Old: r.ID}}}); err != nil {
+			return e, fmt.Errorf("gc: %w", err)
+		}
+	}
+	if err := rs.AddExpired(e.expire); err != nil {
+		return e, fmt.Errorf("gc: record expired checkpoints: %w", err)
+	}
+	return e, nil
+}
+
+// withoutPlanned drops from roots what a dry run's plan would expire or
+// unreference, so its counts match the real run's.
+func withoutPlanned(roots []objects.ID, e expiry) []objects.ID {
+	drop := map[objects.ID]bool{}
+	for _, id := range e.expire {
+		drop[id] = true
+	}
+	for _, r := range e.dropArchive {
+		drop[r.ID] = true
+	}
+	out := roots[:0:0]
+	for _, id := range roots {
+		if !drop[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -92,7 +92,7 @@ func TestCollectRemovesUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reach, probs, err := Reachable(context.Background(), g.st, roots)
+	reach, probs, err := Reachable(context.Background(), g.st, roots, nil)
 	if err != nil || len(probs) > 0 {
 		t.Fatalf("Reachable: %v %v", err, probs)
 	}
@@ -225,11 +225,11 @@ func TestCollectDryRunChangesNothing(t *testing.T) {
 func TestCollectBusy(t *testing.T) {
 	f := newFx(t)
 	f.base()
-	lock, err := lockExclusive(f.dir)
+	unlock, err := lockSweep(context.Background(), f.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Close()
+	defer unlock()
 	if _, err := Collect(context.Background(), f.st, f.rs, Options{}); !errors.Is(err, ErrBusy) || !errors.Is(err, refs.ErrBusy) {
 		t.Fatalf("Collect beside another gc: %v, want ErrBusy", err)
 	}

@@ -79,7 +79,11 @@ func Fsck(ctx context.Context, st *objects.Store, rs *refs.Store, full bool) (*F
 		defer lock.Close()
 	}
 	rep := &FsckReport{Problems: []Problem{}}
-	w := newWalker(ctx, st)
+	expired, eerr := rs.Expired()
+	w := newWalker(ctx, st, expired)
+	if eerr != nil {
+		w.errorf(objects.ID{}, "expired", "list of expired checkpoints is damaged: %v", eerr)
+	}
 	if err := st.Reload(); err != nil {
 		w.errorf(objects.ID{}, objects.PacksDir, "cannot list packs: %v", err)
 	}
@@ -131,7 +135,7 @@ func Fsck(ctx context.Context, st *objects.Store, rs *refs.Store, full bool) (*F
 	opUses := map[objects.ID][]string{}
 	for _, op := range ops {
 		for i, id := range opIDs(op) {
-			if id.IsZero() {
+			if id.IsZero() || expired[id] {
 				continue
 			}
 			if opUses[id] == nil {

@@ -364,7 +364,7 @@ func fileTree(f *fx, w *objects.Writer, id objects.ID, size int64) objects.ID {
 func TestFsckWaitsForGC(t *testing.T) {
 	f := newFx(t)
 	f.base()
-	lock, err := lockExclusive(f.dir)
+	unlock, err := lockSweep(context.Background(), f.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestFsckWaitsForGC(t *testing.T) {
 	if _, err := Fsck(ctx, f.st, f.rs, false); err == nil {
 		t.Fatal("Fsck ran beside a gc")
 	}
-	lock.Close()
+	unlock()
 	if rep, err := Fsck(context.Background(), f.st, f.rs, false); err != nil || rep.Corrupt() {
 		t.Fatalf("Fsck after the gc: %v, %+v", err, rep)
 	}

@@ -11,27 +11,114 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LockName is the file, inside the store directory, that gc locks
-// exclusively and fsck shared. It is never removed.
-const LockName = "gc.lock"
+// Lock files inside the store directory; never removed. The kernel
+// releases a flock(2) when its holder dies, so a crash never leaves the
+// store locked.
+//
+//	gc.run.lock   held exclusively by the one running gc
+//	gc.turnstile  taken exclusively by a writer for an instant on entry, and
+//	              by gc for its whole sweep: writers queue behind a waiting
+//	              gc instead of starving it
+//	gc.lock       held shared by every writer (from its first dedup decision
+//	              to its last ref update) and by fsck, exclusively by gc's
+//	              sweep: gc never runs while a writer may reference an object
+//	              it is about to delete
+const (
+	LockName      = "gc.lock"
+	runLockName   = "gc.run.lock"
+	turnstileName = "gc.turnstile"
+)
 
-// lockExclusive takes the gc lock without waiting: a second gc fails with
-// ErrBusy. The kernel releases it when the file is closed or the process
-// dies, so a crashed gc never blocks the next one.
-func lockExclusive(storeDir string) (*os.File, error) {
-	path := filepath.Join(storeDir, LockName)
+// LockTimeout bounds how long a writer waits for a running gc sweep, and
+// gc for running writers, before failing with ErrBusy.
+var LockTimeout = 60 * time.Second
+
+// LockWriter is taken by every writer of the store (checkpoint, rewind,
+// label, session changes): it waits while a gc sweep runs (up to
+// LockTimeout, then ErrBusy). Writers do not exclude one another. The
+// returned function releases it.
+func LockWriter(ctx context.Context, storeDir string) (func(), error) {
+	turn, err := lockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer turn.Close()
+	f, err := lockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_SH, LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// lockSweep takes the locks of a gc: gc.run.lock without waiting (another gc
+// running is ErrBusy), then the turnstile and gc.lock exclusively, waiting
+// for running writers.
+func lockSweep(ctx context.Context, storeDir string) (func(), error) {
+	run, err := lockFile(ctx, filepath.Join(storeDir, runLockName), unix.LOCK_EX, 0)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return nil, fmt.Errorf("gc: %w: another gc is running", ErrBusy)
+		}
+		return nil, err
+	}
+	turn, err := lockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, LockTimeout)
+	if err != nil {
+		run.Close()
+		return nil, err
+	}
+	f, err := lockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_EX, LockTimeout)
+	if err != nil {
+		turn.Close()
+		run.Close()
+		return nil, err
+	}
+	return func() { f.Close(); turn.Close(); run.Close() }, nil
+}
+
+// lockFile opens (creating) path and flocks it with how. With timeout 0 it
+// tries once; otherwise it waits in the kernel (so it is woken as soon as the
+// holder lets go, not at the next poll) until timeout or ctx is done.
+// Failure to get the lock in time is ErrBusy.
+func lockFile(ctx context.Context, path string, how int, timeout time.Duration) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("gc: lock: %w", err)
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	err = flock(f, how|unix.LOCK_NB)
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("gc: %w: another gc is running (%s is locked)", ErrBusy, path)
-		}
-		return nil, fmt.Errorf("gc: lock %s: %w", path, err)
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return f, nil
+	busy := fmt.Errorf("%w: %s is held by another snap process (a gc or a writer)", ErrBusy, path)
+	if timeout == 0 {
+		f.Close()
+		return nil, busy
+	}
+	got := make(chan error, 1)
+	go func() { got <- flock(f, how) }() // blocks in the kernel
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		return f, nil
+	case <-timer.C:
+		err = busy
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	// Give up: when the kernel grants the lock later, drop it at once.
+	go func() {
+		<-got
+		f.Close()
+	}()
+	return nil, err
 }
 
 // lockShared takes the gc lock shared, waiting while a gc holds it, until

@@ -16,8 +16,12 @@ import (
 // refs first. When a ref file or an op-log record is damaged the ids that
 // could be read are returned with an error matching refs.ErrCorrupt: the
 // damaged one may have named anything, so the set is incomplete.
+//
+// Checkpoints that retention expired (refs.Store.Expired) are not roots even
+// when the op log names them.
 func Roots(rs *refs.Store) ([]objects.ID, error) {
 	var ids []objects.ID
+	expired, eerr := rs.Expired()
 	seen := map[objects.ID]bool{}
 	add := func(id objects.ID) {
 		if !id.IsZero() && !seen[id] {
@@ -32,10 +36,12 @@ func Roots(rs *refs.Store) ([]objects.ID, error) {
 	ops, oerr := rs.Ops()
 	for _, op := range ops {
 		for _, id := range opIDs(op) {
-			add(id)
+			if !expired[id] {
+				add(id)
+			}
 		}
 	}
-	return ids, errors.Join(lerr, oerr)
+	return ids, errors.Join(lerr, oerr, eerr)
 }
 
 // opIDs lists the checkpoint ids an op names, zero ones included.
@@ -47,13 +53,14 @@ func opIDs(op refs.Op) []objects.ID {
 	return ids
 }
 
-// Reachable returns every object reachable from roots that the store holds
+// Reachable returns every object reachable from roots (not following
+// parents that retention expired) that the store holds
 // (roots are usually checkpoints; a root of another type is walked by its
 // type), with the problems met on the way: the connectivity checks of Fsck,
 // each missing or unreadable object reported once. Objects named but missing
 // are not in the set. The error is non-nil only when ctx is done.
-func Reachable(ctx context.Context, st *objects.Store, roots []objects.ID) (map[objects.ID]struct{}, []Problem, error) {
-	w := newWalker(ctx, st)
+func Reachable(ctx context.Context, st *objects.Store, roots []objects.ID, expired map[objects.ID]bool) (map[objects.ID]struct{}, []Problem, error) {
+	w := newWalker(ctx, st, expired)
 	for _, id := range roots {
 		w.root(id, "root "+id.Short())
 	}
@@ -66,8 +73,9 @@ func Reachable(ctx context.Context, st *objects.Store, roots []objects.ID) (map[
 // walker visits objects once each, records what it reaches and reports
 // what is wrong.
 type walker struct {
-	ctx context.Context
-	st  *objects.Store
+	ctx     context.Context
+	st      *objects.Store
+	expired map[objects.ID]bool // checkpoints retention removed: parents not followed
 
 	reach map[objects.ID]struct{}        // reached and present
 	trees map[objects.ID]treeResult      // visited trees
@@ -110,9 +118,9 @@ type listResult struct {
 	ok    bool
 }
 
-func newWalker(ctx context.Context, st *objects.Store) *walker {
+func newWalker(ctx context.Context, st *objects.Store, expired map[objects.ID]bool) *walker {
 	return &walker{
-		ctx: ctx, st: st,
+		ctx: ctx, st: st, expired: expired,
 		reach: map[objects.ID]struct{}{},
 		trees: map[objects.ID]treeResult{},
 		lists: map[objects.ID]listResult{},
@@ -257,6 +265,9 @@ func (w *walker) visitCheckpoint(id objects.ID, ref string) {
 		if p.IsZero() {
 			w.errorf(id, "", "%s: parent %d is the zero id", me, i)
 			continue
+		}
+		if w.expired[p] {
+			continue // removed by retention: the history ends here on purpose
 		}
 		w.checkpoint(p, me+" (parent)")
 	}

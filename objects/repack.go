@@ -402,7 +402,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			return "", 0, fmt.Errorf("repack: commit pack: %w", err)
 		}
 		f = nil
-		newP = &packFile{name: newPack, path: final, size: int64(off) + int64(len(index)) + int64(len(footer))}
+		newP = &packFile{name: newPack, path: final, size: int64(off) + int64(len(index)) + int64(len(footer)), entries: entries}
 	}
 
 	// The new pack is durable: point the index at it, then drop the old packs.
@@ -432,6 +432,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 		}
 		remove = append(remove, p)
 	}
+	s.reindexLocked()
 	s.mu.Unlock()
 
 	var errs []error

@@ -33,9 +33,10 @@ type location struct {
 }
 
 type packFile struct {
-	name string
-	path string
-	size int64
+	name    string
+	path    string
+	size    int64
+	entries []indexEntry // its index, to re-index duplicates when another pack goes
 
 	mu sync.Mutex
 	f  *os.File // opened on first read; a pack removed by gc stays readable through it
@@ -112,6 +113,20 @@ func (s *Store) Reload() error {
 	present := make(map[string]bool, len(names))
 	for _, name := range names {
 		present[name] = true
+	}
+	// Forget removed packs first (a gc may have moved their objects into a
+	// pack loaded below).
+	dropped := false
+	for name, p := range s.packs {
+		if !present[name] {
+			s.dropPackLocked(p)
+			dropped = true
+		}
+	}
+	if dropped {
+		s.reindexLocked()
+	}
+	for _, name := range names {
 		if _, ok := s.packs[name]; ok {
 			continue
 		}
@@ -130,11 +145,6 @@ func (s *Store) Reload() error {
 			}
 		}
 	}
-	for name, p := range s.packs {
-		if !present[name] {
-			s.dropPackLocked(p)
-		}
-	}
 	for name := range s.loadErrs {
 		if !present[name] {
 			delete(s.loadErrs, name)
@@ -144,12 +154,25 @@ func (s *Store) Reload() error {
 }
 
 // dropPackLocked forgets a pack removed from disk. Its file, if open, is
-// left to the garbage collector: a reader may still be using it.
+// left to the garbage collector: a reader may still be using it. Objects
+// that another pack also holds vanish from the index until reindexLocked.
 func (s *Store) dropPackLocked(p *packFile) {
 	delete(s.packs, p.name)
 	for id, loc := range s.index {
 		if loc.pack == p {
 			delete(s.index, id)
+		}
+	}
+}
+
+// reindexLocked indexes, from the packs still present, every object the
+// index lost when packs were dropped.
+func (s *Store) reindexLocked() {
+	for _, p := range s.packs {
+		for _, e := range p.entries {
+			if _, ok := s.index[e.id]; !ok {
+				s.index[e.id] = location{p, e}
+			}
 		}
 	}
 }
@@ -207,7 +230,7 @@ func loadPack(path string) (*packFile, []indexEntry, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
-	return &packFile{name: filepath.Base(path), path: path, size: size}, entries, nil
+	return &packFile{name: filepath.Base(path), path: path, size: size, entries: entries}, entries, nil
 }
 
 func (s *Store) lookup(id ID) (location, bool) {
@@ -562,7 +585,7 @@ func (w *Writer) Commit() (string, error) {
 		w.abortLocked()
 		return "", fmt.Errorf("commit pack: %w", err)
 	}
-	p := &packFile{name: name, path: filepath.Join(w.s.dir, PacksDir, name), size: int64(w.off) + int64(len(index)) + int64(len(footer))}
+	p := &packFile{name: name, path: filepath.Join(w.s.dir, PacksDir, name), size: int64(w.off) + int64(len(index)) + int64(len(footer)), entries: w.entries}
 	w.s.mu.Lock()
 	if _, ok := w.s.packs[name]; !ok {
 		w.s.packs[name] = p

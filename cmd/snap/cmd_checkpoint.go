@@ -110,6 +110,9 @@ func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) erro
 		}
 	}
 	res, err := repo.Checkpoint(ctx, co)
+	if err == nil {
+		startAutoGC(repo)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,58 +2,70 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
-
 	"github.com/snapcore-dev/snap/gc"
 )
 
 type gcOptions struct {
 	globalOptions
-	KeepLast   int    // retention: keep the last N checkpoints of each session; -1: not given (not yet implemented)
-	KeepWithin string // retention: keep checkpoints younger than DUR (not yet implemented)
-	Grace      string // DUR; "" is gc.DefaultGrace
+	KeepLast   int    // retention: keep the last N checkpoints of each session; -1: the store's setting
+	KeepWithin string // retention: keep checkpoints younger than DUR; "": the store's setting
+	Grace      string // DUR; "": the store's setting
+	Auto       bool   // only when garbage passes the threshold; quiet when another gc runs
 	DryRun     bool
 }
 
-// retentionPending is what --keep-last and --keep-within report until
-// gc.Options has retention fields.
-const retentionPending = "not yet implemented: retention arrives with the reliability issue"
-
 type gcResult struct {
 	*gc.Result
-	Grace string   `json:"grace"`
-	Notes []string `json:"notes"`
+	Grace      string `json:"grace"`
+	KeepLast   int    `json:"keep_last"`
+	KeepWithin string `json:"keep_within"`
+	Skipped    string `json:"skipped,omitempty"` // --auto: why nothing ran
 }
 
 func gcCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
 		Name:      "gc",
-		Usage:     "remove objects nothing can reach any more",
+		Usage:     "expire old checkpoints and remove what nothing reaches any more",
 		ArgsUsage: " ",
-		Description: `Removes from the store the objects that no ref (session head, label) and no
-operation in the op log can reach, so everything 'snap log', 'snap undo' and
-'snap redo' can still get to is kept. Packs and temporary files younger than
-the grace period (default 1h) are never touched: another snap process may
-be about to reference them. --dry-run reports what would be freed.
+		Description: `First applies the retention policy: a checkpoint is kept if it is among the
+last N of its session (retention.keep-last, default 50), younger than
+retention.keep-within (default 7d), named by an operation younger than that
+(so recent operations stay undoable), labelled, or a session head; sessions
+archived longer ago than retention.archived-expire (default 7d) are removed.
+Everything else is expired. Then removes from the store every object no kept
+checkpoint, ref or op-log record reaches, rewriting or deleting packs.
+Unreferenced data younger than the grace period (gc.grace, default 1h) is
+never removed. --dry-run reports what would go and the bytes it would free.
+
+gc runs while sessions checkpoint: writers wait for its sweep (they never see
+half of it), and it waits for running writers.
+
+--auto (run by 'snap checkpoint' in the background when the store has many
+packs) does nothing unless there is work, merges the packs into one, and
+exits quietly when another gc is running.
 
 Durations: Go syntax (90s, 30m, 2h45m) or days (7d).
 
---keep-last N and --keep-within DUR (retention: expire old checkpoints) are
-accepted but not implemented yet.
-
 Examples:
    snap gc --dry-run
+   snap gc --keep-last 5 --keep-within 0s
    snap gc --grace 10m --json`,
 		Flags: withGlobals(
-			&cli.IntFlag{Name: "keep-last", Usage: "retention: keep the last `N` checkpoints of each session (not yet implemented)"},
-			&cli.StringFlag{Name: "keep-within", Usage: "retention: keep checkpoints younger than `DUR` (not yet implemented)"},
-			&cli.StringFlag{Name: "grace", Usage: "never touch packs younger than `DUR` (default: the gc.grace setting, else 1h; 0 only when no other snap runs)"},
+			&cli.IntFlag{Name: "keep-last", Usage: "keep the last `N` checkpoints of each session (default: retention.keep-last)"},
+			&cli.StringFlag{Name: "keep-within", Usage: "keep checkpoints younger than `DUR` (default: retention.keep-within)"},
+			&cli.StringFlag{Name: "grace", Usage: "never remove unreferenced data younger than `DUR` (default: gc.grace)"},
+			&cli.BoolFlag{Name: "auto", Usage: "run only if the store needs it; merge packs; quiet when busy"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "report what would be removed; remove nothing"},
 		),
 		Action: func(c *cli.Context) error {
@@ -61,7 +73,7 @@ Examples:
 				return usageErrorf("gc takes no arguments")
 			}
 			o := gcOptions{globalOptions: globals(c), KeepLast: -1, KeepWithin: c.String("keep-within"),
-				Grace: c.String("grace"), DryRun: c.Bool("dry-run")}
+				Grace: c.String("grace"), Auto: c.Bool("auto"), DryRun: c.Bool("dry-run")}
 			if c.IsSet("keep-last") {
 				if o.KeepLast = c.Int("keep-last"); o.KeepLast < 0 {
 					return usageErrorf("--keep-last must not be negative")
@@ -78,43 +90,74 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
-	opts := gc.Options{Grace: repo.GCGrace(gc.DefaultGrace), DryRun: o.DryRun}
+	policy := repo.RetentionPolicy()
+	opts := gc.Options{Grace: repo.GCGrace(gc.DefaultGrace), Policy: &policy, DryRun: o.DryRun, Consolidate: o.Auto}
 	if o.Grace != "" {
-		d, err := parseDuration(o.Grace)
-		if err != nil {
+		if opts.Grace, err = parseDuration(o.Grace); err != nil {
 			return usageErrorf("--grace: %v", err)
 		}
-		opts.Grace = d
 	}
-	res := gcResult{Grace: opts.Grace.String(), Notes: []string{}}
 	if o.KeepWithin != "" {
-		if _, err := parseDuration(o.KeepWithin); err != nil {
+		if policy.KeepWithin, err = parseDuration(o.KeepWithin); err != nil {
 			return usageErrorf("--keep-within: %v", err)
 		}
-		res.Notes = append(res.Notes, "--keep-within: "+retentionPending)
 	}
 	if o.KeepLast >= 0 {
-		res.Notes = append(res.Notes, "--keep-last: "+retentionPending)
+		policy.KeepLast = o.KeepLast
 	}
-	r, err := gc.Collect(ctx, repo.Objects(), repo.Refs(), opts)
-	if err != nil {
-		return err
+	res := gcResult{Grace: opts.Grace.String(), KeepLast: policy.KeepLast, KeepWithin: policy.KeepWithin.String()}
+	if o.Auto && !repo.NeedsGC() {
+		res.Skipped = "the store does not need it yet"
+		res.Result = &gc.Result{}
+	} else {
+		r, err := gc.Collect(ctx, repo.Objects(), repo.Refs(), opts)
+		if o.Auto && errors.Is(err, gc.ErrBusy) {
+			res.Skipped, res.Result, err = "another gc is running", &gc.Result{}, nil
+		}
+		if err != nil {
+			return err
+		}
+		if res.Result == nil {
+			res.Result = r
+		}
 	}
-	res.Result = r
 	return emit(out, o.JSON, res, func(w io.Writer) error {
-		for _, n := range res.Notes {
-			fmt.Fprintf(w, "note: %s\n", n)
+		r := res.Result
+		if res.Skipped != "" {
+			_, err := fmt.Fprintf(w, "gc: nothing done: %s\n", res.Skipped)
+			return err
 		}
-		verb, rewrote, deleted, removed, freed := "", "rewrote", "deleted", "removed", "freed"
+		verb, expired, rewrote, deleted, removed, freed := "", "expired", "rewrote", "deleted", "removed", "freed"
 		if r.DryRun {
-			verb, rewrote, deleted, removed, freed = "dry run: ", "would rewrite", "would delete", "would remove", "would free"
+			verb, expired, rewrote, deleted, removed, freed = "dry run: ", "would expire", "would rewrite", "would delete", "would remove", "would free"
 		}
-		fmt.Fprintf(w, "%s%d reachable objects, %d unreachable (grace %s)\n", verb, r.Reachable, r.Unreachable, res.Grace)
+		fmt.Fprintf(w, "%s%s %s (keeping %d; keep-last %d, keep-within %s)\n", verb, expired,
+			plural(r.Expired, "checkpoint"), r.Kept, res.KeepLast, res.KeepWithin)
+		fmt.Fprintf(w, "%d reachable objects, %d unreachable (grace %s)\n", r.Reachable, r.Unreachable, res.Grace)
 		fmt.Fprintf(w, "%s %s, %s %s, %s %s; %s %s\n",
 			rewrote, plural(r.PacksRewritten, "pack"), deleted, plural(r.PacksDeleted, "pack"),
 			removed, plural(r.TempFilesRemoved, "temporary file"), freed, humanSize(r.BytesFreed))
 		return nil
 	})
+}
+
+// startAutoGC starts `snap gc --auto` for the repo in the background,
+// detached from this process, when the store needs it. Failing to start it
+// is not an error of the command that triggered it. SNAP_NO_AUTO_GC=1
+// disables it.
+func startAutoGC(repo *snap.Repo) {
+	if os.Getenv("SNAP_NO_AUTO_GC") != "" || !repo.NeedsGC() {
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(self, "gc", "--auto", "-C", repo.Root, "--store", repo.StoreDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if cmd.Start() == nil {
+		cmd.Process.Release()
+	}
 }
 
 // parseDuration parses a duration with a day unit (see snap.ParseDuration).

@@ -1,0 +1,89 @@
+package refs
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/snapcore-dev/snap/objects"
+)
+
+// expiredName is the file listing checkpoints removed by retention.
+const expiredName = "expired"
+
+// Expired returns the checkpoints that retention removed (see AddExpired).
+// The op log may still name them, and kept checkpoints may name them as
+// parents: readers treat them as gone on purpose, not as damage.
+func (s *Store) Expired() (map[objects.ID]bool, error) {
+	data, err := os.ReadFile(filepath.Join(s.dir, expiredName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[objects.ID]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[objects.ID]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		id, err := objects.ParseID(text)
+		if err != nil {
+			if len(text) < 2*objects.IDSize && isLowerHex([]byte(text)) {
+				continue // torn by a crash mid-append: that gc never removed anything
+			}
+			return out, &CorruptError{Path: expiredName, Line: line, Reason: err.Error()}
+		}
+		out[id] = true
+	}
+	return out, nil
+}
+
+// AddExpired durably records checkpoints as expired (appended, fsync'd)
+// before gc removes their objects. Callers serialise it (gc holds its
+// lock).
+func (s *Store) AddExpired(ids []objects.ID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	sorted := append([]objects.ID(nil), ids...)
+	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i][:], sorted[j][:]) < 0 })
+	var buf bytes.Buffer
+	for _, id := range sorted {
+		fmt.Fprintln(&buf, id.String())
+	}
+	path := filepath.Join(s.dir, expiredName)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	// A torn line left by a crash is completed with a newline first, so
+	// the new ids start on a line of their own.
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		last := make([]byte, 1)
+		if r, err := os.Open(path); err == nil {
+			r.ReadAt(last, fi.Size()-1)
+			r.Close()
+		}
+		if last[0] != '\n' {
+			buf = *bytes.NewBuffer(append([]byte("\n"), buf.Bytes()...))
+		}
+	}
+	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(s.dir)
+}
