@@ -136,8 +136,8 @@ func isHex(s string) bool {
 // sessionEntry is one checkpoint of a session, in creation order.
 type sessionEntry struct {
 	ID                  objects.ID
-	*objects.Checkpoint            // nil: expired by retention
-	time                int64      // Unix ns, for ordering
+	*objects.Checkpoint       // nil: expired by retention
+	time                int64 // Unix ns, for ordering
 }
 
 // isExpired reports whether retention removed checkpoint id.
