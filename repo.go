@@ -148,13 +148,18 @@ func openAt(root, store string) (*Repo, error) {
 // writing waits for any running gc sweep and holds it off until the
 // returned function is called; every operation that writes objects or moves
 // refs runs inside it. The object index is reloaded once the lock is held,
-// so nothing is deduplicated against a pack a gc has just removed.
+// so nothing is deduplicated against a pack a gc has just removed, and a
+// rewind that a crash interrupted is completed first (recoverMove).
 func (r *Repo) writing(ctx context.Context) (func(), error) {
 	release, err := gc.LockWriter(ctx, r.StoreDir)
 	if err != nil {
 		return nil, err
 	}
 	if err := r.objects.Reload(); err != nil {
+		release()
+		return nil, err
+	}
+	if err := r.recoverMove(ctx); err != nil {
 		release()
 		return nil, err
 	}

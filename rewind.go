@@ -2,13 +2,21 @@ package snap
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap/gc"
+	"github.com/snapcore-dev/snap/index"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
 	"github.com/snapcore-dev/snap/worktree"
@@ -51,6 +59,32 @@ type rewindScope struct {
 	State    bool     `json:"state"`
 	Paths    []string `json:"paths,omitempty"`
 	StateOut string   `json:"state_out,omitempty"`
+	Txn      string   `json:"txn,omitempty"` // identifies the operation, for crash recovery
+}
+
+// move describes one rewind, undo or redo of a rewind: what to restore,
+// where the head goes and how the operation is recorded. It is also the
+// journal written before the working tree is touched, so a move killed half
+// way is completed by the next command (see recoverMove).
+type move struct {
+	Kind    string      `json:"kind"` // op kind: rewind, undo, redo
+	Session string      `json:"session"`
+	Target  objects.ID  `json:"target"`   // checkpoint whose content is restored
+	NewHead objects.ID  `json:"new_head"` // where the head ends
+	Known   objects.ID  `json:"known"`    // a checkpoint that may already hold the current state (redo)
+	Undoes  int64       `json:"undoes,omitempty"`
+	Scope   rewindScope `json:"scope"`
+	// Set once the safety checkpoint is taken:
+	OldHead objects.ID `json:"old_head"` // the head before the move
+	Safety  objects.ID `json:"safety"`   // the checkpoint holding the state from before
+	Current objects.ID `json:"current"`  // the head once the safety checkpoint is taken
+}
+
+// op is the op-log record of a completed move.
+func (m *move) op() *refs.Op {
+	detail, _ := json.Marshal(m.Scope)
+	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Undoes: m.Undoes,
+		Refs: []refs.RefChange{{Name: headRef(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
 }
 
 // Rewind moves the working tree and/or the state documents back (or
@@ -78,29 +112,34 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 			return nil, err
 		}
 	}
+	m := &move{Kind: "rewind", Session: session, Target: target, NewHead: target, Scope: scope}
 	if o.DryRun {
-		return r.move(ctx, session, target, target, objects.ID{}, scope, true, nil)
+		return r.run(ctx, m, true)
 	}
 	release, err := r.writing(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	res, err := r.move(ctx, session, target, target, objects.ID{}, scope, false, func(old, safety objects.ID) error {
-		detail, _ := json.Marshal(scope)
-		return r.refs.Append(&refs.Op{Kind: "rewind", Session: session, Target: target, Safety: safety,
-			Refs: []refs.RefChange{{Name: headRef(session), Old: old, New: target}}, Detail: detail})
-	})
-	return res, err
+	return r.run(ctx, m, false)
 }
 
-// move is the shared core of rewind, undo and redo: take a safety
-// checkpoint, restore target within scope, move the head to newHead and call
-// record(previous head, safety checkpoint) to log the operation. The safety
-// checkpoint is the head, or known (a checkpoint that already holds exactly
-// the current tree and state, as when redoing right after an undo), when
-// either matches; otherwise a new pre-rewind checkpoint.
-func (r *Repo) move(ctx context.Context, session string, target, newHead, known objects.ID, scope rewindScope, dryRun bool, record func(old, safety objects.ID) error) (*RewindResult, error) {
+// run is the shared core of rewind, undo and redo: take a safety
+// checkpoint, journal the move, restore m.Target within m.Scope, move the
+// head to m.NewHead and record the operation. The safety checkpoint is the
+// head, or m.Known (a checkpoint that already holds exactly the current
+// tree and state, as when redoing right after an undo), when either
+// matches; otherwise a new pre-rewind checkpoint.
+func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, error) {
+	session, target, known, scope := m.Session, m.Target, m.Known, m.Scope
+	if !dryRun {
+		unlock, err := r.lockMoves(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		m.Scope.Txn = newTxn()
+	}
 	tck, err := r.objects.ReadCheckpoint(target)
 	if err != nil {
 		return nil, fmt.Errorf("rewind target %s: %w", target.Short(), err)
@@ -149,37 +188,42 @@ func (r *Repo) move(ctx context.Context, session string, target, newHead, known 
 	if !dryRun {
 		s := safety
 		res.SafetyCheckpoint = &s
-	}
-
-	if scope.Files {
-		rr, err := worktree.Restore(ctx, w, now.tree, tck.Tree, worktree.RestoreOptions{
-			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, DryRun: dryRun, Cache: cache})
-		if err != nil {
+		m.OldHead, m.Safety, m.Current = headID, safety, current
+		if err := r.writeJournal(m); err != nil {
 			return res, err
 		}
-		res.Restored, res.Deleted, res.Errors = rr.Restored, rr.Deleted, rr.Errors
 	}
-	if scope.State {
-		if err := r.restoreState(tck, now, scope.StateOut, dryRun, res); err != nil {
-			return res, err
-		}
+	if err := r.restore(ctx, w, cache, tck, now, scope, dryRun, res); err != nil {
+		return res, err
 	}
 	if dryRun {
 		return res, nil
 	}
-	if err := r.refs.Update(headRef(session), current, newHead); err != nil {
+	if err := r.finishMove(m); err != nil {
 		return res, err
-	}
-	if record != nil {
-		if err := record(headID, safety); err != nil {
-			return res, err
-		}
 	}
 	cache.Save(r.cachePath())
 	if len(res.Errors) > 0 {
 		return res, ErrPartial
 	}
 	return res, nil
+}
+
+// restore puts the files and state documents of tck in place of the
+// captured state now, within scope.
+func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Cache, tck *objects.Checkpoint, now *captured, scope rewindScope, dryRun bool, res *RewindResult) error {
+	if scope.Files {
+		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
+			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, DryRun: dryRun, Cache: cache})
+		if err != nil {
+			return err
+		}
+		res.Restored, res.Deleted, res.Errors = rr.Restored, rr.Deleted, rr.Errors
+	}
+	if scope.State {
+		return r.restoreState(tck, now, scope.StateOut, dryRun, res)
+	}
+	return nil
 }
 
 // restoreState writes the target's state documents back to their source
@@ -240,7 +284,7 @@ func (r *Repo) writeDoc(id objects.ID, dest string) error {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(dest), ".snap-tmp-*")
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(dest), worktree.TempName()), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -260,4 +304,127 @@ func (r *Repo) writeDoc(id objects.ID, dest string) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// Journal of the move in progress; moves in one store run one at a time.
+const (
+	journalName  = "move-journal"
+	moveLockName = "move.lock"
+)
+
+// lockMoves serialises rewinds, undos and redos of the working tree.
+func (r *Repo) lockMoves(ctx context.Context) (func(), error) {
+	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, gc.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+func newTxn() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// writeJournal durably records m before the working tree is touched.
+func (r *Repo) writeJournal(m *move) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(r.StoreDir, journalName), data)
+}
+
+// finishMove moves the head to m.NewHead, records the operation and removes
+// the journal. It is idempotent, so a recovery may repeat what a killed
+// move already did.
+func (r *Repo) finishMove(m *move) error {
+	head, err := r.refs.Get(headRef(m.Session))
+	if err != nil && !errors.Is(err, refs.ErrNotFound) {
+		return err
+	}
+	if head != m.NewHead {
+		if err := r.refs.Update(headRef(m.Session), m.Current, m.NewHead); err != nil {
+			return err
+		}
+	}
+	done, err := r.recorded(m.Scope.Txn)
+	if err != nil {
+		return err
+	}
+	if !done {
+		if err := r.refs.Append(m.op()); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(filepath.Join(r.StoreDir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// recorded reports whether the op log holds the move with this txn.
+func (r *Repo) recorded(txn string) (bool, error) {
+	ops, err := r.refs.Ops()
+	if err != nil && len(ops) == 0 {
+		return false, err
+	}
+	for i := len(ops) - 1; i >= 0; i-- {
+		var sc rewindScope
+		if len(ops[i].Detail) > 0 && json.Unmarshal(ops[i].Detail, &sc) == nil && sc.Txn == txn {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// recoverMove completes a rewind, undo or redo that was killed after its
+// safety checkpoint: the journal says where it was going, so the working
+// tree (which may hold a mix of old and new files, never a torn one) is
+// brought to the target, the head moved and the operation recorded, and
+// 'snap undo' then returns to the safety checkpoint. It does nothing when
+// there is no journal or when the move's own process still runs.
+func (r *Repo) recoverMove(ctx context.Context) error {
+	path := filepath.Join(r.StoreDir, journalName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, 0)
+	if err != nil {
+		return nil // a live move holds it: not ours to finish
+	}
+	defer lock.Close()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var m move
+	if err := json.Unmarshal(data, &m); err != nil {
+		// writeJournal replaces the file atomically, so this is damage.
+		return fmt.Errorf("%w: %s: %v", objects.ErrCorrupt, path, err)
+	}
+	tck, err := r.objects.ReadCheckpoint(m.Target)
+	if err != nil {
+		return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
+	}
+	head, err := r.objects.ReadCheckpoint(m.Current)
+	if err != nil {
+		return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
+	}
+	w := r.objects.NewDryWriter()
+	cache := r.loadCache()
+	now, err := r.capture(ctx, w, cache, head, nil, nil, 0)
+	if err != nil {
+		return err
+	}
+	res := &RewindResult{}
+	if err := r.restore(ctx, w, cache, tck, now, m.Scope, false, res); err != nil {
+		return err
+	}
+	cache.Save(r.cachePath())
+	return r.finishMove(&m)
 }

@@ -108,10 +108,8 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 		if target.IsZero() {
 			return nil, fmt.Errorf("%w: op %d has no checkpoint to return to", objects.ErrCorrupt, op.Seq)
 		}
-		rr, err := r.move(ctx, session, target, newHead, known, scope, false, func(old, safety objects.ID) error {
-			return r.refs.Append(&refs.Op{Kind: kind, Session: session, Undoes: op.Seq, Target: target, Safety: safety,
-				Refs: []refs.RefChange{{Name: headRef(session), Old: old, New: newHead}}})
-		})
+		rr, err := r.run(ctx, &move{Kind: kind, Session: session, Target: target, NewHead: newHead, Known: known,
+			Undoes: op.Seq, Scope: scope}, false)
 		res.Rewind = rr
 		return res, err
 	}

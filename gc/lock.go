@@ -38,12 +38,12 @@ var LockTimeout = 60 * time.Second
 // LockTimeout, then ErrBusy). Writers do not exclude one another. The
 // returned function releases it.
 func LockWriter(ctx context.Context, storeDir string) (func(), error) {
-	turn, err := lockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, LockTimeout)
+	turn, err := LockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, LockTimeout)
 	if err != nil {
 		return nil, err
 	}
 	defer turn.Close()
-	f, err := lockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_SH, LockTimeout)
+	f, err := LockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_SH, LockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -54,19 +54,19 @@ func LockWriter(ctx context.Context, storeDir string) (func(), error) {
 // running is ErrBusy), then the turnstile and gc.lock exclusively, waiting
 // for running writers.
 func lockSweep(ctx context.Context, storeDir string) (func(), error) {
-	run, err := lockFile(ctx, filepath.Join(storeDir, runLockName), unix.LOCK_EX, 0)
+	run, err := LockFile(ctx, filepath.Join(storeDir, runLockName), unix.LOCK_EX, 0)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			return nil, fmt.Errorf("gc: %w: another gc is running", ErrBusy)
 		}
 		return nil, err
 	}
-	turn, err := lockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, LockTimeout)
+	turn, err := LockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, LockTimeout)
 	if err != nil {
 		run.Close()
 		return nil, err
 	}
-	f, err := lockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_EX, LockTimeout)
+	f, err := LockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_EX, LockTimeout)
 	if err != nil {
 		turn.Close()
 		run.Close()
@@ -75,11 +75,12 @@ func lockSweep(ctx context.Context, storeDir string) (func(), error) {
 	return func() { f.Close(); turn.Close(); run.Close() }, nil
 }
 
-// lockFile opens (creating) path and flocks it with how. With timeout 0 it
+// LockFile opens (creating) path and flocks it with how (unix.LOCK_SH or
+// unix.LOCK_EX); the caller closes the file to unlock. With timeout 0 it
 // tries once; otherwise it waits in the kernel (so it is woken as soon as the
 // holder lets go, not at the next poll) until timeout or ctx is done.
 // Failure to get the lock in time is ErrBusy.
-func lockFile(ctx context.Context, path string, how int, timeout time.Duration) (*os.File, error) {
+func LockFile(ctx context.Context, path string, how int, timeout time.Duration) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)

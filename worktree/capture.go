@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,6 +167,10 @@ func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResul
 		if name == ".git" {
 			continue
 		}
+		if strings.HasPrefix(name, TempPrefix) {
+			removeStaleTemp(fd, name) // debris of a killed restore; never captured
+			continue
+		}
 		p := name
 		if rel != "" {
 			p = rel + "/" + name
@@ -310,6 +315,30 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 func (c *capturer) count(size int64) {
 	c.files.Add(1)
 	c.bytes.Add(size)
+}
+
+// TempPrefix starts the names of the temporary files a restore writes
+// before renaming them into place: TempPrefix + pid + "-" + n. Capture never
+// records them and removes those whose process is gone.
+const TempPrefix = ".snap-tmp-"
+
+// TempName returns a fresh temporary file name for this process.
+func TempName() string {
+	return fmt.Sprintf("%s%d-%d", TempPrefix, os.Getpid(), tmpCounter.Add(1))
+}
+
+var tmpCounter atomic.Int64
+
+// removeStaleTemp removes a temporary file left by a process that no longer
+// runs (the pid in its name is dead). Anything else is left alone.
+func removeStaleTemp(dirfd int, name string) {
+	var pid int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(name, TempPrefix), "%d-", &pid); err != nil || pid <= 0 {
+		return
+	}
+	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+		unix.Unlinkat(dirfd, name, 0)
+	}
 }
 
 // errChanging: the file kept changing while it was being read.

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -178,12 +177,11 @@ func inPaths(p string, paths []string) bool {
 
 // Errors of a refused or failed restore path.
 var (
-	ErrCollision  = errors.New("name collides with another entry on case-insensitive or normalising filesystems")
-	ErrNotDir     = errors.New("a path component is not a directory (or is a symlink)")
-	ErrUntracked  = errors.New("exists on disk but was not captured (ignored or skipped); left untouched")
-	ErrStorePath  = errors.New("path lies inside the store")
-	ErrBadPath    = errors.New("illegal path")
-	errTmpCounter atomic.Int64
+	ErrCollision = errors.New("name collides with another entry on case-insensitive or normalising filesystems")
+	ErrNotDir    = errors.New("a path component is not a directory (or is a symlink)")
+	ErrUntracked = errors.New("exists on disk but was not captured (ignored or skipped); left untouched")
+	ErrStorePath = errors.New("path lies inside the store")
+	ErrBadPath   = errors.New("illegal path")
 )
 
 // refused checks a path to be written against the rules that do not depend
@@ -344,7 +342,7 @@ func (r *restorer) write(c objects.Change) error {
 	case err != nil && !errors.Is(err, unix.ENOENT):
 		return err
 	}
-	tmp := fmt.Sprintf(".snap-tmp-%d-%d", os.Getpid(), errTmpCounter.Add(1))
+	tmp := TempName()
 	if c.New.Mode == objects.ModeSymlink {
 		var target strings.Builder
 		if _, err := r.src.WriteBlob(c.New.ID, &target); err != nil {

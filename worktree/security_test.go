@@ -253,3 +253,32 @@ func diffMaps(a, b map[string]string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Temporary files of a killed restore are never captured; those of dead
+// processes are removed, those of live ones left alone.
+func TestCaptureSkipsRestoreTemps(t *testing.T) {
+	root := t.TempDir()
+	st, err := objects.Open(filepath.Join(root, ".snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	dead := TempPrefix + "999999999-1" // beyond pid_max: no such process
+	live := TempName()
+	for _, n := range []string{"keep.txt", dead, live} {
+		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
+	}
+	snap, err := Capture(context.Background(), st.NewDryWriter(), Options{Root: root, StoreDir: filepath.Join(root, ".snap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Files != 1 {
+		t.Fatalf("captured %d files, want only keep.txt", snap.Files)
+	}
+	if _, err := os.Stat(filepath.Join(root, dead)); !os.IsNotExist(err) {
+		t.Errorf("dead process's temp file still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, live)); err != nil {
+		t.Errorf("live process's temp file removed: %v", err)
+	}
+}

@@ -1,0 +1,79 @@
+package snap
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A rewind killed after its safety checkpoint and journal, with some files
+// already restored, is completed by the next command, and undo then returns
+// to the state from before it.
+func TestInterruptedRewindIsCompleted(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	r, _, err := Init(Options{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write := func(files map[string]string) {
+		for p, c := range files {
+			os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
+			if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	read := func(p string) string {
+		b, _ := os.ReadFile(filepath.Join(root, p))
+		return string(b)
+	}
+	write(map[string]string{"a": "a1", "b": "b1"})
+	c1, err := r.Checkpoint(ctx, CheckpointOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(map[string]string{"a": "a2", "b": "b2", "c": "c2"})
+	c2, err := r.Checkpoint(ctx, CheckpointOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a rewind to c1 leaves when killed mid-restore: its journal, and
+	// "a" already restored.
+	m := &move{Kind: "rewind", Session: DefaultSession, Target: c1.ID, NewHead: c1.ID,
+		Scope:   rewindScope{Files: true, State: true, Txn: "killed-txn"},
+		OldHead: c2.ID, Safety: c2.ID, Current: c2.ID}
+	if err := r.writeJournal(m); err != nil {
+		t.Fatal(err)
+	}
+	write(map[string]string{"a": "a1"})
+
+	// The next writing command completes it.
+	if _, err := r.Label("", "@", "after"); err != nil {
+		t.Fatal(err)
+	}
+	if read("a") != "a1" || read("b") != "b1" || read("c") != "" {
+		t.Fatalf("tree after recovery: a=%q b=%q c=%q", read("a"), read("b"), read("c"))
+	}
+	if head, _ := r.Resolve("", "@"); head != c1.ID {
+		t.Fatalf("head %s, want %s", head.Short(), c1.ID.Short())
+	}
+	if _, err := os.Stat(filepath.Join(r.StoreDir, journalName)); !os.IsNotExist(err) {
+		t.Fatalf("journal left: %v", err)
+	}
+	if done, _ := r.recorded("killed-txn"); !done {
+		t.Fatal("the completed rewind is not in the op log")
+	}
+	// Undo the label, then the completed rewind: back to c2's files.
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if read("a") != "a2" || read("b") != "b2" || read("c") != "c2" {
+		t.Fatalf("tree after undo: a=%q b=%q c=%q", read("a"), read("b"), read("c"))
+	}
+}
