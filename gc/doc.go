@@ -1,19 +1,41 @@
-// Package gc checks a store's integrity (Fsck) and removes what nothing can
-// reach any more (Collect).
+// Package gc checks a store's integrity (Fsck), applies the retention
+// policy, and removes what nothing can reach any more (Collect).
+//
+// # Retention
+//
+// With Options.Policy set, Collect first expires checkpoints (see Policy:
+// the last N of each session, those younger than a window, those named by
+// recent operations, labels and session heads are kept; archived sessions
+// past their expiry are removed). Expired ids are appended durably to the
+// store's expired list (refs.Store.AddExpired) before anything is swept;
+// from then on they are not roots, and a kept checkpoint whose parent
+// expired simply ends its history there: Fsck does not report such a
+// parent as missing.
 //
 // # Reachability
 //
 // The roots are (Roots):
 //
 //   - every ref under refs/ (sessions/<s>/head, labels/<l>, and any other);
-//   - every checkpoint id the op log names: Op.Checkpoint, Op.Target,
-//     Op.Safety and the Old and New of every RefChange, so that every
-//     recorded operation stays undoable and redoable.
+//   - every checkpoint id the op log names that has not expired:
+//     Op.Checkpoint, Op.Target, Op.Safety and the Old and New of every
+//     RefChange, so that every recorded operation stays undoable.
 //
-// From a checkpoint, its parents (all ancestors), its tree and its state tree
-// are reachable; from a tree, every entry (subtrees, blobs, chunk lists);
-// from a chunk list, its entries. A root of another type than checkpoint is
-// walked by its type, so gc never deletes what a ref names.
+// From a checkpoint, its parents (unless expired), its tree and its state
+// tree are reachable; from a tree, every entry (subtrees, blobs, chunk
+// lists); from a chunk list, its entries. A root of another type than
+// checkpoint is walked by its type, so gc never deletes what a ref names.
+//
+// # Concurrency
+//
+// Writers (checkpoint, rewind, undo, label, session changes) hold gc.lock
+// shared from their first deduplication decision to their last ref update
+// (LockWriter); Collect's sweep holds it exclusively, behind a turnstile
+// that stops new writers from starving it. So gc never deletes an object a
+// running writer has decided to reuse, and a writer never sees half a
+// sweep (it reloads the pack index after taking the lock). The grace period
+// additionally protects unreferenced data younger than it (a crashed
+// writer's pack, temporary files).
 //
 // # Collect
 //
@@ -29,9 +51,12 @@
 // computes the same counts and the bytes that would be freed and changes
 // nothing.
 //
-// Collect holds an exclusive flock(2) on <store>/gc.lock for its whole run;
-// a second Collect fails at once with an error matching refs.ErrBusy (CLI
-// exit 11). Fsck takes the same lock shared, so it waits for a running gc
+// With Options.Consolidate (gc --auto), packs holding no garbage are merged
+// too, young ones included (moving reachable objects never loses them), so
+// the store stays a few packs that open fast.
+//
+// A second Collect fails at once with an error matching refs.ErrBusy (CLI
+// exit 11). Fsck takes gc.lock shared, so it waits for a running gc
 // instead of reporting packs vanishing under it.
 //
 // Collect deletes nothing when reachability is not known for certain: when a
