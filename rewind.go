@@ -308,7 +308,7 @@ func (r *Repo) writeDoc(id objects.ID, dest string) error {
 
 // Journal of the move in progress; moves in one store run one at a time.
 const (
-	journalName  = "move-journal"
+	journalName  = gc.MoveJournal
 	moveLockName = "move.lock"
 )
 
