@@ -4,12 +4,13 @@
 #               session in a temporary project (leaves nothing in the checkout)
 #   make test   gofmt + go vet + the whole test suite (what CI runs)
 #   make build  build ./bin/snap
+#   make torture  the long crash / corruption / concurrency harness run
 
 GO      ?= go
 TMP     ?= $(or $(TMPDIR),/tmp)
 DEMOBIN := $(TMP)/snap-demo-bin/snap
 
-.PHONY: build demo test vet fmt-check test-race clean
+.PHONY: build demo test vet fmt-check test-race torture clean
 
 build:
 	$(GO) build -o bin/snap ./cmd/snap
@@ -34,6 +35,11 @@ test-race:
 test: fmt-check vet
 	$(GO) test ./...
 	$(MAKE) test-race
+
+# The long reliability run: 1,000 kill -9 iterations, 60 s of concurrent
+# sessions against a gc loop (CI runs the short version inside make test).
+torture:
+	$(GO) test -count=1 -v -timeout 60m ./torture/ -torture.long
 
 clean:
 	rm -rf bin

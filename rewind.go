@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -156,9 +157,24 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	}
 	defer w.Abort()
 	cache := r.loadCache()
-	now, err := r.capture(ctx, w, cache, head, nil, nil, 0)
+	// The safety checkpoint must hold every state document the move may
+	// overwrite: the head's (re-read from their sources by capture) and any
+	// other the target will write back to its source path.
+	var docs []StateDoc
+	if scope.State && scope.StateOut == "" {
+		if docs, err = r.docsAtSources(tck, head); err != nil {
+			return nil, err
+		}
+	}
+	now, err := r.capture(ctx, w, cache, head, docs, nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("safety checkpoint: %w", err)
+	}
+	// Everything the move will write must be readable and intact before
+	// anything is changed: a damaged store refuses the move (exit 12)
+	// rather than leaving the tree half rewound.
+	if err := r.verifyTarget(w, now, tck, scope); err != nil {
+		return nil, err
 	}
 	res := &RewindResult{Target: target, DryRun: dryRun, Restored: []string{}, Deleted: []string{},
 		State: []StateRestored{}, Skipped: now.snap.Skipped, Errors: []worktree.PathError{}}
@@ -336,6 +352,63 @@ func (r *Repo) writeJournal(m *move) error {
 	return writeFileAtomic(filepath.Join(r.StoreDir, journalName), data)
 }
 
+// docsAtSources reads the files at the target's state-document source
+// paths that the head does not already re-read (its own sources), so the
+// safety checkpoint holds what the move will overwrite.
+func (r *Repo) docsAtSources(tck, head *objects.Checkpoint) ([]StateDoc, error) {
+	var docs []StateDoc
+	for name, src := range tck.StateSources {
+		if head != nil && head.StateSources[name] == src {
+			continue
+		}
+		data, err := os.ReadFile(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // nothing there to lose
+		}
+		if err != nil {
+			return nil, fmt.Errorf("safety checkpoint: state document %s: %w", name, err)
+		}
+		docs = append(docs, StateDoc{Name: name, Source: src, Data: data})
+	}
+	return docs, nil
+}
+
+// verifyTarget reads and verifies every content object the move will write.
+func (r *Repo) verifyTarget(tr objects.TreeReader, now *captured, tck *objects.Checkpoint, scope rewindScope) error {
+	check := func(what string, id objects.ID) error {
+		if _, err := r.objects.WriteBlob(id, io.Discard); err != nil {
+			return fmt.Errorf("%w: refusing to rewind: %s cannot be restored: %v", objects.ErrCorrupt, what, err)
+		}
+		return nil
+	}
+	if scope.Files {
+		err := objects.DiffTrees(tr, now.tree, tck.Tree, func(c objects.Change) error {
+			if c.New.Mode == 0 || !pathMatch(c.Path, scope.Paths) {
+				return nil
+			}
+			return check(c.Path, c.New.ID)
+		})
+		if err != nil {
+			if errors.Is(err, objects.ErrCorrupt) || errors.Is(err, objects.ErrNotFound) {
+				return fmt.Errorf("%w: refusing to rewind: %v", objects.ErrCorrupt, err)
+			}
+			return err
+		}
+	}
+	if scope.State {
+		st, err := r.objects.ReadTree(tck.State)
+		if err != nil {
+			return fmt.Errorf("%w: refusing to rewind: state documents: %v", objects.ErrCorrupt, err)
+		}
+		for _, e := range st.Entries {
+			if err := check("state document "+e.Name, e.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // finishMove moves the head to m.NewHead, records the operation and removes
 // the journal. It is idempotent, so a recovery may repeat what a killed
 // move already did.
@@ -344,7 +417,13 @@ func (r *Repo) finishMove(m *move) error {
 	if err != nil && !errors.Is(err, refs.ErrNotFound) {
 		return err
 	}
-	if head != m.NewHead {
+	switch {
+	case head == m.NewHead:
+	case m.NewHead.IsZero(): // undoing a rewind made before the session's first checkpoint
+		if err := r.refs.Delete(headRef(m.Session), m.Current); err != nil {
+			return err
+		}
+	default:
 		if err := r.refs.Update(headRef(m.Session), m.Current, m.NewHead); err != nil {
 			return err
 		}
@@ -408,12 +487,16 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: %v", objects.ErrCorrupt, path, err)
 	}
 	tck, err := r.objects.ReadCheckpoint(m.Target)
-	if err != nil {
-		return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
+	var head *objects.Checkpoint
+	if err == nil && !m.Current.IsZero() {
+		head, err = r.objects.ReadCheckpoint(m.Current)
 	}
-	head, err := r.objects.ReadCheckpoint(m.Current)
 	if err != nil {
-		return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
+		// Its checkpoints are gone (damage): completing it is impossible,
+		// and retrying at every command would block the store. Set the
+		// journal aside for inspection; fsck reports the damage.
+		os.Rename(path, path+".abandoned")
+		return nil
 	}
 	w := r.objects.NewDryWriter()
 	cache := r.loadCache()
