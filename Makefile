@@ -5,12 +5,13 @@
 #   make test   gofmt + go vet + the whole test suite (what CI runs)
 #   make build  build ./bin/snap
 #   make torture  the long crash / corruption / concurrency harness run
+#   make bench    benchmarks against shadow git (make bench-quick: the CI version)
 
 GO      ?= go
 TMP     ?= $(or $(TMPDIR),/tmp)
 DEMOBIN := $(TMP)/snap-demo-bin/snap
 
-.PHONY: build demo test vet fmt-check test-race torture clean
+.PHONY: build demo test vet fmt-check test-race torture bench bench-quick clean
 
 build:
 	$(GO) build -o bin/snap ./cmd/snap
@@ -40,6 +41,15 @@ test: fmt-check vet
 # sessions against a gc loop (CI runs the short version inside make test).
 torture:
 	$(GO) test -count=1 -v -timeout 60m ./torture/ -torture.long
+
+# Side-by-side benchmarks against shadow git and go-git (bench/README.md).
+# The full run takes ~20 minutes and ~10 GB of /tmp; the quick one is what
+# CI runs, with no thresholds.
+bench:
+	$(GO) run ./bench
+
+bench-quick:
+	$(GO) run ./bench -quick
 
 clean:
 	rm -rf bin
