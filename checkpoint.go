@@ -103,7 +103,12 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	defer release()
 	w := r.objects.NewWriter()
 	defer w.Abort()
-	cache := r.loadCache()
+	// An edit-set checkpoint reads its few paths directly: loading and
+	// rewriting the whole stat cache would cost more than the capture.
+	var cache *index.Cache
+	if len(o.Paths) == 0 {
+		cache = r.loadCache()
+	}
 	for attempt := 0; ; attempt++ {
 		parentID, parent, err := r.head(session)
 		if err != nil {
@@ -139,7 +144,9 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 		if err := r.refs.Append(op); err != nil {
 			return nil, err
 		}
-		cache.Save(r.cachePath()) // an unsaved cache costs re-hashing only
+		if cache != nil {
+			cache.Save(r.cachePath()) // an unsaved cache costs re-hashing only
+		}
 		return res, nil
 	}
 }

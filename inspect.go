@@ -69,26 +69,31 @@ func (r *Repo) Log(session string, n int, all bool) ([]LogEntry, error) {
 		if err != nil {
 			return nil, err
 		}
-		onBranch := r.ancestors(head)
+		// Newest first, reading only the checkpoints listed.
 		var entries []LogEntry
-		for i, e := range list {
-			if e.Checkpoint == nil {
+		for i := len(list) - 1; i >= 0 && (n <= 0 || all || len(entries) < n); i-- {
+			ck, err := r.load(&list[i])
+			if err != nil {
+				return nil, err
+			}
+			if ck == nil {
 				continue // expired by retention
 			}
-			le := LogEntry{Seq: i + 1, ID: e.ID, Session: s, Time: e.When(), Kind: e.Kind, MessageID: e.MessageID,
-				Summary: e.Summary, Labels: labels[e.ID], Stats: e.Stats, Head: e.ID == head, Abandoned: !onBranch[e.ID]}
-			if len(e.Parents) > 0 {
-				p := e.Parents[0]
+			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID,
+				Summary: ck.Summary, Labels: labels[list[i].ID], Stats: ck.Stats, Head: list[i].ID == head}
+			if len(ck.Parents) > 0 {
+				p := ck.Parents[0]
 				le.Parent = &p
 			}
 			entries = append(entries, le)
 		}
-		for i := len(entries) - 1; i >= 0; i-- {
-			if n > 0 && !all && len(out) >= n {
-				break
+		if len(entries) > 0 {
+			onBranch := r.ancestorsSince(head, entries[len(entries)-1].Time.UnixNano())
+			for i := range entries {
+				entries[i].Abandoned = !onBranch[entries[i].ID]
 			}
-			out = append(out, entries[i])
 		}
+		out = append(out, entries...)
 	}
 	if n > 0 && len(out) > n {
 		out = out[:n]
@@ -96,8 +101,10 @@ func (r *Repo) Log(session string, n int, all bool) ([]LogEntry, error) {
 	return out, nil
 }
 
-// ancestors returns the set of checkpoints reachable from id by parents.
-func (r *Repo) ancestors(id objects.ID) map[objects.ID]bool {
+// ancestorsSince returns the checkpoints reachable from id by parents, not
+// going further back than those made before since (Unix ns): enough to
+// tell which checkpoints from since on lie on the head's branch.
+func (r *Repo) ancestorsSince(id objects.ID, since int64) map[objects.ID]bool {
 	set := map[objects.ID]bool{}
 	queue := []objects.ID{id}
 	for len(queue) > 0 {
@@ -107,7 +114,7 @@ func (r *Repo) ancestors(id objects.ID) map[objects.ID]bool {
 			continue
 		}
 		set[id] = true
-		if ck, err := r.objects.ReadCheckpoint(id); err == nil {
+		if ck, err := r.objects.ReadCheckpoint(id); err == nil && ck.Time >= since {
 			queue = append(queue, ck.Parents...)
 		}
 	}
@@ -165,7 +172,7 @@ func (r *Repo) Show(session, ref string) (*ShowResult, error) {
 	}
 	if head, _, err := r.head(ck.Session); err == nil {
 		res.Head = head == id
-		res.Abandoned = !r.ancestors(head)[id]
+		res.Abandoned = !r.ancestorsSince(head, ck.Time)[id]
 	}
 	var parentTree objects.ID
 	if len(ck.Parents) > 0 {

@@ -72,7 +72,7 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		if n > len(list) {
 			return objects.ID{}, fmt.Errorf("%w: session %q has %d checkpoints, no #%d", ErrNoCheckpoint, session, len(list), n)
 		}
-		if list[n-1].Checkpoint == nil {
+		if list[n-1].expired {
 			return objects.ID{}, fmt.Errorf("%w: #%d of session %q was expired by retention", ErrNoCheckpoint, n, session)
 		}
 		return list[n-1].ID, nil
@@ -82,7 +82,11 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 			return objects.ID{}, err
 		}
 		for i := len(list) - 1; i >= 0; i-- {
-			if list[i].Checkpoint != nil && list[i].MessageID == ref[4:] {
+			ck, err := r.load(&list[i])
+			if err != nil {
+				return objects.ID{}, err
+			}
+			if ck != nil && ck.MessageID == ref[4:] {
 				return list[i].ID, nil
 			}
 		}
@@ -133,11 +137,23 @@ func isHex(s string) bool {
 	return true
 }
 
-// sessionEntry is one checkpoint of a session, in creation order.
+// sessionEntry is one checkpoint of a session, in creation order. Its
+// checkpoint object is read only when needed (load).
 type sessionEntry struct {
-	ID                  objects.ID
-	*objects.Checkpoint       // nil: expired by retention
-	time                int64 // Unix ns, for ordering
+	ID      objects.ID
+	time    int64 // Unix ns, for ordering
+	expired bool  // removed by retention
+	ck      *objects.Checkpoint
+}
+
+// load reads the entry's checkpoint (nil, nil when it expired).
+func (r *Repo) load(e *sessionEntry) (*objects.Checkpoint, error) {
+	if e.expired || e.ck != nil {
+		return e.ck, nil
+	}
+	ck, err := r.objects.ReadCheckpoint(e.ID)
+	e.ck = ck
+	return ck, err
 }
 
 // isExpired reports whether retention removed checkpoint id.
@@ -148,8 +164,9 @@ func (r *Repo) isExpired(id objects.ID) bool {
 
 // sessionCheckpoints returns every checkpoint ever recorded in the session
 // (from the op log, plus the head's ancestry for checkpoints whose op-log
-// record a crash may have lost), oldest first. Checkpoints retention
-// expired are listed with a nil Checkpoint, so numbering (#N) never shifts.
+// record a crash may have lost), oldest first, without reading them.
+// Checkpoints retention expired are listed too, marked, so numbering (#N)
+// never shifts.
 func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
 	ops, err := r.refs.Ops()
 	if err != nil && len(ops) == 0 && !errors.Is(err, refs.ErrCorrupt) {
@@ -161,27 +178,11 @@ func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
 	}
 	seen := map[objects.ID]bool{}
 	var list []sessionEntry
-	add := func(id objects.ID, when int64) (*objects.Checkpoint, error) {
-		seen[id] = true
-		if expired[id] {
-			list = append(list, sessionEntry{ID: id, time: when})
-			return nil, nil
-		}
-		ck, err := r.objects.ReadCheckpoint(id)
-		if err != nil {
-			return nil, err
-		}
-		if ck.Session == session {
-			list = append(list, sessionEntry{id, ck, ck.Time})
-		}
-		return ck, nil
-	}
 	for _, op := range ops {
 		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
 			if op.Session == session && !id.IsZero() && !seen[id] {
-				if _, err := add(id, op.Time.UnixNano()); err != nil {
-					return nil, err
-				}
+				seen[id] = true
+				list = append(list, sessionEntry{ID: id, time: op.Time.UnixNano(), expired: expired[id]})
 			}
 		}
 	}
@@ -189,12 +190,14 @@ func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	for id := head; !id.IsZero() && !seen[id]; {
-		ck, err := add(id, 0)
+	for id := head; !id.IsZero() && !seen[id] && !expired[id]; {
+		seen[id] = true
+		ck, err := r.objects.ReadCheckpoint(id)
 		if err != nil {
 			return nil, err
 		}
-		if ck == nil || len(ck.Parents) == 0 {
+		list = append(list, sessionEntry{ID: id, time: ck.Time, ck: ck})
+		if len(ck.Parents) == 0 {
 			break
 		}
 		id = ck.Parents[0]
