@@ -33,6 +33,10 @@ type Options struct {
 	Consolidate bool
 	// DryRun computes the Result without changing anything.
 	DryRun bool
+	// Progress, when set, is called now and then with the phase
+	// ("marking", "scanning packs", "repacking") and how far it got
+	// (total 0: unknown).
+	Progress func(phase string, done, total int)
 }
 
 // Result is what Collect did (or, with DryRun, would do).
@@ -98,6 +102,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 		}
 	}
 	w := newWalker(ctx, st, expired)
+	w.progress = opts.Progress
 	for _, id := range roots {
 		w.root(id, "root "+id.Short())
 	}
@@ -122,7 +127,10 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 
 	var targets []string
 	young := map[objects.ID]bool{} // objects of packs within the grace period: never dropped
-	for _, p := range packs {
+	for i, p := range packs {
+		if opts.Progress != nil {
+			opts.Progress("scanning packs", i, len(packs))
+		}
 		objs, err := st.PackObjects(p.Name)
 		if err != nil {
 			return nil, fmt.Errorf("gc: %w", err)
@@ -170,6 +178,9 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 			}
 			res.BytesFreed += plan.Freed
 		} else {
+			if opts.Progress != nil {
+				opts.Progress("repacking", 0, len(targets))
+			}
 			_, freed, err := st.Repack(targets, keep)
 			res.BytesFreed += freed
 			if err != nil {

@@ -106,9 +106,10 @@ func Reachable(ctx context.Context, st *objects.Store, roots []objects.ID, expir
 // walker visits objects once each, records what it reaches and reports
 // what is wrong.
 type walker struct {
-	ctx     context.Context
-	st      *objects.Store
-	expired map[objects.ID]bool // checkpoints retention removed: parents not followed
+	ctx      context.Context
+	st       *objects.Store
+	expired  map[objects.ID]bool // checkpoints retention removed: parents not followed
+	progress func(phase string, done, total int)
 
 	reach map[objects.ID]struct{}        // reached and present
 	trees map[objects.ID]treeResult      // visited trees
@@ -181,6 +182,9 @@ func (w *walker) add(sev Severity, obj objects.ID, path, msg string) {
 func (w *walker) tick() error {
 	w.steps++
 	if w.steps%256 == 0 {
+		if w.progress != nil {
+			w.progress("marking", len(w.reach), 0)
+		}
 		return w.ctx.Err()
 	}
 	return nil

@@ -23,6 +23,7 @@ type gcOptions struct {
 	Grace      string // DUR; "": the store's setting
 	Auto       bool   // only when garbage passes the threshold; quiet when another gc runs
 	DryRun     bool
+	Progress   *progress // nil: no progress display
 }
 
 type gcResult struct {
@@ -79,6 +80,9 @@ Examples:
 					return usageErrorf("--keep-last must not be negative")
 				}
 			}
+			if !o.JSON && !o.Auto {
+				o.Progress = newProgress(inv.stderr)
+			}
 			return runGC(c.Context, o, inv.stdout)
 		},
 	}
@@ -92,6 +96,10 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 	defer repo.Close()
 	policy := repo.RetentionPolicy()
 	opts := gc.Options{Grace: repo.GCGrace(gc.DefaultGrace), Policy: &policy, DryRun: o.DryRun, Consolidate: o.Auto}
+	if o.Progress != nil {
+		opts.Progress = o.Progress.update
+		defer o.Progress.done()
+	}
 	if o.Grace != "" {
 		if opts.Grace, err = parseDuration(o.Grace); err != nil {
 			return usageErrorf("--grace: %v", err)
