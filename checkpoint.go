@@ -145,7 +145,7 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			return nil, err
 		}
 		if cache != nil {
-			cache.Save(r.cachePath()) // an unsaved cache costs re-hashing only
+			cache.SaveFS(r.fs, r.cachePath()) // an unsaved cache costs re-hashing only
 		}
 		return res, nil
 	}
@@ -176,7 +176,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	if maxSize <= 0 {
 		maxSize = r.MaxFileSize()
 	}
-	wopts := worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: maxSize, Cache: cache}
+	wopts := worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: maxSize, Cache: cache, Sys: r.sys}
 	var snap *worktree.Snapshot
 	var err error
 	if len(paths) > 0 && parent != nil {

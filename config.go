@@ -147,7 +147,7 @@ func (r *Repo) ConfigSet(key, value string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(r.StoreDir, "config"), append(data, '\n')); err != nil {
+	if err := writeFileAtomic(r.fs, filepath.Join(r.StoreDir, "config"), append(data, '\n')); err != nil {
 		return err
 	}
 	r.config = c

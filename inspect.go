@@ -753,7 +753,7 @@ func (r *Repo) Ops(n int) ([]refs.Op, error) {
 // writing anything, and reports what it found (files read, skipped).
 func (r *Repo) CaptureStats(ctx context.Context) (*worktree.Snapshot, error) {
 	cache := r.loadCache()
-	snap, err := worktree.Capture(ctx, r.objects.NewDryWriter(), worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: r.MaxFileSize(), Cache: cache})
+	snap, err := worktree.Capture(ctx, r.objects.NewDryWriter(), worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: r.MaxFileSize(), Cache: cache, Sys: r.sys})
 	return snap, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/gc"
 	"github.com/snapcore-dev/snap/index"
 	"github.com/snapcore-dev/snap/objects"
@@ -31,6 +32,15 @@ type Options struct {
 	// Store is an explicit store path. Empty means the nearest ancestor of
 	// Dir holding .snap/, or Dir/.snap for Init.
 	Store string
+	// FS is the file system of every file in the store (packs, refs, op
+	// log, stat cache, config, move journal); nil is the real one
+	// (fsys.OS). Locks are always taken directly. Fault-injection tests
+	// pass an fsys.Faulty.
+	FS fsys.FS
+	// Sys makes the directory-relative system calls that read and change
+	// the working tree (capture and restore); nil is the kernel
+	// (fsys.RealSys).
+	Sys fsys.Sys
 }
 
 // Repo is an open project: its working tree and its store. A Repo is safe
@@ -42,6 +52,8 @@ type Repo struct {
 	objects *objects.Store
 	refs    *refs.Store
 	config  Config
+	fs      fsys.FS  // never nil
+	sys     fsys.Sys // nil: the kernel
 }
 
 // Config is the store's settings file (StoreDir/config, JSON).
@@ -99,11 +111,12 @@ func Init(opts Options) (*Repo, bool, error) {
 		return nil, false, err
 	}
 	created := false
-	if _, err := os.Stat(filepath.Join(store, "config")); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(store, 0o755); err != nil {
+	vfs := fsys.Or(opts.FS)
+	if _, err := vfs.Stat(filepath.Join(store, "config")); errors.Is(err, fs.ErrNotExist) {
+		if err := vfs.MkdirAll(store, 0o755); err != nil {
 			return nil, false, err
 		}
-		if err := writeFileAtomic(filepath.Join(store, "config"), mustJSON(Config{Version: 1})); err != nil {
+		if err := writeFileAtomic(vfs, filepath.Join(store, "config"), mustJSON(Config{Version: 1})); err != nil {
 			return nil, false, err
 		}
 		created = true
@@ -111,7 +124,7 @@ func Init(opts Options) (*Repo, bool, error) {
 	if err := excludeFromGit(root, store); err != nil {
 		return nil, false, err
 	}
-	r, err := openAt(root, store)
+	r, err := openAt(root, store, opts)
 	return r, created, err
 }
 
@@ -121,25 +134,26 @@ func Open(opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openAt(root, store)
+	return openAt(root, store, opts)
 }
 
-func openAt(root, store string) (*Repo, error) {
-	data, err := os.ReadFile(filepath.Join(store, "config"))
+func openAt(root, store string, opts Options) (*Repo, error) {
+	vfs := fsys.Or(opts.FS)
+	data, err := vfs.ReadFile(filepath.Join(store, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s", ErrNoStore, store)
 	}
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{Root: root, StoreDir: store}
+	r := &Repo{Root: root, StoreDir: store, fs: vfs, sys: opts.Sys}
 	if err := json.Unmarshal(data, &r.config); err != nil {
 		return nil, fmt.Errorf("%w: store config: %v", objects.ErrCorrupt, err)
 	}
-	if r.objects, err = objects.Open(store); err != nil {
+	if r.objects, err = objects.OpenFS(store, vfs); err != nil {
 		return nil, err
 	}
-	if r.refs, err = refs.Open(store); err != nil {
+	if r.refs, err = refs.OpenFS(store, vfs); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -186,7 +200,7 @@ func (r *Repo) MaxFileSize() int64 {
 func (r *Repo) cachePath() string { return filepath.Join(r.StoreDir, "cache", "stat") }
 
 func (r *Repo) loadCache() *index.Cache {
-	c, _ := index.Load(r.cachePath()) // a corrupt cache is an empty cache
+	c, _ := index.LoadFS(r.fs, r.cachePath()) // a corrupt or unreadable cache is an empty cache
 	return c
 }
 
@@ -230,10 +244,10 @@ func mustJSON(v any) []byte {
 	return append(b, '\n')
 }
 
-// writeFileAtomic writes data to path durably: temporary file, fsync,
-// rename, fsync of the directory.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+// writeFileAtomic writes data to path durably through vfs: temporary file,
+// fsync, rename, fsync of the directory.
+func writeFileAtomic(vfs fsys.FS, path string, data []byte) error {
+	f, err := vfs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
@@ -245,11 +259,11 @@ func writeFileAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), path)
+		err = vfs.Rename(f.Name(), path)
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		vfs.Remove(f.Name())
 		return err
 	}
-	return objects.SyncDir(filepath.Dir(path))
+	return vfs.SyncDir(filepath.Dir(path))
 }

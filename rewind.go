@@ -216,13 +216,32 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		return res, nil
 	}
 	if err := r.finishMove(m); err != nil {
+		if len(res.Errors) > 0 {
+			// Report the paths that failed first, as well.
+			return res, errors.Join(partial(res.Errors), err)
+		}
 		return res, err
 	}
-	cache.Save(r.cachePath())
+	cache.SaveFS(r.fs, r.cachePath())
 	if len(res.Errors) > 0 {
-		return res, ErrPartial
+		return res, partial(res.Errors)
 	}
 	return res, nil
+}
+
+// partial is ErrPartial wrapping the per-path errors, so that errors.Is
+// finds their causes (syscall.ENOSPC, worktree.ErrUntracked, ...) and the
+// message says which call failed on which path.
+func partial(errs []worktree.PathError) error {
+	es := make([]error, len(errs))
+	for i, e := range errs {
+		if e.Err != nil {
+			es[i] = fmt.Errorf("%s: %w", e.Path, e.Err)
+		} else {
+			es[i] = fmt.Errorf("%s: %s", e.Path, e.Error)
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrPartial, errors.Join(es...))
 }
 
 // restore puts the files and state documents of tck in place of the
@@ -230,7 +249,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Cache, tck *objects.Checkpoint, now *captured, scope rewindScope, dryRun bool, res *RewindResult) error {
 	if scope.Files {
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
-			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, DryRun: dryRun, Cache: cache})
+			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, DryRun: dryRun, Cache: cache, Sys: r.sys})
 		if err != nil {
 			return err
 		}
@@ -349,7 +368,7 @@ func (r *Repo) writeJournal(m *move) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(r.StoreDir, journalName), data)
+	return writeFileAtomic(r.fs, filepath.Join(r.StoreDir, journalName), data)
 }
 
 // docsAtSources reads the files at the target's state-document source
@@ -376,10 +395,15 @@ func (r *Repo) docsAtSources(tck, head *objects.Checkpoint) ([]StateDoc, error) 
 // verifyTarget reads and verifies every content object the move will write.
 func (r *Repo) verifyTarget(tr objects.TreeReader, now *captured, tck *objects.Checkpoint, scope rewindScope) error {
 	check := func(what string, id objects.ID) error {
-		if _, err := r.objects.WriteBlob(id, io.Discard); err != nil {
+		_, err := r.objects.WriteBlob(id, io.Discard)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, objects.ErrCorrupt) || errors.Is(err, objects.ErrNotFound):
 			return fmt.Errorf("%w: refusing to rewind: %s cannot be restored: %v", objects.ErrCorrupt, what, err)
 		}
-		return nil
+		// An I/O error is not damage: say so, and keep it (errors.Is).
+		return fmt.Errorf("refusing to rewind: %s cannot be read: %w", what, err)
 	}
 	if scope.Files {
 		err := objects.DiffTrees(tr, now.tree, tck.Tree, func(c objects.Change) error {
@@ -398,6 +422,9 @@ func (r *Repo) verifyTarget(tr objects.TreeReader, now *captured, tck *objects.C
 	if scope.State {
 		st, err := r.objects.ReadTree(tck.State)
 		if err != nil {
+			if !errors.Is(err, objects.ErrCorrupt) && !errors.Is(err, objects.ErrNotFound) {
+				return fmt.Errorf("refusing to rewind: state documents: %w", err)
+			}
 			return fmt.Errorf("%w: refusing to rewind: state documents: %v", objects.ErrCorrupt, err)
 		}
 		for _, e := range st.Entries {
@@ -437,7 +464,7 @@ func (r *Repo) finishMove(m *move) error {
 			return err
 		}
 	}
-	if err := os.Remove(filepath.Join(r.StoreDir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := r.fs.Remove(filepath.Join(r.StoreDir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -466,7 +493,7 @@ func (r *Repo) recorded(txn string) (bool, error) {
 // there is no journal or when the move's own process still runs.
 func (r *Repo) recoverMove(ctx context.Context) error {
 	path := filepath.Join(r.StoreDir, journalName)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := r.fs.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, 0)
@@ -474,7 +501,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		return nil // a live move holds it: not ours to finish
 	}
 	defer lock.Close()
-	data, err := os.ReadFile(path)
+	data, err := r.fs.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -491,11 +518,16 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	if err == nil && !m.Current.IsZero() {
 		head, err = r.objects.ReadCheckpoint(m.Current)
 	}
+	if err != nil && !errors.Is(err, objects.ErrNotFound) && !errors.Is(err, objects.ErrCorrupt) {
+		// Unreadable for now (I/O): the journal stays, a gc root, and the
+		// next command tries again.
+		return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
+	}
 	if err != nil {
 		// Its checkpoints are gone (damage): completing it is impossible,
 		// and retrying at every command would block the store. Set the
 		// journal aside for inspection; fsck reports the damage.
-		os.Rename(path, path+".abandoned")
+		r.fs.Rename(path, path+".abandoned")
 		return nil
 	}
 	w := r.objects.NewDryWriter()
@@ -508,6 +540,6 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	if err := r.restore(ctx, w, cache, tck, now, m.Scope, false, res); err != nil {
 		return err
 	}
-	cache.Save(r.cachePath())
+	cache.SaveFS(r.fs, r.cachePath())
 	return r.finishMove(&m)
 }

@@ -22,7 +22,9 @@
 // re-hash and nothing else. A missing, truncated or corrupt file loads as an
 // empty cache. Concurrent writers (two sessions checkpointing one tree)
 // replace the file atomically by rename; the last one wins, and either
-// version is truthful.
+// version is truthful. LoadFS and SaveFS read and write through an fsys.FS
+// (Load and Save use the real one); a Save that fails leaves the previous
+// file in place and the cache dirty, so callers may ignore its error.
 //
 // # On-disk format
 //

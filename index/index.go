@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/zeebo/blake3"
 )
@@ -78,9 +78,14 @@ type Cache struct {
 func New() *Cache { return &Cache{entries: map[string]Entry{}} }
 
 // Load reads the cache at path. A missing file gives an empty cache and no
-// error; a corrupt one an empty cache and an error wrapping ErrCorrupt.
-func Load(path string) (*Cache, error) {
-	data, err := os.ReadFile(path)
+// error; a corrupt one an empty cache and an error wrapping ErrCorrupt. It
+// is LoadFS(nil, path).
+func Load(path string) (*Cache, error) { return LoadFS(nil, path) }
+
+// LoadFS is Load reading through vfs (nil means fsys.OS). An unreadable
+// file gives an empty cache and the error.
+func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
+	data, err := fsys.Or(vfs).ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return New(), nil
 	}
@@ -140,8 +145,15 @@ func (c *Cache) Retain(keep func(path string) bool) {
 
 // Save writes the cache to path atomically (temporary file and rename) if it
 // changed since it was loaded. It does not fsync: a cache lost in a crash
-// only costs a re-hash.
-func (c *Cache) Save(path string) (err error) {
+// only costs a re-hash. It is SaveFS(nil, path).
+func (c *Cache) Save(path string) error { return c.SaveFS(nil, path) }
+
+// SaveFS is Save writing through vfs (nil means fsys.OS). On error the file
+// at path is unchanged (the old cache, or none), the temporary file is
+// removed (best effort), and the cache stays dirty, so the next Save tries
+// again.
+func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
+	vfs = fsys.Or(vfs)
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	c.mu.Lock()
@@ -159,24 +171,24 @@ func (c *Cache) Save(path string) (err error) {
 			c.mu.Unlock()
 		}
 	}()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := vfs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	f, err := vfs.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		os.Remove(f.Name())
+		vfs.Remove(f.Name())
 		return err
 	}
 	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
+		vfs.Remove(f.Name())
 		return err
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
+	if err := vfs.Rename(f.Name(), path); err != nil {
+		vfs.Remove(f.Name())
 		return err
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/snapcore-dev/snap/fsys"
 )
 
 // contentForTest is object k of a shared pool: goroutines that pick the same
@@ -103,7 +105,7 @@ func TestConcurrentPutOneWriter(t *testing.T) {
 			t.Fatalf("chunked blob: %v", err)
 		}
 	}
-	_, entries, err := loadPack(onlyPackForTest(t, dir))
+	_, entries, err := loadPack(fsys.OS, onlyPackForTest(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/zeebo/blake3"
+
+	"github.com/snapcore-dev/snap/fsys"
 )
 
 var samplePack struct {
@@ -63,7 +65,7 @@ func commitSampleForTest(t *testing.T) (dir, path string, pack []byte, types map
 		t.Fatal(err)
 	}
 	var raw, z int
-	_, entries, err := loadPack(path)
+	_, entries, err := loadPack(fsys.OS, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func recordAtForTest(entries []indexEntry, off uint64) (indexEntry, bool) {
 // indexed the pack must never return wrong bytes either.
 func TestCorruptPackByteFlips(t *testing.T) {
 	dir, path, pack, types, datas := commitSampleForTest(t)
-	_, entries, err := loadPack(path)
+	_, entries, err := loadPack(fsys.OS, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,4 +48,16 @@
 // committed by other processes on Reload, which Read does by itself on a
 // miss. Memory is bounded whatever the size of a file: blobs stream
 // through the chunker one chunk at a time.
+//
+// # I/O errors
+//
+// Every file operation goes through the fsys.FS given to OpenFS (Open uses
+// the real one). A Commit or Repack that fails before its rename leaves
+// at most its temporary file in tmp/ (removed on the spot, or by gc after
+// the grace period when that removal fails too) and changes nothing
+// visible; a Commit that fails after the rename (fsyncing packs/) leaves an
+// intact, unreferenced pack that gc collects. A Writer whose Put or Commit
+// failed stays failed: start a new one. A Repack that fails after
+// committing its new pack, while removing the old ones, leaves objects
+// stored twice, which is harmless; the next gc finishes the job.
 package objects

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/snapcore-dev/snap/fsys"
 )
 
 // This file holds what gc and fsck need from the object layer: per-pack
@@ -63,7 +64,7 @@ func (s *Store) PackInfo() []PackInfo {
 	sort.Slice(packs, func(i, j int) bool { return packs[i].name < packs[j].name })
 	out := make([]PackInfo, 0, len(packs))
 	for _, p := range packs {
-		fi, err := os.Stat(p.path)
+		fi, err := s.fs.Stat(p.path)
 		if err != nil {
 			continue
 		}
@@ -91,8 +92,9 @@ func packCountOf(p *packFile) (int, error) {
 }
 
 // LoadErrors returns the packs under packs/ that could not be indexed, by
-// file name, with the reason. Their objects are missing from the store. The
-// map is a copy.
+// file name, with the reason: damage (ErrCorrupt), or an I/O error (retried
+// by the next Reload). Their objects are missing from the store. The map is
+// a copy.
 func (s *Store) LoadErrors() map[string]error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -107,11 +109,13 @@ func (s *Store) LoadErrors() map[string]error {
 func (s *Store) indexedPack(name string) (*packFile, error) {
 	s.mu.RLock()
 	p, ok := s.packs[name]
-	_, bad := s.loadErrs[name]
+	lerr, bad := s.loadErrs[name]
 	s.mu.RUnlock()
 	switch {
 	case ok:
 		return p, nil
+	case bad && !errors.Is(lerr, ErrCorrupt):
+		return nil, fmt.Errorf("pack %s cannot be read: %w", name, lerr)
 	case bad:
 		return nil, fmt.Errorf("%w: pack %s could not be indexed", ErrCorrupt, name)
 	}
@@ -123,7 +127,7 @@ func (s *Store) indexedPack(name string) (*packFile, error) {
 // The in-memory index keeps only one copy of each object; this is how the
 // other copies are found.
 func packEntriesOf(p *packFile) ([]indexEntry, error) {
-	_, entries, err := loadPack(p.path)
+	_, entries, err := loadPack(p.fs, p.path)
 	if err != nil {
 		return nil, err
 	}
@@ -317,13 +321,13 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 		return "", 0, nil
 	}
 	var entries []indexEntry
-	var f *os.File
+	var f fsys.File
 	var bw *bufio.Writer
 	off := uint64(packHeaderSize)
 	defer func() {
 		if f != nil { // not committed
 			f.Close()
-			os.Remove(f.Name())
+			s.fs.Remove(f.Name())
 		}
 	}()
 	for _, o := range w.objects {
@@ -351,7 +355,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			return "", 0, fmt.Errorf("repack: no intact copy to keep: %w", lastErr)
 		}
 		if f == nil {
-			f, err = os.CreateTemp(filepath.Join(s.dir, TmpDir), packTempPrefix+"repack-*")
+			f, err = s.fs.CreateTemp(filepath.Join(s.dir, TmpDir), packTempPrefix+"repack-*")
 			if err != nil {
 				return "", 0, fmt.Errorf("repack: %w", err)
 			}
@@ -390,19 +394,19 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			if err := f.Close(); err != nil {
 				return err
 			}
-			if err := os.Rename(f.Name(), final); err != nil {
+			if err := s.fs.Rename(f.Name(), final); err != nil {
 				return err
 			}
-			return SyncDir(filepath.Join(s.dir, PacksDir))
+			return s.fs.SyncDir(filepath.Join(s.dir, PacksDir))
 		}()
 		if err != nil {
 			f.Close()
-			os.Remove(f.Name())
+			s.fs.Remove(f.Name())
 			f = nil
 			return "", 0, fmt.Errorf("repack: commit pack: %w", err)
 		}
 		f = nil
-		newP = &packFile{name: newPack, path: final, size: int64(off) + int64(len(index)) + int64(len(footer)), entries: entries}
+		newP = &packFile{fs: s.fs, name: newPack, path: final, size: int64(off) + int64(len(index)) + int64(len(footer)), entries: entries}
 	}
 
 	// The new pack is durable: point the index at it, then drop the old packs.
@@ -437,7 +441,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 
 	var errs []error
 	for _, p := range remove {
-		if err := os.Remove(p.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(p.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 			continue
 		}
@@ -446,7 +450,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 	if added {
 		freed -= newP.size
 	}
-	if err := SyncDir(filepath.Join(s.dir, PacksDir)); err != nil {
+	if err := s.fs.SyncDir(filepath.Join(s.dir, PacksDir)); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/snapcore-dev/snap/fsys"
 )
 
 // Store is the object store: immutable pack files under dir/packs, read
@@ -20,6 +21,7 @@ import (
 // add new packs (by rename), so a reader sees a pack whole or not at all.
 type Store struct {
 	dir string
+	fs  fsys.FS // every file operation goes through it
 
 	mu       sync.RWMutex
 	index    map[ID]location
@@ -33,20 +35,21 @@ type location struct {
 }
 
 type packFile struct {
+	fs      fsys.FS
 	name    string
 	path    string
 	size    int64
 	entries []indexEntry // its index, to re-index duplicates when another pack goes
 
 	mu sync.Mutex
-	f  *os.File // opened on first read; a pack removed by gc stays readable through it
+	f  fsys.File // opened on first read; a pack removed by gc stays readable through it
 }
 
-func (p *packFile) file() (*os.File, error) {
+func (p *packFile) file() (fsys.File, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.f == nil {
-		f, err := os.Open(p.path)
+		f, err := p.fs.Open(p.path)
 		if err != nil {
 			return nil, err
 		}
@@ -72,15 +75,24 @@ const (
 
 // Open opens the object store rooted at dir (the .snap directory), creating
 // its directories if needed. A pack that cannot be indexed does not make Open
-// fail: its objects are missing and Check reports it.
-func Open(dir string) (*Store, error) {
+// fail: its objects are missing and Check reports it. It is OpenFS(dir, nil).
+func Open(dir string) (*Store, error) { return OpenFS(dir, nil) }
+
+// OpenFS is Open with every file operation of the store (reading, writing,
+// fsyncing, renaming and removing packs and temporary files) made through
+// fs; nil means fsys.OS. Fault-injection tests pass an fsys.Faulty.
+func OpenFS(dir string, vfs fsys.FS) (*Store, error) {
+	vfs = fsys.Or(vfs)
 	for _, d := range []string{PacksDir, TmpDir} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+		if err := vfs.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
 		}
 	}
-	s := &Store{dir: dir, index: map[ID]location{}, packs: map[string]*packFile{}, loadErrs: map[string]error{}}
-	if err := s.Reload(); err != nil {
+	s := &Store{dir: dir, fs: vfs, index: map[ID]location{}, packs: map[string]*packFile{}, loadErrs: map[string]error{}}
+	s.mu.Lock()
+	_, err := s.reloadLocked() // packs that cannot be read now are tried again by the next Reload
+	s.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -100,15 +112,30 @@ func (s *Store) Close() error {
 }
 
 // Reload indexes packs added (by this or another process) since the last
-// load, and forgets packs that were removed.
+// load, and forgets packs that were removed. A pack that cannot be read (an
+// I/O error, as opposed to damage) is tried again at every Reload, and
+// Reload returns those errors, joined, each naming its pack, after indexing
+// every other pack: an object in such a pack is unavailable, not absent. A
+// damaged pack (ErrCorrupt) is not retried; LoadErrors lists it, and the
+// unreadable ones, until it is removed.
 func (s *Store) Reload() error {
 	// List under the lock: a pack committed by this process between the
 	// listing and the lock would otherwise look removed.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names, err := listPacks(filepath.Join(s.dir, PacksDir))
+	packErrs, err := s.reloadLocked()
 	if err != nil {
 		return err
+	}
+	return packErrs
+}
+
+// reloadLocked is Reload; err is a failure to list packs/, packErrs the
+// packs that could not be read.
+func (s *Store) reloadLocked() (packErrs, err error) {
+	names, err := listPacks(s.fs, filepath.Join(s.dir, PacksDir))
+	if err != nil {
+		return nil, err
 	}
 	present := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -126,18 +153,27 @@ func (s *Store) Reload() error {
 	if dropped {
 		s.reindexLocked()
 	}
+	var unreadable []error
 	for _, name := range names {
 		if _, ok := s.packs[name]; ok {
 			continue
 		}
-		if _, ok := s.loadErrs[name]; ok {
+		if err, ok := s.loadErrs[name]; ok && errors.Is(err, ErrCorrupt) {
+			continue // damaged: reading it again changes nothing
+		}
+		p, entries, err := loadPack(s.fs, filepath.Join(s.dir, PacksDir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(s.loadErrs, name) // removed since listed (by a gc)
 			continue
 		}
-		p, entries, err := loadPack(filepath.Join(s.dir, PacksDir, name))
 		if err != nil {
 			s.loadErrs[name] = err
+			if !errors.Is(err, ErrCorrupt) {
+				unreadable = append(unreadable, fmt.Errorf("pack %s cannot be read: %w", name, err))
+			}
 			continue
 		}
+		delete(s.loadErrs, name)
 		s.packs[name] = p
 		for _, e := range entries {
 			if _, dup := s.index[e.id]; !dup {
@@ -150,7 +186,7 @@ func (s *Store) Reload() error {
 			delete(s.loadErrs, name)
 		}
 	}
-	return nil
+	return errors.Join(unreadable...), nil
 }
 
 // dropPackLocked forgets a pack removed from disk. Its file, if open, is
@@ -177,8 +213,8 @@ func (s *Store) reindexLocked() {
 	}
 }
 
-func listPacks(dir string) ([]string, error) {
-	des, err := os.ReadDir(dir)
+func listPacks(vfs fsys.FS, dir string) ([]string, error) {
+	des, err := vfs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -193,8 +229,8 @@ func listPacks(dir string) ([]string, error) {
 }
 
 // loadPack reads and validates a pack's footer and index.
-func loadPack(path string) (*packFile, []indexEntry, error) {
-	f, err := os.Open(path)
+func loadPack(vfs fsys.FS, path string) (*packFile, []indexEntry, error) {
+	f, err := vfs.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,7 +266,7 @@ func loadPack(path string) (*packFile, []indexEntry, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
-	return &packFile{name: filepath.Base(path), path: path, size: size, entries: entries}, entries, nil
+	return &packFile{fs: vfs, name: filepath.Base(path), path: path, size: size, entries: entries}, entries, nil
 }
 
 func (s *Store) lookup(id ID) (location, bool) {
@@ -254,25 +290,23 @@ func (s *Store) TypeOf(id ID) (Type, bool) {
 
 // Read returns an object's type and canonical encoding, after checking that
 // it hashes to id. It returns ErrNotFound or ErrCorrupt, never wrong bytes.
+// An object that is in none of the packs read while some pack cannot be
+// read (an I/O error) is unavailable, not absent: the error is then that
+// I/O error, not ErrNotFound.
 func (s *Store) Read(id ID) (Type, []byte, error) {
 	loc, ok := s.lookup(id)
 	if !ok {
-		if err := s.Reload(); err != nil {
+		var err error
+		if loc, err = s.lookupAfterReload(id); err != nil {
 			return 0, nil, err
-		}
-		if loc, ok = s.lookup(id); !ok {
-			return 0, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 	}
 	data, err := readRecord(loc.pack, loc.e)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The pack was rewritten by a gc (perhaps in another process)
 		// since it was indexed: look the object up again.
-		if err := s.Reload(); err != nil {
+		if loc, err = s.lookupAfterReload(id); err != nil {
 			return 0, nil, err
-		}
-		if loc, ok = s.lookup(id); !ok {
-			return 0, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		data, err = readRecord(loc.pack, loc.e)
 	}
@@ -280,6 +314,20 @@ func (s *Store) Read(id ID) (Type, []byte, error) {
 		return 0, nil, fmt.Errorf("object %s in pack %s: %w", id.Short(), loc.pack.name, err)
 	}
 	return loc.e.typ, data, nil
+}
+
+// lookupAfterReload reloads the pack list and looks id up again. Not found,
+// the error is ErrNotFound, or, when the reload could not read every pack,
+// why: the object may be in one of those.
+func (s *Store) lookupAfterReload(id ID) (location, error) {
+	rerr := s.Reload()
+	if loc, ok := s.lookup(id); ok {
+		return loc, nil
+	}
+	if rerr != nil {
+		return location{}, fmt.Errorf("object %s unavailable: %w", id.Short(), rerr)
+	}
+	return location{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 }
 
 // readRecord returns the decoded content of the record of e, verified.
@@ -421,7 +469,7 @@ type Writer struct {
 	s *Store
 
 	mu       sync.Mutex
-	f        *os.File
+	f        fsys.File
 	bw       *bufio.Writer
 	off      uint64
 	entries  []indexEntry
@@ -489,7 +537,7 @@ func (w *Writer) Put(t Type, data []byte) (ID, error) {
 		return ID{}, w.err
 	}
 	if w.f == nil {
-		f, err := os.CreateTemp(filepath.Join(w.s.dir, TmpDir), packTempPrefix+"*")
+		f, err := w.s.fs.CreateTemp(filepath.Join(w.s.dir, TmpDir), packTempPrefix+"*")
 		if err != nil {
 			w.err = err
 			return ID{}, err
@@ -575,17 +623,17 @@ func (w *Writer) Commit() (string, error) {
 			return err
 		}
 		final := filepath.Join(w.s.dir, PacksDir, name)
-		if err := os.Rename(w.f.Name(), final); err != nil {
+		if err := w.s.fs.Rename(w.f.Name(), final); err != nil {
 			return err
 		}
-		return SyncDir(filepath.Join(w.s.dir, PacksDir))
+		return w.s.fs.SyncDir(filepath.Join(w.s.dir, PacksDir))
 	}()
 	if err != nil {
 		w.err = err
 		w.abortLocked()
 		return "", fmt.Errorf("commit pack: %w", err)
 	}
-	p := &packFile{name: name, path: filepath.Join(w.s.dir, PacksDir, name), size: int64(w.off) + int64(len(index)) + int64(len(footer)), entries: w.entries}
+	p := &packFile{fs: w.s.fs, name: name, path: filepath.Join(w.s.dir, PacksDir, name), size: int64(w.off) + int64(len(index)) + int64(len(footer)), entries: w.entries}
 	w.s.mu.Lock()
 	if _, ok := w.s.packs[name]; !ok {
 		w.s.packs[name] = p
@@ -613,7 +661,7 @@ func (w *Writer) Abort() {
 func (w *Writer) abortLocked() {
 	if w.f != nil {
 		w.f.Close()
-		os.Remove(w.f.Name())
+		w.s.fs.Remove(w.f.Name())
 		w.f = nil
 	}
 	w.entries = nil
@@ -621,15 +669,9 @@ func (w *Writer) abortLocked() {
 	w.trees = map[ID][]byte{}
 }
 
-// SyncDir fsyncs a directory so that a rename or create inside it is durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// SyncDir fsyncs a directory so that a rename or create inside it is
+// durable (fsys.OS.SyncDir).
+func SyncDir(dir string) error { return fsys.OS.SyncDir(dir) }
 
 // StoredBytes returns, per object type, the number of objects and the bytes
 // their records occupy in packs (headers included).

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/snapcore-dev/snap/fsys"
 )
 
 // Check verifies the refs directory and the op log and returns every problem
@@ -26,7 +27,7 @@ import (
 func (s *Store) Check() []error {
 	var probs []error
 
-	data, err := os.ReadFile(filepath.Join(s.dir, logName))
+	data, err := s.fs.ReadFile(filepath.Join(s.dir, logName))
 	switch {
 	case err == nil:
 		scan := parseLog(data)
@@ -39,7 +40,7 @@ func (s *Store) Check() []error {
 		probs = append(probs, fmt.Errorf("refs: check: %w", err))
 	}
 
-	err = filepath.WalkDir(s.refsDir, func(path string, d fs.DirEntry, err error) error {
+	err = fsys.WalkDir(s.fs, s.refsDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == s.refsDir && errors.Is(err, fs.ErrNotExist) {
 				probs = append(probs, &CorruptError{Path: "refs", Reason: "refs directory is missing"})

@@ -50,6 +50,13 @@
 // replaces the stale lock file, so a crash never needs manual repair. Check
 // reports such files as warnings. Empty directories are never removed.
 //
+// I/O errors: one before the rename (Update) or the removal (Delete) leaves
+// the ref at its old value and removes the lock file (best effort), so the
+// call can simply be repeated. One after it (fsyncing a directory, removing
+// the lock file of a Delete) wraps ErrNotDurable: readers already see the
+// change, which a crash may still undo; Update(name, new, new) makes it
+// durable. An I/O error is never reported as a conflict or as absence.
+//
 // # Operation log
 //
 // The log is a sequence of records, one per line:
@@ -72,6 +79,11 @@
 //     record, with no gaps or duplicates.
 //   - Each Append fsyncs its record before returning, and removes a torn tail
 //     before writing, so at most one record (the last) can be torn.
+//   - An Append that fails leaves no record: a record written but not
+//     fsync'd (or, in a new log file, whose directory entry could not be
+//     fsync'd) is truncated away before the error is returned. Only if that
+//     truncation fails too (a persistent I/O fault) can it remain, whole or
+//     torn.
 //
 // The torn tail is what a crash during Append can leave at the end of the
 // file: the bytes after the last LF if the file does not end in LF, or else
@@ -86,6 +98,12 @@
 // bad record is counted as one seq), so seqs stay equal to line numbers.
 // Verified records whose seq breaks the invariant (counting bad records as
 // above) are reported as *CorruptError too, once per break.
+//
+// # File system
+//
+// Every file operation goes through the fsys.FS given to OpenFS (Open uses
+// the real one), except the flock(2)s and the lock files that carry them
+// (refs.lock, oplog.lock), which are always direct: locks are not data.
 //
 // # Concurrency
 //

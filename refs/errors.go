@@ -24,6 +24,11 @@ var (
 	// ErrCorrupt: a ref file or op-log record is damaged. The error is (or
 	// joins) *CorruptError values.
 	ErrCorrupt = errors.New("store corrupt")
+	// ErrNotDurable: an Update or Delete failed after its change was made
+	// (an I/O error fsyncing a directory or removing the lock file):
+	// readers see the new value, which a crash may still undo. The error
+	// also wraps the I/O error.
+	ErrNotDurable = errors.New("ref changed but not durable")
 )
 
 // ConflictError is returned when a compare-and-swap fails. It matches

@@ -20,7 +20,7 @@ const expiredName = "expired"
 // The op log may still name them, and kept checkpoints may name them as
 // parents: readers treat them as gone on purpose, not as damage.
 func (s *Store) Expired() (map[objects.ID]bool, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, expiredName))
+	data, err := s.fs.ReadFile(filepath.Join(s.dir, expiredName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[objects.ID]bool{}, nil
 	}
@@ -59,7 +59,7 @@ func (s *Store) AddExpired(ids []objects.ID) error {
 		fmt.Fprintln(&buf, id.String())
 	}
 	path := filepath.Join(s.dir, expiredName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (s *Store) AddExpired(ids []objects.ID) error {
 	// the new ids start on a line of their own.
 	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
 		last := make([]byte, 1)
-		if r, err := os.Open(path); err == nil {
+		if r, err := s.fs.Open(path); err == nil {
 			r.ReadAt(last, fi.Size()-1)
 			r.Close()
 		}
@@ -85,5 +85,5 @@ func (s *Store) AddExpired(ids []objects.ID) error {
 	if err != nil {
 		return err
 	}
-	return syncDir(s.dir)
+	return s.fs.SyncDir(s.dir)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc64"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -55,7 +56,10 @@ type Op struct {
 // appender holds it (a crashed holder releases it). Before writing, Append
 // truncates a torn tail left by a crashed append. When Append returns nil the
 // record is durable (fsync'd). On error op is left unchanged, and no record,
-// or at most a torn tail that the next Append removes, has been written.
+// or at most a torn tail that the next Append removes, has been written: a
+// record written but not fsync'd is truncated away again. Only when that
+// truncation fails too (a persistent I/O fault) can the record remain,
+// complete; retrying the Append then records the op a second time.
 //
 // op.Kind and op.Session (when set) must be legal name components and every
 // op.Refs name a legal ref name, else the error wraps ErrBadName.
@@ -89,7 +93,7 @@ func (s *Store) Append(op *Op) error {
 	}
 	defer lock.Close() // releases the flock
 
-	f, err := os.OpenFile(filepath.Join(s.dir, logName), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := s.fs.OpenFile(filepath.Join(s.dir, logName), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("refs: append: %w", err)
 	}
@@ -118,11 +122,16 @@ func (s *Store) Append(op *Op) error {
 		return fmt.Errorf("refs: append: %w", err)
 	}
 	if err := f.Sync(); err != nil {
+		// The record is in the file but may not be durable: take it back,
+		// so that an error means no record (best effort: should this
+		// fail too, the record stays).
+		f.Truncate(tailOff)
 		return fmt.Errorf("refs: append: %w", err)
 	}
 	if size == 0 {
 		// The log file may be new: make its directory entry durable.
-		if err := syncDir(s.dir); err != nil {
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			f.Truncate(tailOff) // as above
 			return fmt.Errorf("refs: append: %w", err)
 		}
 	}
@@ -140,7 +149,7 @@ func (s *Store) Append(op *Op) error {
 // ErrCorrupt)); these are exactly the op-log errors Check reports. Any other
 // error (I/O) comes with nil ops.
 func (s *Store) Ops() ([]Op, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, logName))
+	data, err := s.fs.ReadFile(filepath.Join(s.dir, logName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -267,7 +276,7 @@ func parseLog(data []byte) logScan {
 // the record before it) and the offset of the torn tail (size when there is
 // none), by the same rules as parseLog. It reads only as much of the file as
 // it needs.
-func scanTail(f *os.File, size int64) (lastSeq, tailOff int64, err error) {
+func scanTail(f io.ReaderAt, size int64) (lastSeq, tailOff int64, err error) {
 	for window := int64(64 << 10); ; window *= 2 {
 		start := max(0, size-window)
 		buf := make([]byte, size-start)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -33,6 +34,7 @@ const refFileSize = 2*objects.IDSize + 1
 type Store struct {
 	dir     string
 	refsDir string
+	fs      fsys.FS // every file operation but flock(2) goes through it
 
 	lockTimeout time.Duration // see defaultLockTimeout; tests shorten it
 	appendMu    sync.Mutex    // orders this Store's appenders before they take the flock
@@ -45,23 +47,30 @@ type Ref struct {
 }
 
 // Open opens the refs and op log of the store directory dir, which must exist.
-// It creates dir/refs if missing (durably).
-func Open(dir string) (*Store, error) {
-	fi, err := os.Stat(dir)
+// It creates dir/refs if missing (durably). It is OpenFS(dir, nil).
+func Open(dir string) (*Store, error) { return OpenFS(dir, nil) }
+
+// OpenFS is Open with every file operation on refs, lock files, the op log
+// and the expired list made through vfs (nil means fsys.OS). The flock(2)
+// calls on refs.lock and oplog.lock are always made directly: locks are not
+// data.
+func OpenFS(dir string, vfs fsys.FS) (*Store, error) {
+	vfs = fsys.Or(vfs)
+	fi, err := vfs.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("refs: open: %w", err)
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("refs: open %s: not a directory", dir)
 	}
-	s := &Store{dir: dir, refsDir: filepath.Join(dir, "refs"), lockTimeout: defaultLockTimeout}
-	switch err := os.Mkdir(s.refsDir, 0o755); {
+	s := &Store{dir: dir, refsDir: filepath.Join(dir, "refs"), fs: vfs, lockTimeout: defaultLockTimeout}
+	switch err := vfs.Mkdir(s.refsDir, 0o755); {
 	case err == nil:
-		if err := syncDir(dir); err != nil {
+		if err := vfs.SyncDir(dir); err != nil {
 			return nil, fmt.Errorf("refs: open: %w", err)
 		}
 	case errors.Is(err, fs.ErrExist):
-		fi, err := os.Stat(s.refsDir)
+		fi, err := vfs.Stat(s.refsDir)
 		if err != nil {
 			return nil, fmt.Errorf("refs: open: %w", err)
 		}
@@ -96,6 +105,11 @@ func (s *Store) Get(name string) (objects.ID, error) {
 // ref file and its directory entry have been fsync'd. Concurrent Updates of
 // one ref, from any goroutines or processes, are serialised by the lock file,
 // so no update is ever lost.
+//
+// An I/O error before the rename that installs the new value leaves the ref
+// at old: the Update can simply be repeated. One after it (an fsync of a
+// directory) wraps ErrNotDurable: the ref reads as new, but that may not
+// survive a crash; Update(name, new, new) makes it durable.
 func (s *Store) Update(name string, old, new objects.ID) error {
 	if err := ValidName(name); err != nil {
 		return err
@@ -107,8 +121,9 @@ func (s *Store) Update(name string, old, new objects.ID) error {
 }
 
 // Delete atomically removes ref name if it currently holds old, which must
-// not be zero. Errors are as for Update. When Delete returns nil the removal
-// is durable. Directories left empty are not removed.
+// not be zero. Errors are as for Update (an error wrapping ErrNotDurable:
+// the ref is gone, but that may not survive a crash). When Delete returns nil
+// the removal is durable. Directories left empty are not removed.
 func (s *Store) Delete(name string, old objects.ID) error {
 	if err := ValidName(name); err != nil {
 		return err
@@ -135,7 +150,7 @@ func (s *Store) List(prefix string) ([]Ref, error) {
 	root := filepath.Join(s.refsDir, filepath.FromSlash(base))
 	var refs []Ref
 	var bad []error
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := fsys.WalkDir(s.fs, root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == root && errors.Is(err, fs.ErrNotExist) {
 				return fs.SkipAll
@@ -188,7 +203,7 @@ var (
 // read returns the value of ref name, errNoRef, errIsDir, a *CorruptError,
 // or an I/O error.
 func (s *Store) read(name string) (objects.ID, error) {
-	f, err := os.OpenFile(s.refPath(name), os.O_RDONLY|oNoFollow, 0)
+	f, err := s.fs.OpenFile(s.refPath(name), os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
@@ -248,7 +263,11 @@ func (s *Store) cas(verb, name string, old, new objects.ID) error {
 	parent := filepath.Dir(path)
 	if new.IsZero() {
 		// Delete never creates directories.
-		if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+		fi, err := s.fs.Stat(parent)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return fmt.Errorf("refs: %s %q: %w", verb, name, err) // not absence: I/O
+		}
+		if err != nil || !fi.IsDir() {
 			return &ConflictError{Name: name, Expected: old}
 		}
 	} else if err := s.mkdirs(name, parent); err != nil {
@@ -264,7 +283,7 @@ func (s *Store) cas(verb, name string, old, new objects.ID) error {
 	}
 	defer guard.Close()
 	lockPath := path + ".lock"
-	lock, err := createLock(lockPath)
+	lock, err := s.createLock(lockPath)
 	if err != nil {
 		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
 	}
@@ -272,7 +291,7 @@ func (s *Store) cas(verb, name string, old, new objects.ID) error {
 	defer func() {
 		if locked {
 			lock.Close()
-			os.Remove(lockPath)
+			s.fs.Remove(lockPath)
 		}
 	}()
 
@@ -290,18 +309,16 @@ func (s *Store) cas(verb, name string, old, new objects.ID) error {
 	}
 
 	if new.IsZero() {
-		if err := os.Remove(path); err != nil {
+		if err := s.fs.Remove(path); err != nil {
 			return fmt.Errorf("refs: %s %q: %w", verb, name, err)
 		}
 		lock.Close()
 		locked = false
-		if err := os.Remove(lockPath); err != nil {
-			return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+		if err := s.fs.Remove(lockPath); err != nil {
+			// A stale lock file is harmless: the next writer replaces it.
+			return fmt.Errorf("refs: %s %q: %w: %w", verb, name, ErrNotDurable, err)
 		}
-		if err := syncDir(parent); err != nil {
-			return fmt.Errorf("refs: %s %q: %w", verb, name, err)
-		}
-		return nil
+		return s.syncRefDirs(verb, name, parent, false)
 	}
 
 	buf := make([]byte, 0, refFileSize)
@@ -316,21 +333,29 @@ func (s *Store) cas(verb, name string, old, new objects.ID) error {
 	if err := lock.Close(); err != nil {
 		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
 	}
-	if err := os.Rename(lockPath, path); err != nil {
+	if err := s.fs.Rename(lockPath, path); err != nil {
 		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
 	}
 	locked = false
-	if err := syncDir(parent); err != nil {
-		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+	return s.syncRefDirs(verb, name, parent, cur.IsZero())
+}
+
+// syncRefDirs makes a ref's changed directory entry durable: it fsyncs
+// parent and, when the ref is new (ancestors), every directory above it up
+// to refs/. An error here comes after the change is in place: it wraps
+// ErrNotDurable.
+func (s *Store) syncRefDirs(verb, name, parent string, ancestors bool) error {
+	if err := s.fs.SyncDir(parent); err != nil {
+		return fmt.Errorf("refs: %s %q: %w: %w", verb, name, ErrNotDurable, err)
 	}
-	if cur.IsZero() {
+	if ancestors {
 		// A new ref may live in directories whose own entries are not yet
 		// durable (created just now, here or by a concurrent writer): sync
 		// every ancestor up to refs/.
 		for d := parent; d != s.refsDir; {
 			d = filepath.Dir(d)
-			if err := syncDir(d); err != nil {
-				return fmt.Errorf("refs: %s %q: %w", verb, name, err)
+			if err := s.fs.SyncDir(d); err != nil {
+				return fmt.Errorf("refs: %s %q: %w: %w", verb, name, ErrNotDurable, err)
 			}
 		}
 	}
@@ -343,21 +368,21 @@ func (s *Store) mkdirs(name, parent string) error {
 	if parent == s.refsDir {
 		return nil
 	}
-	if fi, err := os.Stat(parent); err == nil && fi.IsDir() {
+	if fi, err := s.fs.Stat(parent); err == nil && fi.IsDir() {
 		return nil // the common case: the directories exist
 	}
 	comps := strings.Split(name, "/")
 	d := s.refsDir
 	for i, c := range comps[:len(comps)-1] {
 		d = filepath.Join(d, c)
-		err := os.Mkdir(d, 0o755)
+		err := s.fs.Mkdir(d, 0o755)
 		if err == nil {
 			continue
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("refs: %q: %w", name, err)
 		}
-		fi, err := os.Lstat(d)
+		fi, err := s.fs.Lstat(d)
 		if err != nil {
 			return fmt.Errorf("refs: %q: %w", name, err)
 		}
@@ -370,27 +395,13 @@ func (s *Store) mkdirs(name, parent string) error {
 
 // createLock creates lockPath exclusively. The caller holds refs.lock, so
 // an existing lock file is stale (its writer crashed): it is removed.
-func createLock(lockPath string) (*os.File, error) {
-	f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+func (s *Store) createLock(lockPath string) (fsys.File, error) {
+	f, err := s.fs.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		if err := os.Remove(lockPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(lockPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		f, err = os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err = s.fs.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
 	return f, err
-}
-
-// syncDir fsyncs a directory so entries created, renamed or removed in it
-// are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/index"
 	"github.com/snapcore-dev/snap/objects"
 )
@@ -30,7 +31,14 @@ type Options struct {
 	StoreDir    string       // the store; never captured when inside Root
 	MaxFileSize int64        // 0 means DefaultMaxFileSize
 	Cache       *index.Cache // stat cache; nil re-reads every file
-	Workers     int          // parallel directory walkers; 0 picks a default
+	// Workers bounds the directory walkers running in parallel; 0 picks a
+	// default, 1 walks in the calling goroutine only, so the order of every
+	// file-system call is deterministic (fault-injection tests rely on it).
+	Workers int
+	// Sys makes the directory-relative calls that read the tree (openat,
+	// fstatat, read); nil means fsys.RealSys. Listing directories, reading
+	// symlinks and ignore files, and fstat are direct calls.
+	Sys fsys.Sys
 }
 
 // Skipped is a path that was not captured, and why.
@@ -66,9 +74,10 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 	c := &capturer{
 		ctx:       ctx,
 		opts:      opts,
+		sys:       fsys.OrSys(opts.Sys),
 		w:         w,
 		scanStart: time.Now(),
-		sem:       make(chan struct{}, opts.Workers),
+		sem:       walkers(opts.Workers),
 	}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		c.storeRel = filepath.ToSlash(rel)
@@ -97,9 +106,19 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 	return &Snapshot{Tree: res.id, Files: int(c.files.Load()), Bytes: c.bytes.Load(), Read: int(c.read.Load()), Skipped: c.skipped}, nil
 }
 
+// walkers returns the semaphore bounding the extra walker goroutines: nil
+// (none) for a single worker.
+func walkers(n int) chan struct{} {
+	if n == 1 {
+		return nil
+	}
+	return make(chan struct{}, n)
+}
+
 type capturer struct {
 	ctx       context.Context
 	opts      Options
+	sys       fsys.Sys
 	w         *objects.Writer
 	scanStart time.Time
 	storeRel  string
@@ -179,7 +198,7 @@ func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResul
 			continue
 		}
 		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := c.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if !errors.Is(err, unix.ENOENT) { // vanished during the walk: nothing to capture
 				c.skip(p, "cannot stat: "+errText(err))
 			}
@@ -196,7 +215,7 @@ func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResul
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			cfd, err := c.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
 				c.skip(p+"/", "cannot open directory: "+errText(err))
 				continue
@@ -206,7 +225,7 @@ func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResul
 			entries = append(entries, objects.TreeEntry{Name: name, Mode: objects.ModeDir})
 			childComps := append(append([]string(nil), comps...), name)
 			select {
-			case c.sem <- struct{}{}:
+			case c.sem <- struct{}{}: // never ready when c.sem is nil
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -349,25 +368,24 @@ var errChanging = errors.New("file kept changing while being read")
 // the stat the content belongs to.
 func (c *capturer) readFile(dirfd int, name string) (objects.ID, index.Stat, error) {
 	for attempt := 0; attempt < 3; attempt++ {
-		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		fd, err := c.sys.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return objects.ID{}, index.Stat{}, fmt.Errorf("cannot open: %w", err)
 		}
-		f := os.NewFile(uintptr(fd), name)
 		var before, after unix.Stat_t
 		if err := unix.Fstat(fd, &before); err != nil || before.Mode&unix.S_IFMT != unix.S_IFREG {
-			f.Close()
+			unix.Close(fd)
 			return objects.ID{}, index.Stat{}, errors.New("not a regular file any more")
 		}
 		if before.Size > c.opts.MaxFileSize {
-			f.Close()
+			unix.Close(fd)
 			return objects.ID{}, index.Stat{}, fmt.Errorf("larger than max-file-size (%d > %d bytes)", before.Size, c.opts.MaxFileSize)
 		}
-		id, n, err := c.w.PutBlob(f)
+		id, n, err := c.w.PutBlob(fsys.FdReader(c.sys, fd))
 		if err == nil {
 			err = unix.Fstat(fd, &after)
 		}
-		f.Close()
+		unix.Close(fd)
 		if err != nil {
 			return objects.ID{}, index.Stat{}, fmt.Errorf("cannot read: %w", err)
 		}

@@ -26,4 +26,19 @@
 // case-insensitive or Unicode-normalising filesystem are refused, nothing
 // is written into the store. Per-path failures are reported and do not stop
 // the rest.
+//
+// # System calls and I/O errors
+//
+// The directory-relative calls that read and change the tree go through an
+// fsys.Sys (Options.Sys, RestoreOptions.Sys; nil is the kernel), with their
+// flags untouched: the O_NOFOLLOW walk is the same whatever the Sys.
+// Capture reports a path it cannot stat, open or read as Skipped, with the
+// reason, and goes on; it fails only when the object store fails. Restore
+// reports a failed call per path as "<call> <path>: <errno>" (PathError.Err
+// keeps the error for errors.Is); the file keeps its old content, whole,
+// since the new one is only ever renamed into place. A temporary file whose
+// removal fails too is never captured, and is removed by the next Restore
+// of the tree in this process, or by a Capture once the process is gone.
+// Removing a directory a restore emptied is best effort. Options.Workers =
+// 1 makes a capture single-threaded, so its calls come in a fixed order.
 package worktree

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -32,8 +33,12 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = DefaultMaxFileSize
 	}
-	c := &capturer{ctx: ctx, opts: opts, w: w, scanStart: time.Now(),
-		sem: make(chan struct{}, max(4, opts.Workers))}
+	workers := opts.Workers
+	if workers != 1 {
+		workers = max(4, workers)
+	}
+	c := &capturer{ctx: ctx, opts: opts, sys: fsys.OrSys(opts.Sys), w: w, scanStart: time.Now(),
+		sem: walkers(workers)}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		c.storeRel = filepath.ToSlash(rel)
 	}
@@ -120,7 +125,7 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 			ig = ig.child(comps[:i], data)
 		}
 		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := c.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			unix.Close(fd)
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				return nil, nil
@@ -137,7 +142,7 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 			defer unix.Close(fd)
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFDIR:
-				cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				cfd, err := c.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if err != nil {
 					c.skip(p+"/", "cannot open directory: "+errText(err))
 					return nil, nil
@@ -161,9 +166,15 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 			unix.Close(fd)
 			return nil, nil
 		}
-		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := c.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		unix.Close(fd)
 		if err != nil {
+			// Gone, or no longer a directory (replaced by a file or a
+			// symlink) since the fstatat: the path is not in the tree.
+			// Any other failure is reported, never dropped silently.
+			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
+				c.skip(p, "cannot open directory "+strings.Join(comps[:i+1], "/")+": "+errText(err))
+			}
 			return nil, nil
 		}
 		fd = next

@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/index"
 	"github.com/snapcore-dev/snap/objects"
 )
@@ -33,12 +35,18 @@ type RestoreOptions struct {
 	Paths    []string     // when set, only these paths and what lies beneath them
 	DryRun   bool         // compute and report, change nothing
 	Cache    *index.Cache // updated with the stat of every file written
+	// Sys makes every directory-relative call that reads or changes the
+	// working tree (openat, mkdirat, fstatat, write, close, symlinkat,
+	// renameat, unlinkat); nil means fsys.RealSys. Fault-injection tests
+	// pass an fsys.Faulty.
+	Sys fsys.Sys
 }
 
 // PathError is a path a restore refused or failed to write.
 type PathError struct {
 	Path  string `json:"path"`
-	Error string `json:"error"`
+	Error string `json:"error"` // for a failed system call: "<call> <path>: <errno text>"
+	Err   error  `json:"-"`     // the error itself, for errors.Is (syscall.ENOSPC, ErrUntracked, ...)
 }
 
 // RestoreResult lists what a restore changed (or, in a dry run, would).
@@ -60,8 +68,17 @@ type RestoreResult struct {
 // Entries whose names collide on a case-insensitive or normalising
 // filesystem are refused. Per-path problems go to Errors and do not stop the
 // other paths.
+//
+// I/O errors are per-path problems too: a file whose write fails at any
+// step (creating, writing or closing its temporary file, renaming it into
+// place) keeps its old content, whole, and its temporary file is removed
+// (should that removal fail as well, Capture ignores the file and removes
+// it once this process is gone); a file whose deletion fails stays as it
+// was. So after any failure every path holds either its current or its
+// target content, never a mix, and repeating the restore from a fresh
+// capture completes it.
 func Restore(ctx context.Context, src Source, current, target objects.ID, opts RestoreOptions) (*RestoreResult, error) {
-	r := &restorer{src: src, opts: opts, res: &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}},
+	r := &restorer{src: src, sys: fsys.OrSys(opts.Sys), opts: opts, res: &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}},
 		trees: map[string]*objects.Tree{}, collisions: map[string]map[string]bool{}, target: target, start: time.Now()}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		r.storeRel = filepath.ToSlash(rel)
@@ -87,6 +104,9 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	}
 	defer unix.Close(rootfd)
 	r.rootfd = rootfd
+	if !opts.DryRun {
+		r.removeLeftovers()
+	}
 
 	// 1. Delete captured files the target does not have.
 	emptied := map[string]bool{}
@@ -118,7 +138,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 				continue
 			}
 			if pfd, name, err := r.openParent(d, false); err == nil {
-				unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR) // fails harmlessly when not empty
+				r.sys.Unlinkat(pfd, name, unix.AT_REMOVEDIR) // fails harmlessly when not empty
 				unix.Close(pfd)
 			}
 		}
@@ -147,6 +167,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 
 type restorer struct {
 	src        Source
+	sys        fsys.Sys
 	opts       RestoreOptions
 	res        *RestoreResult
 	rootfd     int
@@ -158,7 +179,13 @@ type restorer struct {
 }
 
 func (r *restorer) fail(p string, err error) {
-	r.res.Errors = append(r.res.Errors, PathError{Path: p, Error: errText(err)})
+	r.res.Errors = append(r.res.Errors, PathError{Path: p, Error: err.Error(), Err: err})
+}
+
+// sysError names the failed call and the path (relative to the root) it
+// was made for.
+func sysError(call, p string, err error) error {
+	return &os.PathError{Op: call, Path: p, Err: err}
 }
 
 // inPaths reports whether p is one of paths or beneath one.
@@ -284,13 +311,16 @@ func (r *restorer) openParent(p string, create bool) (int, string, error) {
 	comps := strings.Split(p, "/")
 	fd, err := unix.Dup(r.rootfd)
 	if err != nil {
-		return -1, "", err
+		return -1, "", sysError("dup", ".", err)
 	}
-	for _, c := range comps[:len(comps)-1] {
-		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	for i, c := range comps[:len(comps)-1] {
+		call := "openat"
+		next, err := r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) && create {
-			if err = unix.Mkdirat(fd, c, 0o777); err == nil || errors.Is(err, unix.EEXIST) {
-				next, err = unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			call = "mkdirat"
+			if err = r.sys.Mkdirat(fd, c, 0o777); err == nil || errors.Is(err, unix.EEXIST) {
+				call = "openat"
+				next, err = r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}
 		unix.Close(fd)
@@ -298,7 +328,7 @@ func (r *restorer) openParent(p string, create bool) (int, string, error) {
 			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 				return -1, "", fmt.Errorf("%w: %s", ErrNotDir, c)
 			}
-			return -1, "", err
+			return -1, "", sysError(call, strings.Join(comps[:i+1], "/"), err)
 		}
 		fd = next
 	}
@@ -315,8 +345,8 @@ func (r *restorer) remove(p string) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.Unlinkat(fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
+	if err := r.sys.Unlinkat(fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return sysError("unlinkat", p, err)
 	}
 	return nil
 }
@@ -329,18 +359,18 @@ func (r *restorer) write(c objects.Change) error {
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	err = r.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
 		// A directory where the target has a file: only an empty one
 		// (captured trees omit empty directories) may go.
-		if err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR); err != nil {
-			return fmt.Errorf("a directory is in the way: %w", err)
+		if err := r.sys.Unlinkat(fd, name, unix.AT_REMOVEDIR); err != nil {
+			return fmt.Errorf("a directory is in the way: %w", sysError("unlinkat", c.Path, err))
 		}
 	case err == nil && c.Old.Mode == 0:
 		return ErrUntracked
 	case err != nil && !errors.Is(err, unix.ENOENT):
-		return err
+		return sysError("fstatat", c.Path, err)
 	}
 	tmp := TempName()
 	if c.New.Mode == objects.ModeSymlink {
@@ -348,36 +378,98 @@ func (r *restorer) write(c objects.Change) error {
 		if _, err := r.src.WriteBlob(c.New.ID, &target); err != nil {
 			return err
 		}
-		if err := unix.Symlinkat(target.String(), fd, tmp); err != nil {
-			return err
+		if err := r.sys.Symlinkat(target.String(), fd, tmp); err != nil {
+			return sysError("symlinkat", c.Path, err)
 		}
 	} else {
 		perm := uint32(0o666)
 		if c.New.Mode == objects.ModeExec {
 			perm = 0o777
 		}
-		tfd, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+		tfd, err := r.sys.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 		if err != nil {
-			return err
+			return sysError("openat", c.Path, err)
 		}
-		f := os.NewFile(uintptr(tfd), tmp)
-		_, werr := r.src.WriteBlob(c.New.ID, f)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
+		_, werr := r.src.WriteBlob(c.New.ID, &callWriter{fsys.FdWriter(r.sys, tfd), c.Path})
+		if cerr := r.sys.Close(tfd); werr == nil && cerr != nil {
+			werr = sysError("close", c.Path, cerr)
 		}
 		if werr != nil {
-			unix.Unlinkat(fd, tmp, 0)
+			r.discard(fd, c.Path, tmp)
 			return werr
 		}
 	}
-	if err := unix.Renameat(fd, tmp, fd, name); err != nil {
-		unix.Unlinkat(fd, tmp, 0)
-		return err
+	if err := r.sys.Renameat(fd, tmp, fd, name); err != nil {
+		r.discard(fd, c.Path, tmp)
+		return sysError("renameat", c.Path, err)
 	}
 	if r.opts.Cache != nil && c.New.Mode != objects.ModeSymlink {
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		if err := r.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 			r.opts.Cache.Put(c.Path, statFromUnix(&st), c.New.ID, r.start)
 		}
 	}
 	return nil
+}
+
+// leftovers are the temporary files this process failed to remove (the
+// unlinkat failed too, as it does on a persistently failing disk), by
+// project root, as paths relative to it. Capture never records them and
+// removes them once this process is gone; the next Restore of that root
+// removes them as soon as the disk lets it, so a long-running process does
+// not leave them in the user's tree.
+var leftovers struct {
+	sync.Mutex
+	byRoot map[string]map[string]bool
+}
+
+// discard removes the temporary file tmp beside p, or remembers it.
+func (r *restorer) discard(dirfd int, p, tmp string) {
+	if err := r.sys.Unlinkat(dirfd, tmp, 0); err == nil || errors.Is(err, unix.ENOENT) {
+		return
+	}
+	rel := tmp
+	if d := path.Dir(p); d != "." {
+		rel = d + "/" + tmp
+	}
+	leftovers.Lock()
+	defer leftovers.Unlock()
+	if leftovers.byRoot == nil {
+		leftovers.byRoot = map[string]map[string]bool{}
+	}
+	if leftovers.byRoot[r.opts.Root] == nil {
+		leftovers.byRoot[r.opts.Root] = map[string]bool{}
+	}
+	leftovers.byRoot[r.opts.Root][rel] = true
+}
+
+// removeLeftovers retries the removal of the temporary files earlier
+// restores of this root could not remove, reaching each as every other
+// path is reached (no symlink followed).
+func (r *restorer) removeLeftovers() {
+	leftovers.Lock()
+	defer leftovers.Unlock()
+	for rel := range leftovers.byRoot[r.opts.Root] {
+		fd, name, err := r.openParent(rel, false)
+		if err == nil {
+			err = r.sys.Unlinkat(fd, name, 0)
+			unix.Close(fd)
+		}
+		if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, ErrNotDir) {
+			delete(leftovers.byRoot[r.opts.Root], rel)
+		}
+	}
+}
+
+// callWriter names the write(2) that failed.
+type callWriter struct {
+	w io.Writer
+	p string
+}
+
+func (w *callWriter) Write(b []byte) (int, error) {
+	n, err := w.w.Write(b)
+	if err != nil {
+		err = sysError("write", w.p, err)
+	}
+	return n, err
 }

@@ -1,0 +1,363 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/gc"
+	"github.com/snapcore-dev/snap/index"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/worktree"
+)
+
+// This file composes the engine's operations from the layers, in the order
+// and with the durability steps of the root package (checkpoint.go,
+// rewind.go), with the file-system seam injected at every layer. Until the
+// root package takes an FS itself (see doc.go), this is how checkpoint,
+// rewind, gc and ref updates are driven through a faulty file system.
+
+const (
+	session = "s"
+	headRef = "sessions/" + session + "/head"
+)
+
+// live is one process's view of a project and its store: the stores are
+// opened once, through the seam, and keep their in-memory state across
+// calls, as a long-running process (an MCP server, a library user) would.
+type live struct {
+	root, store string
+	fs          fsys.FS  // nil: the real file system
+	sys         fsys.Sys // nil: the real kernel
+	st          *objects.Store
+	rs          *refs.Store
+	skipped     []worktree.Skipped // what the captures of this process skipped
+}
+
+// capture is the engine's capture of the working tree, single-threaded so
+// that the order of operations, and so the fault points, are deterministic.
+func (l *live) capture(ctx context.Context, w *objects.Writer, cache *index.Cache) (*worktree.Snapshot, error) {
+	snap, err := worktree.Capture(ctx, w, worktree.Options{Root: l.root, StoreDir: l.store, Cache: cache, Workers: 1, Sys: l.sys})
+	if err == nil {
+		l.skipped = append(l.skipped, snap.Skipped...)
+	}
+	return snap, err
+}
+
+func openLive(root string, f *fsys.Faulty) (*live, error) {
+	l := &live{root: root, store: filepath.Join(root, ".snap")}
+	if f != nil {
+		l.fs, l.sys = f, f
+	}
+	var err error
+	if l.st, err = objects.OpenFS(l.store, l.fs); err != nil {
+		return nil, err
+	}
+	if l.rs, err = refs.OpenFS(l.store, l.fs); err != nil {
+		l.st.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *live) close() { l.st.Close() }
+
+func (l *live) cachePath() string { return filepath.Join(l.store, "cache", "stat") }
+
+func (l *live) head() (objects.ID, error) {
+	id, err := l.rs.Get(headRef)
+	if errors.Is(err, refs.ErrNotFound) {
+		return objects.ID{}, nil
+	}
+	return id, err
+}
+
+// putCheckpoint captures the working tree into w and puts a checkpoint of
+// it (with a one-message conversation document) on parent.
+func (l *live) putCheckpoint(ctx context.Context, w *objects.Writer, cache *index.Cache, parent objects.ID, kind string) (objects.ID, *worktree.Snapshot, error) {
+	snap, err := l.capture(ctx, w, cache)
+	if err != nil {
+		return objects.ID{}, nil, err
+	}
+	return l.putCheckpointOf(w, snap, parent, kind)
+}
+
+func (l *live) putCheckpointOf(w *objects.Writer, snap *worktree.Snapshot, parent objects.ID, kind string) (objects.ID, *worktree.Snapshot, error) {
+	conv := []byte(`[{"role":"user","content":"` + kind + `"}]`)
+	doc, err := w.PutBytes(conv)
+	if err != nil {
+		return objects.ID{}, nil, err
+	}
+	state := objects.Tree{Entries: []objects.TreeEntry{{Name: "conversation", Mode: objects.ModeFile, ID: doc, Size: int64(len(conv))}}}
+	sid, err := w.Put(objects.TypeTree, state.Encode())
+	if err != nil {
+		return objects.ID{}, nil, err
+	}
+	ck := &objects.Checkpoint{Tree: snap.Tree, State: sid, Session: session, Kind: kind,
+		Time: time.Now().UnixNano(), Stats: objects.Stats{Files: snap.Files, Bytes: snap.Bytes, Messages: 1}}
+	if !parent.IsZero() {
+		ck.Parents = []objects.ID{parent}
+	}
+	id, err := w.Put(objects.TypeCheckpoint, ck.Encode())
+	return id, snap, err
+}
+
+// checkpoint is snap.Repo.Checkpoint: capture, one pack committed, the
+// head moved by compare-and-swap, the op appended, the stat cache saved
+// (best effort: its failure is tolerated).
+func (l *live) checkpoint(ctx context.Context) (objects.ID, error) {
+	w := l.st.NewWriter()
+	defer w.Abort()
+	parent, err := l.head()
+	if err != nil {
+		return objects.ID{}, err
+	}
+	cache, _ := index.LoadFS(l.fs, l.cachePath())
+	id, _, err := l.putCheckpoint(ctx, w, cache, parent, "manual")
+	if err != nil {
+		return objects.ID{}, err
+	}
+	if _, err := w.Commit(); err != nil {
+		return objects.ID{}, err
+	}
+	if err := l.rs.Update(headRef, parent, id); err != nil {
+		return objects.ID{}, err
+	}
+	op := &refs.Op{Kind: "checkpoint", Session: session, Checkpoint: id,
+		Refs: []refs.RefChange{{Name: headRef, Old: parent, New: id}}}
+	if err := l.rs.Append(op); err != nil {
+		return objects.ID{}, err
+	}
+	cache.SaveFS(l.fs, l.cachePath()) // an unsaved cache costs re-hashing only
+	return id, nil
+}
+
+// journal is the engine's move journal (rewind.go), with the field names
+// gc.Roots reads.
+type journal struct {
+	Target  objects.ID `json:"target"`
+	NewHead objects.ID `json:"new_head"`
+	OldHead objects.ID `json:"old_head"`
+	Safety  objects.ID `json:"safety"`
+	Current objects.ID `json:"current"`
+	Txn     string     `json:"txn"`
+}
+
+func (l *live) journalPath() string { return filepath.Join(l.store, gc.MoveJournal) }
+
+// writeFileAtomic is the engine's: temporary file, fsync, rename, fsync of
+// the directory.
+func (l *live) writeFileAtomic(path string, data []byte) error {
+	vfs := fsys.Or(l.fs)
+	f, err := vfs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = vfs.Rename(f.Name(), path)
+	}
+	if err != nil {
+		vfs.Remove(f.Name())
+		return err
+	}
+	return vfs.SyncDir(filepath.Dir(path))
+}
+
+// finishMove is the engine's: head moved unless already there, op appended
+// unless already recorded (by txn), journal removed. Idempotent.
+func (l *live) finishMove(j *journal) error {
+	head, err := l.head()
+	if err != nil {
+		return err
+	}
+	if head != j.NewHead {
+		if err := l.rs.Update(headRef, j.Current, j.NewHead); err != nil {
+			return err
+		}
+	}
+	detail, _ := json.Marshal(map[string]string{"txn": j.Txn})
+	ops, err := l.rs.Ops()
+	if err != nil {
+		return err
+	}
+	recorded := false
+	for _, o := range ops {
+		recorded = recorded || string(o.Detail) == string(detail)
+	}
+	if !recorded {
+		if err := l.rs.Append(&refs.Op{Kind: "rewind", Session: session, Target: j.Target, Safety: j.Safety,
+			Refs: []refs.RefChange{{Name: headRef, Old: j.OldHead, New: j.NewHead}}, Detail: detail}); err != nil {
+			return err
+		}
+	}
+	if err := fsys.Or(l.fs).Remove(l.journalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// recoverMove is the engine's: a journal left by a rewind that failed (or
+// was killed) after its safety checkpoint is completed (restore to the
+// target, finishMove) before anything else is done.
+func (l *live) recoverMove(ctx context.Context) error {
+	data, err := fsys.Or(l.fs).ReadFile(l.journalPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var j journal
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	tck, err := l.st.ReadCheckpoint(j.Target)
+	if err != nil {
+		return err
+	}
+	w := l.st.NewDryWriter()
+	cache, _ := index.LoadFS(l.fs, l.cachePath())
+	snap, err := l.capture(ctx, w, cache)
+	if err != nil {
+		return err
+	}
+	if _, err := worktree.Restore(ctx, w, snap.Tree, tck.Tree, worktree.RestoreOptions{Root: l.root, StoreDir: l.store, Cache: cache, Sys: l.sys}); err != nil {
+		return err
+	}
+	cache.SaveFS(l.fs, l.cachePath())
+	return l.finishMove(&j)
+}
+
+var txnSeq atomic.Int64
+
+// rewind is snap.Repo.Rewind of the working tree: a pending move completed
+// first; a pre-rewind safety checkpoint when the tree differs from the
+// head's; the move journalled; the restore; finishMove; the cache saved
+// (best effort). As in the engine, per-path failures do not stop the head
+// from moving; they make the call fail (the engine's ErrPartial), and so do
+// they when a later step fails too: the errors are joined, first first.
+func (l *live) rewind(ctx context.Context, target objects.ID) error {
+	if err := l.recoverMove(ctx); err != nil {
+		return fmt.Errorf("completing an interrupted rewind: %w", err)
+	}
+	headID, err := l.head()
+	if err != nil {
+		return err
+	}
+	hck, err := l.st.ReadCheckpoint(headID)
+	if err != nil {
+		return err
+	}
+	tck, err := l.st.ReadCheckpoint(target)
+	if err != nil {
+		return err
+	}
+	w := l.st.NewWriter()
+	defer w.Abort()
+	cache, _ := index.LoadFS(l.fs, l.cachePath())
+	snap, err := l.capture(ctx, w, cache)
+	if err != nil {
+		return fmt.Errorf("safety checkpoint: %w", err)
+	}
+	current, safety := headID, headID
+	if snap.Tree != hck.Tree {
+		id, _, err := l.putCheckpointOf(w, snap, headID, "pre-rewind")
+		if err != nil {
+			return fmt.Errorf("safety checkpoint: %w", err)
+		}
+		if _, err := w.Commit(); err != nil {
+			return fmt.Errorf("safety checkpoint: %w", err)
+		}
+		if err := l.rs.Update(headRef, headID, id); err != nil {
+			return fmt.Errorf("safety checkpoint: %w", err)
+		}
+		current, safety = id, id
+	}
+	j := &journal{Target: target, NewHead: target, OldHead: headID, Safety: safety, Current: current, Txn: fmt.Sprint("txn-", txnSeq.Add(1))}
+	data, _ := json.Marshal(j)
+	if err := l.writeFileAtomic(l.journalPath(), data); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	rr, err := worktree.Restore(ctx, w, snap.Tree, tck.Tree, worktree.RestoreOptions{Root: l.root, StoreDir: l.store, Cache: cache, Sys: l.sys})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, pe := range rr.Errors {
+		errs = append(errs, fmt.Errorf("%s: %w", pe.Path, pe.Err))
+	}
+	if err := l.finishMove(j); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	cache.SaveFS(l.fs, l.cachePath())
+	if len(errs) > 0 {
+		return fmt.Errorf("rewind partial (%d paths failed): %w", len(errs), errors.Join(errs...))
+	}
+	return nil
+}
+
+// collect is gc: retention (keep the last checkpoint, labels and heads),
+// then the sweep with no grace period, so every pack is a candidate.
+func (l *live) collect(ctx context.Context) error {
+	_, err := gc.Collect(ctx, l.st, l.rs, gc.Options{Grace: 0, Policy: &gc.Policy{KeepLast: 1}})
+	return err
+}
+
+// refMove is one ref change of a labelling operation.
+type refMove struct {
+	name     string
+	old, new objects.ID // zero new: delete
+}
+
+// moveRefs makes the ref changes and records them as one op, the way the
+// engine finishes a move (finishMove): each step is skipped when already
+// done, so repeating the whole call after a failure completes it. A ref
+// found at its new value is re-asserted with Update(new, new), which makes a
+// change that failed with refs.ErrNotDurable durable.
+func (l *live) moveRefs(moves []refMove, marker string) error {
+	op := &refs.Op{Kind: "label", Detail: []byte(`"` + marker + `"`)}
+	for _, m := range moves {
+		cur, err := l.rs.Get(m.name)
+		if err != nil && !errors.Is(err, refs.ErrNotFound) {
+			return err
+		}
+		err = nil
+		switch {
+		case m.new.IsZero() && cur.IsZero(): // deleted already
+		case m.new.IsZero():
+			err = l.rs.Delete(m.name, m.old)
+		case cur == m.new:
+			err = l.rs.Update(m.name, m.new, m.new)
+		default:
+			err = l.rs.Update(m.name, m.old, m.new)
+		}
+		if err != nil {
+			return err
+		}
+		op.Refs = append(op.Refs, refs.RefChange{Name: m.name, Old: m.old, New: m.new})
+	}
+	ops, err := l.rs.Ops()
+	if err != nil {
+		return err
+	}
+	for _, o := range ops {
+		if string(o.Detail) == string(op.Detail) {
+			return nil // recorded by the failed attempt
+		}
+	}
+	return l.rs.Append(op)
+}

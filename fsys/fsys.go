@@ -1,0 +1,158 @@
+package fsys
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// FS is the path-based file system the store side of snap (objects, refs,
+// index) uses for its data files. Errors are those of package os: an
+// *fs.PathError (an *os.LinkError for Rename) wrapping the errno, so that
+// errors.Is(err, fs.ErrNotExist) and errors.Is(err, syscall.ENOSPC) work.
+// Implementations must be safe for concurrent use.
+type FS interface {
+	// Open opens a file for reading (os.Open).
+	Open(name string) (File, error)
+	// OpenFile is os.OpenFile.
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	// CreateTemp is os.CreateTemp: a new file, opened read-write, whose
+	// name is pattern with its last "*" replaced by a random string.
+	CreateTemp(dir, pattern string) (File, error)
+	// ReadFile is os.ReadFile.
+	ReadFile(name string) ([]byte, error)
+	// ReadDir is os.ReadDir: the entries sorted by name.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// Stat and Lstat are os.Stat and os.Lstat.
+	Stat(name string) (fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
+	// Mkdir and MkdirAll are os.Mkdir and os.MkdirAll.
+	Mkdir(name string, perm fs.FileMode) error
+	MkdirAll(name string, perm fs.FileMode) error
+	// Rename is os.Rename: atomic replacement within one file system.
+	Rename(oldpath, newpath string) error
+	// Remove is os.Remove.
+	Remove(name string) error
+	// SyncDir fsyncs the directory name, making the creation, renaming and
+	// removal of its entries durable.
+	SyncDir(name string) error
+}
+
+// File is an open file of an FS. *os.File satisfies it.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	// Name is the name the file was opened with (for CreateTemp, its path).
+	Name() string
+	Stat() (fs.FileInfo, error)
+	// Sync is fsync(2): when it returns nil the file's data is durable.
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// OS is the real file system, package os.
+var OS FS = osFS{}
+
+// Or returns f, or OS when f is nil: the rule every consumer applies to an
+// FS it is given.
+func Or(f FS) FS {
+	if f == nil {
+		return OS
+	}
+	return f
+}
+
+type osFS struct{}
+
+func (osFS) Open(name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err // not a typed nil
+	}
+	return f, nil
+}
+
+func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osFS) CreateTemp(dir, pattern string) (File, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osFS) ReadFile(name string) ([]byte, error)         { return os.ReadFile(name) }
+func (osFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
+func (osFS) Stat(name string) (fs.FileInfo, error)        { return os.Stat(name) }
+func (osFS) Lstat(name string) (fs.FileInfo, error)       { return os.Lstat(name) }
+func (osFS) Mkdir(name string, perm fs.FileMode) error    { return os.Mkdir(name, perm) }
+func (osFS) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
+func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osFS) Remove(name string) error                     { return os.Remove(name) }
+func (osFS) SyncDir(name string) error                    { return syncDir(name) }
+
+func syncDir(name string) error {
+	d, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// WalkDir is filepath.WalkDir over f: it calls fn for root and everything
+// beneath it, directories before their entries, entries in lexical order,
+// never following symlinks, with the same error and fs.SkipDir/fs.SkipAll
+// rules.
+func WalkDir(f FS, root string, fn fs.WalkDirFunc) error {
+	info, err := f.Lstat(root)
+	if err != nil {
+		err = fn(root, nil, err)
+	} else {
+		err = walkDir(f, root, fs.FileInfoToDirEntry(info), fn)
+	}
+	if err == fs.SkipDir || err == fs.SkipAll {
+		return nil
+	}
+	return err
+}
+
+func walkDir(f FS, path string, d fs.DirEntry, fn fs.WalkDirFunc) error {
+	if err := fn(path, d, nil); err != nil || !d.IsDir() {
+		if err == fs.SkipDir && d.IsDir() {
+			err = nil
+		}
+		return err
+	}
+	entries, err := f.ReadDir(path)
+	if err != nil {
+		if err = fn(path, d, err); err != nil {
+			if err == fs.SkipDir && d.IsDir() {
+				err = nil
+			}
+			return err
+		}
+	}
+	for _, e := range entries {
+		if err := walkDir(f, filepath.Join(path, e.Name()), e, fn); err != nil {
+			if err == fs.SkipDir {
+				break
+			}
+			return err
+		}
+	}
+	return nil
+}
