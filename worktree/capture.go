@@ -304,7 +304,9 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 	}
 	ist := statFromUnix(st)
 	if c.opts.Cache != nil {
-		if id, ok := c.opts.Cache.Lookup(p, ist); ok {
+		// A cached id is used only while the store still holds its content
+		// (retention or damage may have removed it): else read again.
+		if id, ok := c.opts.Cache.Lookup(p, ist); ok && c.w.Has(id) {
 			e.ID = id
 			c.cached.Add(1)
 			c.count(e.Size)

@@ -351,6 +351,42 @@ func (r *restorer) remove(p string) error {
 	return nil
 }
 
+// removeEmptyDirs removes the directory name (at path p) under dirfd if it
+// and every directory beneath it hold no entry but directories; it never
+// follows a symlink and never removes anything else.
+func (r *restorer) removeEmptyDirs(dirfd int, name, p string) error {
+	fd, err := r.sys.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return sysError("openat", p, err)
+	}
+	f := os.NewFile(uintptr(fd), p)
+	names, err := f.Readdirnames(-1)
+	if err == nil {
+		for _, n := range names {
+			var st unix.Stat_t
+			if err = r.sys.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				err = sysError("fstatat", p+"/"+n, err)
+				break
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				err = fmt.Errorf("%s holds %s, which was not captured (ignored?)", p, n)
+				break
+			}
+			if err = r.removeEmptyDirs(fd, n, p+"/"+n); err != nil {
+				break
+			}
+		}
+	}
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := r.sys.Unlinkat(dirfd, name, unix.AT_REMOVEDIR); err != nil {
+		return sysError("unlinkat", p, err)
+	}
+	return nil
+}
+
 // write puts one file or symlink in place by temporary file and rename.
 func (r *restorer) write(c objects.Change) error {
 	fd, name, err := r.openParent(c.Path, true)
@@ -362,10 +398,11 @@ func (r *restorer) write(c objects.Change) error {
 	err = r.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
-		// A directory where the target has a file: only an empty one
-		// (captured trees omit empty directories) may go.
-		if err := r.sys.Unlinkat(fd, name, unix.AT_REMOVEDIR); err != nil {
-			return fmt.Errorf("a directory is in the way: %w", sysError("unlinkat", c.Path, err))
+		// A directory where the target has a file: one holding nothing but
+		// empty directories (captured trees omit those) may go; anything
+		// else in it (an ignored file) stays, and so does the directory.
+		if err := r.removeEmptyDirs(fd, name, c.Path); err != nil {
+			return fmt.Errorf("a directory is in the way: %w", err)
 		}
 	case err == nil && c.Old.Mode == 0:
 		return ErrUntracked
