@@ -146,13 +146,7 @@ type knownIssue struct {
 	why                string
 }
 
-var knownIssues = []knownIssue{
-	{"read", "gc", "error does not wrap the errno",
-		"refusing to delete anything, some reachable objects cannot be read",
-		"gc.Collect reports an object it could not read for an I/O error as objects.ErrCorrupt (exit 12) and formats the error as text instead of wrapping it (gc/collect.go, the w.incomplete case)"},
-	{"read", "gc", "error is not the (first) injected one",
-		"refusing to delete anything, some reachable objects cannot be read", "same as above"},
-}
+var knownIssues = []knownIssue{}
 
 func known(sweep, class, kind, example string) *knownIssue {
 	for i, k := range knownIssues {

@@ -79,7 +79,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	res := &Result{DryRun: opts.DryRun}
 	expired, err := rs.Expired()
 	if err != nil {
-		return nil, fmt.Errorf("gc: %w: refusing to delete anything, the expired list is damaged (run fsck): %w", ErrCorrupt, err)
+		return nil, unreadable("refusing to delete anything: the expired list", err)
 	}
 	var planned expiry
 	if opts.Policy != nil {
@@ -92,7 +92,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	}
 	roots, err := Roots(rs)
 	if err != nil {
-		return nil, fmt.Errorf("gc: %w: refusing to delete anything, a ref or op-log record is damaged (run fsck): %w", ErrCorrupt, err)
+		return nil, unreadable("refusing to delete anything: a ref or op-log record", err)
 	}
 	if opts.DryRun && opts.Policy != nil {
 		roots = withoutPlanned(roots, planned)
@@ -108,6 +108,9 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	}
 	if err := w.run(); err != nil {
 		return nil, err
+	}
+	if w.incomplete && w.ioErr != nil {
+		return nil, fmt.Errorf("gc: refusing to delete anything, some reachable objects cannot be read: %w", w.ioErr)
 	}
 	if w.incomplete {
 		why := "some reachable objects cannot be read"
@@ -267,11 +270,11 @@ func firstErrors(probs []Problem, n int) string {
 func expire(rs *refs.Store, p Policy, already map[objects.ID]bool, now time.Time, res *Result) (expiry, error) {
 	ops, err := rs.Ops()
 	if err != nil {
-		return expiry{}, fmt.Errorf("gc: %w: refusing to expire anything, the op log is damaged (run fsck): %w", ErrCorrupt, err)
+		return expiry{}, unreadable("refusing to expire anything: the op log", err)
 	}
 	list, err := rs.List("")
 	if err != nil {
-		return expiry{}, fmt.Errorf("gc: %w: refusing to expire anything, a ref is damaged (run fsck): %w", ErrCorrupt, err)
+		return expiry{}, unreadable("refusing to expire anything: a ref", err)
 	}
 	e := planExpiry(p, ops, list, already, now)
 	res.Expired, res.Kept, res.SessionsExpired = len(e.expire), e.kept, len(e.dropArchive)
@@ -311,4 +314,13 @@ func withoutPlanned(roots []objects.ID, e expiry) []objects.ID {
 		}
 	}
 	return out
+}
+
+// unreadable explains why gc stops when what it must read fails: damage
+// (ErrCorrupt: run fsck) or an I/O error (kept, so errors.Is finds it).
+func unreadable(what string, err error) error {
+	if errors.Is(err, refs.ErrCorrupt) || errors.Is(err, objects.ErrCorrupt) {
+		return fmt.Errorf("gc: %w: %s is damaged (run fsck): %w", ErrCorrupt, what, err)
+	}
+	return fmt.Errorf("gc: %s cannot be read: %w", what, err)
 }

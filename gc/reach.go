@@ -129,6 +129,7 @@ type walker struct {
 	// outside the reached set may still be needed.
 	incomplete  bool
 	packsBroken bool
+	ioErr       error // the first read failure that was not damage
 }
 
 type badCopy struct {
@@ -275,6 +276,9 @@ func (w *walker) expect(id objects.ID, ref string, want ...objects.Type) (object
 // unreadable reports an object that exists but cannot be read or decoded.
 func (w *walker) unreadable(id objects.ID, info objects.ObjectInfo, ref string, err error) {
 	w.incomplete = true
+	if w.ioErr == nil && !errors.Is(err, objects.ErrCorrupt) {
+		w.ioErr = err // an I/O error, not damage: kept for the caller
+	}
 	if w.gone[id] {
 		return
 	}
