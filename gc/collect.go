@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
 )
@@ -223,8 +225,15 @@ func removeTemps(storeDir string, cutoff time.Time, dryRun bool, res *Result) er
 			continue
 		}
 		fi, err := de.Info()
-		if err != nil || fi.ModTime().After(cutoff) {
-			continue // gone meanwhile, or young
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// Young files may belong to a live writer, unless the pid in the
+		// name says their writer is dead.
+		pid := objects.TempPackPID(de.Name())
+		deadWriter := pid > 0 && errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+		if fi.ModTime().After(cutoff) && !deadWriter {
+			continue
 		}
 		if !dryRun {
 			if err := os.Remove(filepath.Join(dir, de.Name())); err != nil {

@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -286,5 +287,33 @@ func TestCollectRejectsNegativeGrace(t *testing.T) {
 	f := newFx(t)
 	if _, err := Collect(context.Background(), f.st, f.rs, Options{Grace: -time.Second}); err == nil {
 		t.Fatal("negative grace accepted")
+	}
+}
+
+// Temporary packs of a dead writer go at once; a live writer's young ones
+// stay for the grace period.
+func TestCollectRemovesDeadWritersTemps(t *testing.T) {
+	f := newFx(t)
+	f.base()
+	tmp := filepath.Join(f.dir, objects.TmpDir)
+	dead := filepath.Join(tmp, "pack-999999999-123")
+	live := filepath.Join(tmp, fmt.Sprintf("pack-%d-456", os.Getpid()))
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, []byte("SNAPPACK partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Collect(context.Background(), f.st, f.rs, Options{Grace: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("dead writer's temporary pack kept: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("live writer's young temporary pack removed: %v", err)
+	}
+	if res.TempFilesRemoved != 1 {
+		t.Errorf("TempFilesRemoved = %d", res.TempFilesRemoved)
 	}
 }

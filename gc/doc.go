@@ -46,7 +46,8 @@
 // holding nothing reachable is deleted. Packs younger than the grace period
 // are never touched, whatever they hold: a writer may have committed its pack
 // and not yet moved the ref that makes it reachable. Files in tmp/ older than
-// the grace period (packs of writers that crashed) are removed. Packs that
+// the grace period, or whose name carries the pid of a process that no
+// longer runs (packs of writers that crashed), are removed. Packs that
 // cannot be indexed are never touched: fsck reports them. A dry run
 // computes the same counts and the bytes that would be freed and changes
 // nothing.

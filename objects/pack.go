@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"sort"
+	"strings"
 
 	"github.com/zeebo/blake3"
 )
@@ -29,7 +31,7 @@ const (
 	packFooterSize = 8 + 4 + 32 + 8
 	maxPackEntries = 1 << 26
 	packFileSuffix = ".pack"
-	packTempPrefix = "pack-"
+	packTempPrefix = "pack-" // then the writer's pid and "-": see TempPackPID
 )
 
 // indexEntry locates one object inside a pack.
@@ -143,4 +145,20 @@ func checkRecordHeader(h []byte, e indexEntry) error {
 		return fmt.Errorf("%w: record header of %s disagrees with the pack index", ErrCorrupt, e.id.Short())
 	}
 	return nil
+}
+
+// tempPackPattern is the os.CreateTemp pattern of this process's temporary
+// packs: the pid in the name lets gc remove those of dead processes at once.
+func tempPackPattern(kind string) string {
+	return fmt.Sprintf("%s%d-%s*", packTempPrefix, os.Getpid(), kind)
+}
+
+// TempPackPID returns the pid of the process that wrote the temporary pack
+// file name, or 0 when the name does not say.
+func TempPackPID(name string) int {
+	var pid int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(name, packTempPrefix), "%d-", &pid); err != nil || !strings.HasPrefix(name, packTempPrefix) {
+		return 0
+	}
+	return pid
 }

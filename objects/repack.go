@@ -355,7 +355,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			return "", 0, fmt.Errorf("repack: no intact copy to keep: %w", lastErr)
 		}
 		if f == nil {
-			f, err = s.fs.CreateTemp(filepath.Join(s.dir, TmpDir), packTempPrefix+"repack-*")
+			f, err = s.fs.CreateTemp(filepath.Join(s.dir, TmpDir), tempPackPattern("repack-"))
 			if err != nil {
 				return "", 0, fmt.Errorf("repack: %w", err)
 			}

@@ -537,7 +537,7 @@ func (w *Writer) Put(t Type, data []byte) (ID, error) {
 		return ID{}, w.err
 	}
 	if w.f == nil {
-		f, err := w.s.fs.CreateTemp(filepath.Join(w.s.dir, TmpDir), packTempPrefix+"*")
+		f, err := w.s.fs.CreateTemp(filepath.Join(w.s.dir, TmpDir), tempPackPattern(""))
 		if err != nil {
 			w.err = err
 			return ID{}, err
