@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -109,14 +110,19 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	if len(o.Paths) == 0 {
 		cache = r.loadCache()
 	}
+	// The working tree is captured once; when another writer of the
+	// session moves the head first, only the checkpoint node is rebuilt on
+	// the new head (an edit-set capture, relative to its parent, is redone).
+	var c *captured
 	for attempt := 0; ; attempt++ {
 		parentID, parent, err := r.head(session)
 		if err != nil {
 			return nil, err
 		}
-		c, err := r.capture(ctx, w, cache, parent, o.State, o.Paths, o.MaxFileSize)
-		if err != nil {
-			return nil, err
+		if c == nil || len(o.Paths) > 0 {
+			if c, err = r.capture(ctx, w, cache, parent, o.State, o.Paths, o.MaxFileSize); err != nil {
+				return nil, err
+			}
 		}
 		res, ck, err := r.buildCheckpoint(w, session, parentID, parent, c, o)
 		if err != nil {
@@ -126,7 +132,8 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			return nil, err
 		}
 		err = r.refs.Update(headRef(session), parentID, res.ID)
-		if errors.Is(err, refs.ErrConflict) && attempt < 5 {
+		if errors.Is(err, refs.ErrConflict) && attempt < 100 {
+			time.Sleep(time.Duration(rand.N(1000*(attempt+1))) * time.Microsecond)
 			continue // the head moved: rebuild on the new head
 		}
 		if err != nil {

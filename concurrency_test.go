@@ -71,6 +71,7 @@ func TestConcurrentSessions(t *testing.T) {
 			cmd.Stdout = &out
 			cmd.Stderr = &out
 			err := cmd.Run()
+			text := out.String()
 			sc := bufio.NewScanner(&out)
 			for sc.Scan() {
 				f := strings.Fields(sc.Text())
@@ -86,7 +87,7 @@ func TestConcurrentSessions(t *testing.T) {
 				}
 			}
 			if err != nil {
-				t.Errorf("process %s: %v\n%s", s, err, out.String())
+				t.Errorf("process %s: %v\n%s", s, err, text)
 			}
 		}()
 	}

@@ -1,10 +1,8 @@
 package faults
 
 // The engine's own operations under the harness: snap.Repo's Checkpoint
-// and Rewind replace the compositions of engine_test.go (gc and ref update
-// stay: they are the gc and refs calls themselves). Each call opens the
-// repository through the seam, as a snap command does, and the retry opens
-// it again.
+// and Rewind. Each call opens the repository through the seam, as a snap
+// command does, and the retry opens it again.
 
 import (
 	"context"
@@ -15,13 +13,7 @@ import (
 )
 
 func init() {
-	var kept []class
-	for _, c := range classes {
-		if c.name != "checkpoint" && c.name != "rewind" {
-			kept = append(kept, c)
-		}
-	}
-	classes = append(kept,
+	classes = append(classes,
 		class{
 			name:     "snap.Checkpoint",
 			parallel: true,

@@ -2,12 +2,8 @@ package faults
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/snapcore-dev/snap/fsys"
@@ -18,11 +14,10 @@ import (
 	"github.com/snapcore-dev/snap/worktree"
 )
 
-// This file composes the engine's operations from the layers, in the order
-// and with the durability steps of the root package (checkpoint.go,
-// rewind.go), with the file-system seam injected at every layer. Until the
-// root package takes an FS itself (see doc.go), this is how checkpoint,
-// rewind, gc and ref updates are driven through a faulty file system.
+// This file holds the harness's view of a project and its store through the
+// seam: it builds the fixture's checkpoints from the layers and drives gc's
+// sweep and ref updates (the engine's own Checkpoint and Rewind are in
+// engine_root_test.go).
 
 const (
 	session = "s"
@@ -139,179 +134,6 @@ func (l *live) checkpoint(ctx context.Context) (objects.ID, error) {
 	return id, nil
 }
 
-// journal is the engine's move journal (rewind.go), with the field names
-// gc.Roots reads.
-type journal struct {
-	Target  objects.ID `json:"target"`
-	NewHead objects.ID `json:"new_head"`
-	OldHead objects.ID `json:"old_head"`
-	Safety  objects.ID `json:"safety"`
-	Current objects.ID `json:"current"`
-	Txn     string     `json:"txn"`
-}
-
-func (l *live) journalPath() string { return filepath.Join(l.store, gc.MoveJournal) }
-
-// writeFileAtomic is the engine's: temporary file, fsync, rename, fsync of
-// the directory.
-func (l *live) writeFileAtomic(path string, data []byte) error {
-	vfs := fsys.Or(l.fs)
-	f, err := vfs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = vfs.Rename(f.Name(), path)
-	}
-	if err != nil {
-		vfs.Remove(f.Name())
-		return err
-	}
-	return vfs.SyncDir(filepath.Dir(path))
-}
-
-// finishMove is the engine's: head moved unless already there, op appended
-// unless already recorded (by txn), journal removed. Idempotent.
-func (l *live) finishMove(j *journal) error {
-	head, err := l.head()
-	if err != nil {
-		return err
-	}
-	if head != j.NewHead {
-		if err := l.rs.Update(headRef, j.Current, j.NewHead); err != nil {
-			return err
-		}
-	}
-	detail, _ := json.Marshal(map[string]string{"txn": j.Txn})
-	ops, err := l.rs.Ops()
-	if err != nil {
-		return err
-	}
-	recorded := false
-	for _, o := range ops {
-		recorded = recorded || string(o.Detail) == string(detail)
-	}
-	if !recorded {
-		if err := l.rs.Append(&refs.Op{Kind: "rewind", Session: session, Target: j.Target, Safety: j.Safety,
-			Refs: []refs.RefChange{{Name: headRef, Old: j.OldHead, New: j.NewHead}}, Detail: detail}); err != nil {
-			return err
-		}
-	}
-	if err := fsys.Or(l.fs).Remove(l.journalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
-// recoverMove is the engine's: a journal left by a rewind that failed (or
-// was killed) after its safety checkpoint is completed (restore to the
-// target, finishMove) before anything else is done.
-func (l *live) recoverMove(ctx context.Context) error {
-	data, err := fsys.Or(l.fs).ReadFile(l.journalPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var j journal
-	if err := json.Unmarshal(data, &j); err != nil {
-		return err
-	}
-	tck, err := l.st.ReadCheckpoint(j.Target)
-	if err != nil {
-		return err
-	}
-	w := l.st.NewDryWriter()
-	cache, _ := index.LoadFS(l.fs, l.cachePath())
-	snap, err := l.capture(ctx, w, cache)
-	if err != nil {
-		return err
-	}
-	if _, err := worktree.Restore(ctx, w, snap.Tree, tck.Tree, worktree.RestoreOptions{Root: l.root, StoreDir: l.store, Cache: cache, Sys: l.sys}); err != nil {
-		return err
-	}
-	cache.SaveFS(l.fs, l.cachePath())
-	return l.finishMove(&j)
-}
-
-var txnSeq atomic.Int64
-
-// rewind is snap.Repo.Rewind of the working tree: a pending move completed
-// first; a pre-rewind safety checkpoint when the tree differs from the
-// head's; the move journalled; the restore; finishMove; the cache saved
-// (best effort). As in the engine, per-path failures do not stop the head
-// from moving; they make the call fail (the engine's ErrPartial), and so do
-// they when a later step fails too: the errors are joined, first first.
-func (l *live) rewind(ctx context.Context, target objects.ID) error {
-	if err := l.recoverMove(ctx); err != nil {
-		return fmt.Errorf("completing an interrupted rewind: %w", err)
-	}
-	headID, err := l.head()
-	if err != nil {
-		return err
-	}
-	hck, err := l.st.ReadCheckpoint(headID)
-	if err != nil {
-		return err
-	}
-	tck, err := l.st.ReadCheckpoint(target)
-	if err != nil {
-		return err
-	}
-	w := l.st.NewWriter()
-	defer w.Abort()
-	cache, _ := index.LoadFS(l.fs, l.cachePath())
-	snap, err := l.capture(ctx, w, cache)
-	if err != nil {
-		return fmt.Errorf("safety checkpoint: %w", err)
-	}
-	current, safety := headID, headID
-	if snap.Tree != hck.Tree {
-		id, _, err := l.putCheckpointOf(w, snap, headID, "pre-rewind")
-		if err != nil {
-			return fmt.Errorf("safety checkpoint: %w", err)
-		}
-		if _, err := w.Commit(); err != nil {
-			return fmt.Errorf("safety checkpoint: %w", err)
-		}
-		if err := l.rs.Update(headRef, headID, id); err != nil {
-			return fmt.Errorf("safety checkpoint: %w", err)
-		}
-		current, safety = id, id
-	}
-	j := &journal{Target: target, NewHead: target, OldHead: headID, Safety: safety, Current: current, Txn: fmt.Sprint("txn-", txnSeq.Add(1))}
-	data, _ := json.Marshal(j)
-	if err := l.writeFileAtomic(l.journalPath(), data); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	rr, err := worktree.Restore(ctx, w, snap.Tree, tck.Tree, worktree.RestoreOptions{Root: l.root, StoreDir: l.store, Cache: cache, Sys: l.sys})
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, pe := range rr.Errors {
-		errs = append(errs, fmt.Errorf("%s: %w", pe.Path, pe.Err))
-	}
-	if err := l.finishMove(j); err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	cache.SaveFS(l.fs, l.cachePath())
-	if len(errs) > 0 {
-		return fmt.Errorf("rewind partial (%d paths failed): %w", len(errs), errors.Join(errs...))
-	}
-	return nil
-}
-
-// collect is gc: retention (keep the last checkpoint, labels and heads),
-// then the sweep with no grace period, so every pack is a candidate.
 func (l *live) collect(ctx context.Context) error {
 	_, err := gc.Collect(ctx, l.st, l.rs, gc.Options{Grace: 0, Policy: &gc.Policy{KeepLast: 1}})
 	return err

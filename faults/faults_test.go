@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/gc"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
 	"github.com/snapcore-dev/snap/worktree"
@@ -73,28 +73,9 @@ func cachePath(l *live, o fsys.Op) bool {
 	return o.Path == dir || strings.HasPrefix(o.Path, dir+string(filepath.Separator))
 }
 
+// classes are the operations under test: the engine's Checkpoint and
+// Rewind (engine_root_test.go adds them), gc's sweep and ref updates.
 var classes = []class{
-	{
-		name: "checkpoint",
-		call: func(ctx context.Context, l *live, fx *fixture) error { _, err := l.checkpoint(ctx); return err },
-		// The stat cache is an accelerator: failing to save it costs a
-		// re-hash next time, so a checkpoint does not fail for it.
-		tolerated:  func(l *live, o fsys.Op) bool { return cachePath(l, o) },
-		afterFault: checkpointAfterFault,
-		afterRetry: checkpointAfterRetry,
-	},
-	{
-		name: "rewind",
-		call: func(ctx context.Context, l *live, fx *fixture) error { return l.rewind(ctx, fx.ck[0]) },
-		// The cache as above; and removing a directory a rewind left empty
-		// is best effort (an empty directory is not content: captures
-		// ignore it), so a failed rmdir leaves it, and the rewind succeeds.
-		tolerated: func(l *live, o fsys.Op) bool {
-			return cachePath(l, o) || o.Name == "unlinkat" && o.Path == filepath.Join(l.root, "docs")
-		},
-		afterFault: rewindAfterFault,
-		afterRetry: rewindAfterRetry,
-	},
 	{
 		name:       "gc",
 		call:       func(ctx context.Context, l *live, fx *fixture) error { return l.collect(ctx) },
@@ -725,21 +706,9 @@ func reachableEntries(r *run) (map[string]map[objects.TreeEntry]bool, error) {
 		return nil, err
 	}
 	defer st.Close()
-	var roots []objects.ID
-	list, _ := rs.List("")
-	for _, ref := range list {
-		roots = append(roots, ref.ID)
-	}
-	ops, _ := rs.Ops()
-	for _, op := range ops {
-		roots = append(roots, op.Safety, op.Checkpoint, op.Target)
-	}
-	if data, err := os.ReadFile(r.l.journalPath()); err == nil {
-		var j journal
-		if err := json.Unmarshal(data, &j); err != nil {
-			return nil, fmt.Errorf("journal: %w", err)
-		}
-		roots = append(roots, j.Safety, j.Current, j.OldHead)
+	roots, err := gc.Roots(rs) // refs, op log and move journal
+	if err != nil {
+		return nil, err
 	}
 	held := map[string]map[objects.TreeEntry]bool{}
 	seen := map[objects.ID]bool{}
