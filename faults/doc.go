@@ -58,14 +58,12 @@
 //     report it or not;
 //   - reads, as above.
 //
-// The operations are composed from the layers (engine_test.go) exactly as
-// the root package composes them, with the seam injected into objects
-// (objects.OpenFS), refs (refs.OpenFS), index (LoadFS, SaveFS) and
-// worktree (Options.Sys, RestoreOptions.Sys); the flock(2)s are not
-// routed (locks are not data). engine_root_test.go drives snap.Repo's own
-// Checkpoint and Rewind instead, through snap.Options.FS and Sys; it is
-// built with -tags snapfsroot until the root package takes the seam, and
-// then replaces the two compositions. Failures found in packages the
+// Checkpoint and rewind are snap.Repo's own (engine_root_test.go), opened
+// with snap.Options.FS and Sys; gc's sweep and ref updates are the gc and
+// refs calls themselves (engine_test.go), with the seam injected into
+// objects (objects.OpenFS), refs (refs.OpenFS), index (LoadFS, SaveFS) and
+// worktree (Options.Sys, RestoreOptions.Sys); the flock(2)s are not routed
+// (locks are not data). Failures found in packages the
 // harness does not own are listed in knownIssues: counted and shown, not
 // failed, until fixed (the test fails when one is no longer seen, so that
 // the entry goes).
