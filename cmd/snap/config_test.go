@@ -21,7 +21,7 @@ func TestConfig(t *testing.T) {
 	eq(t, "added after unset", strings.Join(strs(t, get(t, doc, "files.added")), ","), "big.bin")
 
 	eq(t, "json value", get(t, p.json("config", "gc.grace", "2h"), "value"), any("2h"))
-	for _, args := range [][]string{{"config", "nope"}, {"config", "gc.grace", "soon"}, {"config"}, {"config", "capture.max-file-size", "-1"}} {
+	for _, args := range [][]string{{"config", "nope"}, {"config", "gc.grace", "soon"}, {"config"}, {"config", "capture.max-file-size", "0"}, {"config", "retention.keep-last", "many"}} {
 		if r := p.run(args...); r.code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, r.code, r.stderr)
 		}
