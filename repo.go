@@ -197,6 +197,20 @@ func (r *Repo) MaxFileSize() int64 {
 	return worktree.DefaultMaxFileSize
 }
 
+// trashDir holds the old content of files a rewind replaced, until
+// EmptyTrash removes it (see worktree.RestoreOptions.Trash).
+func (r *Repo) trashDir() string { return filepath.Join(r.StoreDir, "trash") }
+
+// EmptyTrash deletes the old content of the files rewinds replaced (kept
+// out of their way so that a rewind does not wait for the file system to
+// free it) and reports how many files it removed. The CLI runs it in the
+// background after a rewind, undo or redo, and in every gc; a program using
+// the library should call it (e.g. in a goroutine) once a rewind is done.
+func (r *Repo) EmptyTrash() (int, error) { return worktree.EmptyTrash(r.trashDir()) }
+
+// TrashEmpty reports whether there is nothing for EmptyTrash to remove.
+func (r *Repo) TrashEmpty() bool { return worktree.TrashEmpty(r.trashDir()) }
+
 func (r *Repo) cachePath() string { return filepath.Join(r.StoreDir, "cache", "stat") }
 
 func (r *Repo) loadCache() *index.Cache {

@@ -249,7 +249,7 @@ func partial(errs []worktree.PathError) error {
 func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Cache, tck *objects.Checkpoint, now *captured, scope rewindScope, dryRun bool, res *RewindResult) error {
 	if scope.Files {
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
-			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, DryRun: dryRun, Cache: cache, Sys: r.sys})
+			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir()})
 		if err != nil {
 			return err
 		}

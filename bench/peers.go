@@ -134,11 +134,12 @@ func (s *snapPeer) rewind(ref string, args ...string) (rewindResult, time.Durati
 }
 
 // storeBytes is the size of the store: every file under .snap/ except the stat
-// cache (cache/, the counterpart of git's index) and tmp/.
+// cache (cache/, the counterpart of git's index), tmp/ and trash/ (replaced
+// files' old content, which a background gc --auto deletes after a rewind).
 func (s *snapPeer) storeBytes() int64 {
 	store := filepath.Join(s.dir, ".snap")
 	return dirBytes(store, func(rel string) bool {
-		return rel == "cache" || rel == "tmp"
+		return rel == "cache" || rel == "tmp" || rel == "trash"
 	})
 }
 

@@ -53,6 +53,10 @@
 //   - saving the stat cache (cache/stat): it only spares re-hashing;
 //   - removing a directory that a rewind emptied: an empty directory is not
 //     content, captures ignore it;
+//   - moving a replaced file's old content into the store's trash: it is
+//     unlinked at once instead; and failing that unlink, or any removal of
+//     a restore's temporary file: Capture never records those and removes
+//     them once their process is gone;
 //   - close(2) of a file whose data was fsync'd just before, or that was
 //     never written (lock files): nothing is left to lose; the code may
 //     report it or not;

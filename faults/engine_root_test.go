@@ -7,9 +7,11 @@ package faults
 import (
 	"context"
 	"path/filepath"
+	"strings"
 
 	"github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/worktree"
 )
 
 func init() {
@@ -49,7 +51,9 @@ func init() {
 				return err
 			},
 			tolerated: func(l *live, o fsys.Op) bool {
-				return cachePath(l, o) || o.Name == "unlinkat" && o.Path == filepath.Join(l.root, "docs")
+				return cachePath(l, o) || o.Name == "unlinkat" && o.Path == filepath.Join(l.root, "docs") ||
+					o.Name == "renameat" && strings.Contains(o.Path, " -> "+filepath.Join(l.store, "trash")+string(filepath.Separator)) ||
+					o.Name == "unlinkat" && strings.HasPrefix(filepath.Base(o.Path), worktree.TempPrefix)
 			},
 			afterFault: rewindAfterFault,
 			afterRetry: rewindAfterRetry,

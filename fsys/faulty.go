@@ -417,6 +417,13 @@ func (f *Faulty) Renameat(olddirfd int, oldpath string, newdirfd int, newpath st
 	return f.sys.Renameat(olddirfd, oldpath, newdirfd, newpath)
 }
 
+func (f *Faulty) Renameat2(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error {
+	if e := f.check("renameat2", f.fdPath(olddirfd, oldpath)+" -> "+f.fdPath(newdirfd, newpath), Write); e != nil {
+		return e
+	}
+	return f.sys.Renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
+}
+
 func (f *Faulty) Unlinkat(dirfd int, path string, flags int) error {
 	if e := f.check("unlinkat", f.fdPath(dirfd, path), Write); e != nil {
 		return e

@@ -21,6 +21,7 @@ type Sys interface {
 	Openat(dirfd int, path string, flags int, mode uint32) (fd int, err error)
 	Mkdirat(dirfd int, path string, mode uint32) error
 	Renameat(olddirfd int, oldpath string, newdirfd int, newpath string) error
+	Renameat2(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error
 	Unlinkat(dirfd int, path string, flags int) error
 	Symlinkat(target string, dirfd int, path string) error
 	Fstatat(dirfd int, path string, st *unix.Stat_t, flags int) error
@@ -50,6 +51,9 @@ func (realSys) Mkdirat(dirfd int, path string, mode uint32) error {
 }
 func (realSys) Renameat(olddirfd int, oldpath string, newdirfd int, newpath string) error {
 	return unix.Renameat(olddirfd, oldpath, newdirfd, newpath)
+}
+func (realSys) Renameat2(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error {
+	return unix.Renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
 }
 func (realSys) Unlinkat(dirfd int, path string, flags int) error {
 	return unix.Unlinkat(dirfd, path, flags)

@@ -20,7 +20,10 @@
 // are touched. Every path is reached from the project root one component at
 // a time with openat(O_NOFOLLOW|O_DIRECTORY), so no write goes through a
 // symlink; each file is written to a temporary file in its directory and
-// renamed into place; a file on disk that the current capture did not
+// renamed into place — exchanged atomically with the file it replaces
+// (RENAME_EXCHANGE), whose old content then goes to a trash directory for
+// EmptyTrash to delete later, since freeing blocks is the slowest step on
+// many file systems; many files are written by several workers; a file on disk that the current capture did not
 // include (an ignored file) is never overwritten or removed. Names are
 // checked again (objects.ValidName), entries that would collide on a
 // case-insensitive or Unicode-normalising filesystem are refused, nothing

@@ -35,6 +35,16 @@ type RestoreOptions struct {
 	Paths    []string     // when set, only these paths and what lies beneath them
 	DryRun   bool         // compute and report, change nothing
 	Cache    *index.Cache // updated with the stat of every file written
+	// Trash is a directory on the same file system (inside the store)
+	// into which the old content of replaced files is moved instead of
+	// being unlinked: freeing a file's blocks is the slowest step of a
+	// restore on many file systems, and EmptyTrash can do it later, in the
+	// background. "" unlinks at once; so does a failed move (EXDEV).
+	Trash string
+	// Workers bounds the files written at once; 0 picks a default (one
+	// below parallelWrites files), 1 makes every call from the calling
+	// goroutine, in path order (fault-injection tests rely on it).
+	Workers int
 	// Sys makes every directory-relative call that reads or changes the
 	// working tree (openat, mkdirat, fstatat, write, close, symlinkat,
 	// renameat, unlinkat); nil means fsys.RealSys. Fault-injection tests
@@ -104,8 +114,17 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	}
 	defer unix.Close(rootfd)
 	r.rootfd = rootfd
+	r.trashfd = -1
 	if !opts.DryRun {
 		r.removeLeftovers()
+		if opts.Trash != "" {
+			if err := os.MkdirAll(opts.Trash, 0o700); err == nil {
+				if fd, err := unix.Open(opts.Trash, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+					r.trashfd = fd
+					defer unix.Close(fd)
+				}
+			}
+		}
 	}
 
 	// 1. Delete captured files the target does not have.
@@ -143,27 +162,60 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 			}
 		}
 	}
-	// 3. Write added and modified files.
-	for _, c := range writes {
-		if err := ctx.Err(); err != nil {
-			return r.res, err
+	// 3. Write added and modified files: the checks that read only the
+	// target's trees first, in order, then the writes, in parallel when
+	// there are many (each waits mostly on the file system's metadata
+	// updates). Results are reported in path order either way.
+	errs := make([]error, len(writes))
+	written := make([]bool, len(writes))
+	var todo []int
+	for i, c := range writes {
+		if errs[i] = r.refused(c.Path); errs[i] == nil && !opts.DryRun {
+			todo = append(todo, i)
 		}
-		if err := r.refused(c.Path); err != nil {
-			r.fail(c.Path, err)
-			continue
-		}
-		if opts.DryRun {
-			r.res.Restored = append(r.res.Restored, c.Path)
-			continue
-		}
-		if err := r.write(c); err != nil {
-			r.fail(c.Path, err)
-			continue
-		}
-		r.res.Restored = append(r.res.Restored, c.Path)
 	}
-	return r.res, nil
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 1
+		if len(todo) >= parallelWrites {
+			workers = 4
+		}
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = r.write(writes[i])
+				written[i] = errs[i] == nil
+			}
+		}()
+	}
+	var cerr error
+	for _, i := range todo {
+		if cerr = ctx.Err(); cerr != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, c := range writes {
+		switch {
+		case errs[i] != nil:
+			r.fail(c.Path, errs[i])
+		case written[i] || (opts.DryRun && cerr == nil):
+			r.res.Restored = append(r.res.Restored, c.Path)
+		}
+	}
+	return r.res, cerr
 }
+
+// parallelWrites is the number of files from which a restore writes with
+// several workers; below it, one goroutine makes every call in order.
+const parallelWrites = 32
 
 type restorer struct {
 	src        Source
@@ -171,6 +223,7 @@ type restorer struct {
 	opts       RestoreOptions
 	res        *RestoreResult
 	rootfd     int
+	trashfd    int // -1: no trash, unlink old content
 	storeRel   string
 	target     objects.ID
 	trees      map[string]*objects.Tree   // target trees by directory path ("" = root)
@@ -396,6 +449,7 @@ func (r *restorer) write(c objects.Change) error {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	err = r.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	replace := err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR
 	switch {
 	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
 		// A directory where the target has a file: one holding nothing but
@@ -436,14 +490,40 @@ func (r *restorer) write(c objects.Change) error {
 			return werr
 		}
 	}
-	if err := r.sys.Renameat(fd, tmp, fd, name); err != nil {
+	if err := r.place(fd, tmp, name, c.Path, replace); err != nil {
 		r.discard(fd, c.Path, tmp)
-		return sysError("renameat", c.Path, err)
+		return err
 	}
 	if r.opts.Cache != nil && c.New.Mode != objects.ModeSymlink {
 		if err := r.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 			r.opts.Cache.Put(c.Path, statFromUnix(&st), c.New.ID, r.start)
 		}
+	}
+	return nil
+}
+
+// place renames the temporary file tmp to name in dirfd. A file being
+// replaced is exchanged with it atomically (renameat2 RENAME_EXCHANGE), so
+// the path always holds the old or the new content, then the old content,
+// now at tmp, goes to the trash (or is unlinked). Renaming over the old
+// file instead would free its blocks inside the rename, one file at a
+// time, and make ext4 write the new file's data out first (auto_da_alloc).
+// Where exchange is unsupported, a plain rename replaces the file.
+func (r *restorer) place(dirfd int, tmp, name, p string, replace bool) error {
+	if replace {
+		err := r.sys.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_EXCHANGE)
+		if err == nil { // the old content is now at tmp
+			if r.trashfd < 0 || r.sys.Renameat(dirfd, tmp, r.trashfd, TempName()) != nil {
+				r.discard(dirfd, p, tmp)
+			}
+			return nil
+		}
+		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOENT) {
+			return sysError("renameat2", p, err)
+		}
+	}
+	if err := r.sys.Renameat(dirfd, tmp, dirfd, name); err != nil {
+		return sysError("renameat", p, err)
 	}
 	return nil
 }
@@ -509,4 +589,46 @@ func (w *callWriter) Write(b []byte) (int, error) {
 		err = sysError("write", w.p, err)
 	}
 	return n, err
+}
+
+// EmptyTrash removes every file in the trash directory dir (see
+// RestoreOptions.Trash) and reports how many it removed. A missing
+// directory is empty. Safe to run while restores move files into it.
+func EmptyTrash(dir string) (int, error) {
+	f, err := os.Open(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	for {
+		names, err := f.Readdirnames(256)
+		for _, name := range names {
+			if uerr := unix.Unlinkat(int(f.Fd()), name, 0); uerr == nil {
+				n++
+			} else if !errors.Is(uerr, unix.ENOENT) {
+				return n, &os.PathError{Op: "unlinkat", Path: filepath.Join(dir, name), Err: uerr}
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// TrashEmpty reports whether the trash directory dir holds nothing.
+func TrashEmpty(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) == 0
 }

@@ -32,6 +32,9 @@ type gcResult struct {
 	KeepLast   int    `json:"keep_last"`
 	KeepWithin string `json:"keep_within"`
 	Skipped    string `json:"skipped,omitempty"` // --auto: why nothing ran
+	// TrashRemoved counts the replaced files' old content (kept aside by
+	// rewinds) that this run deleted.
+	TrashRemoved int `json:"trash_removed"`
 }
 
 func gcCommand(inv *invocation) *cli.Command {
@@ -52,9 +55,13 @@ never removed. --dry-run reports what would go and the bytes it would free.
 gc runs while sessions checkpoint: writers wait for its sweep (they never see
 half of it), and it waits for running writers.
 
---auto (run by 'snap checkpoint' in the background when the store has many
-packs) does nothing unless there is work, merges the packs into one, and
-exits quietly when another gc is running.
+--auto (run in the background by 'snap checkpoint' when the store has many
+packs, and by rewind, undo and redo) does nothing unless there is work,
+merges the packs into one, and exits quietly when another gc is running.
+
+Every gc also deletes the old content of the files rewinds replaced: a
+rewind moves it aside (into the store's trash/) rather than waiting for the
+file system to free it.
 
 Durations: Go syntax (90s, 30m, 2h45m) or days (7d).
 
@@ -114,6 +121,11 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 		policy.KeepLast = o.KeepLast
 	}
 	res := gcResult{Grace: opts.Grace.String(), KeepLast: policy.KeepLast, KeepWithin: policy.KeepWithin.String()}
+	if !o.DryRun {
+		if res.TrashRemoved, err = repo.EmptyTrash(); err != nil {
+			return err
+		}
+	}
 	if o.Auto && !repo.NeedsGC() {
 		res.Skipped = "the store does not need it yet"
 		res.Result = &gc.Result{}
@@ -131,6 +143,9 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 	}
 	return emit(out, o.JSON, res, func(w io.Writer) error {
 		r := res.Result
+		if res.TrashRemoved > 0 {
+			fmt.Fprintf(w, "deleted the old content of %s replaced by rewinds\n", plural(res.TrashRemoved, "file"))
+		}
 		if res.Skipped != "" {
 			_, err := fmt.Fprintf(w, "gc: nothing done: %s\n", res.Skipped)
 			return err
@@ -150,11 +165,11 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 }
 
 // startAutoGC starts `snap gc --auto` for the repo in the background,
-// detached from this process, when the store needs it. Failing to start it
-// is not an error of the command that triggered it. SNAP_NO_AUTO_GC=1
-// disables it.
+// detached from this process, when the store needs it or a rewind left
+// replaced files' old content to delete. Failing to start it is not an
+// error of the command that triggered it. SNAP_NO_AUTO_GC=1 disables it.
 func startAutoGC(repo *snap.Repo) {
-	if os.Getenv("SNAP_NO_AUTO_GC") != "" || !repo.NeedsGC() {
+	if os.Getenv("SNAP_NO_AUTO_GC") != "" || (!repo.NeedsGC() && repo.TrashEmpty()) {
 		return
 	}
 	self, err := os.Executable()

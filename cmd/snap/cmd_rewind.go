@@ -98,6 +98,9 @@ func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
 		}
 	}
 	res, err := repo.Rewind(ctx, ro)
+	if !ro.DryRun {
+		startAutoGC(repo)
+	}
 	if err != nil && !errors.Is(err, snap.ErrPartial) {
 		return withSafety(err, res)
 	}

@@ -84,6 +84,7 @@ func runUndo(ctx context.Context, o undoOptions, out io.Writer) error {
 	} else {
 		res, err = repo.Undo(ctx, o.session())
 	}
+	startAutoGC(repo)
 	if err != nil && !(errors.Is(err, snap.ErrPartial) && res != nil && res.Rewind != nil) {
 		if res != nil {
 			return withSafety(err, res.Rewind)
