@@ -42,7 +42,7 @@ func FuzzDecode(f *testing.F) {
 		if c.dirty {
 			t.Fatal("decoded cache is dirty")
 		}
-		for p, e := range c.entries {
+		for p, e := range entriesOf(c) {
 			if p == "" {
 				t.Fatal("empty path")
 			}

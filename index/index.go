@@ -69,13 +69,14 @@ func (e *Entry) trusted(st Stat) bool {
 // Cache maps paths to entries. It is safe for concurrent use.
 type Cache struct {
 	saveMu  sync.Mutex // serialises Save, so the newest snapshot is written last
-	mu      sync.Mutex
-	entries map[string]Entry
-	dirty   bool
+	mu    sync.RWMutex
+	slot  map[string]int32 // path → its entry in ents
+	ents  []Entry          // entries, in load order then as Put; a Retained path's stays unreferenced
+	dirty bool
 }
 
 // New returns an empty cache.
-func New() *Cache { return &Cache{entries: map[string]Entry{}} }
+func New() *Cache { return &Cache{slot: map[string]int32{}} }
 
 // Load reads the cache at path. A missing file gives an empty cache and no
 // error; a corrupt one an empty cache and an error wrapping ErrCorrupt. It
@@ -101,17 +102,21 @@ func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 
 // Len returns the number of entries.
 func (c *Cache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.slot)
 }
 
 // Lookup returns the cached id for path if the file, as st describes it, is
 // known to be unchanged since it was hashed.
 func (c *Cache) Lookup(path string, st Stat) (objects.ID, bool) {
-	c.mu.Lock()
-	e, ok := c.entries[path]
-	c.mu.Unlock()
+	c.mu.RLock()
+	i, ok := c.slot[path]
+	var e Entry
+	if ok {
+		e = c.ents[i]
+	}
+	c.mu.RUnlock()
 	if !ok || !e.trusted(st) {
 		return objects.ID{}, false
 	}
@@ -123,8 +128,12 @@ func (c *Cache) Lookup(path string, st Stat) (objects.ID, bool) {
 func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 	e := Entry{Stat: st, Recorded: scanStart.UnixNano(), ID: id}
 	c.mu.Lock()
-	if old, ok := c.entries[path]; !ok || old != e {
-		c.entries[path] = e
+	if i, ok := c.slot[path]; !ok {
+		c.slot[path] = int32(len(c.ents))
+		c.ents = append(c.ents, e)
+		c.dirty = true
+	} else if c.ents[i] != e {
+		c.ents[i] = e
 		c.dirty = true
 	}
 	c.mu.Unlock()
@@ -135,9 +144,9 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 func (c *Cache) Retain(keep func(path string) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for p := range c.entries {
+	for p := range c.slot {
 		if !keep(p) {
-			delete(c.entries, p)
+			delete(c.slot, p)
 			c.dirty = true
 		}
 	}
@@ -200,9 +209,9 @@ const (
 )
 
 func (c *Cache) encodeLocked() []byte {
-	paths := make([]string, 0, len(c.entries))
+	paths := make([]string, 0, len(c.slot))
 	size := len(magic) + 4 + 32
-	for p := range c.entries {
+	for p := range c.slot {
 		paths = append(paths, p)
 		size += binary.MaxVarintLen64 + len(p) + entryTail
 	}
@@ -211,7 +220,7 @@ func (c *Cache) encodeLocked() []byte {
 	b = append(b, magic...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(paths)))
 	for _, p := range paths {
-		e := c.entries[p]
+		e := c.ents[c.slot[p]]
 		b = binary.AppendUvarint(b, uint64(len(p)))
 		b = append(b, p...)
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Size))
@@ -241,7 +250,11 @@ func Decode(data []byte) (*Cache, error) {
 	if uint64(count) > uint64(len(b)/(1+entryTail)) {
 		return nil, fmt.Errorf("%w: bad count", ErrCorrupt)
 	}
-	c := &Cache{entries: make(map[string]Entry, count)}
+	c := &Cache{slot: make(map[string]int32, count), ents: make([]Entry, count)}
+	// One string holds every path: each is a substring of it, not an
+	// allocation of its own.
+	all := string(b)
+	pos := 0 // offset of b in all
 	prev := ""
 	for i := uint32(0); i < count; i++ {
 		n, k := binary.Uvarint(b)
@@ -251,13 +264,14 @@ func Decode(data []byte) (*Cache, error) {
 		if k <= 0 || n == 0 || n > uint64(len(b)-k) || uint64(len(b)-k)-n < entryTail {
 			return nil, fmt.Errorf("%w: entry %d truncated", ErrCorrupt, i)
 		}
-		p := string(b[k : k+int(n)])
+		p := all[pos+k : pos+k+int(n)]
 		b = b[k+int(n):]
+		pos += k + int(n) + entryTail
 		if i > 0 && p <= prev {
 			return nil, fmt.Errorf("%w: paths unsorted at %q", ErrCorrupt, p)
 		}
 		prev = p
-		var e Entry
+		e := &c.ents[i]
 		e.Size = int64(binary.LittleEndian.Uint64(b))
 		e.Mtime = int64(binary.LittleEndian.Uint64(b[8:]))
 		e.Ctime = int64(binary.LittleEndian.Uint64(b[16:]))
@@ -266,7 +280,7 @@ func Decode(data []byte) (*Cache, error) {
 		e.Recorded = int64(binary.LittleEndian.Uint64(b[36:]))
 		copy(e.ID[:], b[44:])
 		b = b[entryTail:]
-		c.entries[p] = e
+		c.slot[p] = int32(i)
 	}
 	if len(b) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b))

@@ -71,8 +71,8 @@ func TestPutLookupSaveLoad(t *testing.T) {
 	check(c2, "after load")
 	// Loaded entries are identical, field for field.
 	for p := range files {
-		if c.entries[p] != c2.entries[p] {
-			t.Errorf("%q: saved %+v, loaded %+v", p, c.entries[p], c2.entries[p])
+		if entriesOf(c)[p] != entriesOf(c2)[p] {
+			t.Errorf("%q: saved %+v, loaded %+v", p, entriesOf(c)[p], entriesOf(c2)[p])
 		}
 	}
 	// No temporary files are left next to the cache.
@@ -575,9 +575,9 @@ func TestConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, e := range c2.entries {
-		if e != c.entries[p] {
-			t.Fatalf("loaded entry %q = %+v, cache has %+v", p, e, c.entries[p])
+	for p, e := range entriesOf(c2) {
+		if e != entriesOf(c)[p] {
+			t.Fatalf("loaded entry %q = %+v, cache has %+v", p, e, entriesOf(c)[p])
 		}
 	}
 }
@@ -647,4 +647,15 @@ func TestSaveRetriesAfterFailure(t *testing.T) {
 	if c2.Len() != 1 {
 		t.Fatalf("after a failed Save, the next Save wrote nothing: loaded %d entries, want 1", c2.Len())
 	}
+}
+
+// entriesOf returns every entry of c by path.
+func entriesOf(c *Cache) map[string]Entry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m := make(map[string]Entry, len(c.slot))
+	for p, i := range c.slot {
+		m[p] = c.ents[i]
+	}
+	return m
 }
