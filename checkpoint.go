@@ -184,6 +184,9 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		maxSize = r.MaxFileSize()
 	}
 	wopts := worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: maxSize, Cache: cache, Sys: r.sys}
+	if parent != nil {
+		wopts.Parent = parent.Tree
+	}
 	var snap *worktree.Snapshot
 	var err error
 	if len(paths) > 0 && parent != nil {

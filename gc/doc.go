@@ -25,6 +25,10 @@
 // tree are reachable; from a tree, every entry (subtrees, blobs, chunk
 // lists); from a chunk list, its entries. A root of another type than
 // checkpoint is walked by its type, so gc never deletes what a ref names.
+// An object stored as a delta record reaches its base (and the base's
+// base...): reading it needs them. objects.Store.Repack also keeps the
+// bases of every delta it keeps or that lies in a pack gc does not
+// rewrite (a young pack), whether reachable or not.
 //
 // # Concurrency
 //
@@ -94,6 +98,10 @@
 //     entries must be blobs and level-n entries lists of level n-1, and every
 //     recorded size must match the blob's size (from the pack index) or the
 //     child list's total: error;
+//   - every reachable object stored as a delta: its base, and the base's
+//     base and so on, must be stored, with the object's type, in a chain of
+//     at most objects.MaxDeltaDepth records; a missing base is an error like
+//     a missing object (read from the first bytes of each delta record);
 //   - files in tmp/ (a writer in progress, or one that crashed) and files in
 //     packs/ that are not packs: warnings.
 //
@@ -101,7 +109,7 @@
 // missing or corrupt object is reported once, not once per reference.
 // Connectivity reads and re-hashes every reachable checkpoint, tree and
 // chunk list, but not blobs: their existence, type and size come from the
-// pack indexes.
+// pack indexes (and, for delta records, the bases from their first bytes).
 //
 // Fsck full also reads, decompresses and re-hashes every record of every
 // pack, reachable or not, including copies of objects stored twice, and

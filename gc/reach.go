@@ -112,6 +112,7 @@ type walker struct {
 	progress func(phase string, done, total int)
 
 	reach map[objects.ID]struct{}        // reached and present
+	delta map[objects.ID]bool            // delta records whose chain was checked: intact?
 	trees map[objects.ID]treeResult      // visited trees
 	lists map[objects.ID]listResult      // visited chunk lists
 	ckpts map[objects.ID]bool            // visited (or queued) checkpoints
@@ -157,6 +158,7 @@ func newWalker(ctx context.Context, st *objects.Store, expired map[objects.ID]bo
 	return &walker{
 		ctx: ctx, st: st, expired: expired,
 		reach: map[objects.ID]struct{}{},
+		delta: map[objects.ID]bool{},
 		trees: map[objects.ID]treeResult{},
 		lists: map[objects.ID]listResult{},
 		ckpts: map[objects.ID]bool{},
@@ -246,14 +248,16 @@ func (w *walker) expect(id objects.ID, ref string, want ...objects.Type) (object
 		}
 		return info, false
 	}
+	// Stored, so reachable (and kept by gc) whatever its type.
+	w.reach[id] = struct{}{}
+	if info.Delta && !w.deltaChain(id, info, ref) {
+		return info, false
+	}
 	for _, t := range want {
 		if info.Type == t {
-			w.reach[id] = struct{}{}
 			return info, true
 		}
 	}
-	// Stored, so reachable (and kept by gc) whatever its type.
-	w.reach[id] = struct{}{}
 	key := fmt.Sprint(want)
 	if w.typed[id] == nil {
 		w.typed[id] = map[string]bool{}
@@ -413,4 +417,82 @@ func (w *walker) chunkList(id objects.ID, ref string) (uint8, int64, bool) {
 	r := listResult{l.Level, int64(l.Size()), true}
 	w.lists[id] = r
 	return r.level, r.size, r.ok
+}
+
+// deltaChain follows the delta bases of id, a stored delta record: each
+// must be stored, with id's type, and is reachable (reading id needs it, so
+// gc keeps it). It reports the first broken link (a missing base is damage,
+// like a missing object) and returns whether the chain is intact. Each
+// record's first bytes are read once per walk.
+func (w *walker) deltaChain(id objects.ID, info objects.ObjectInfo, ref string) bool {
+	var chain []objects.ID
+	inChain := map[objects.ID]bool{}
+	ok := true
+	cur, curInfo := id, info
+	for curInfo.Delta {
+		if known, seen := w.delta[cur]; seen {
+			ok = known
+			break
+		}
+		if inChain[cur] || len(chain) == objects.MaxDeltaDepth {
+			w.errorf(cur, "packs/"+curInfo.Pack, "%s %s named by %s: delta chain longer than %d records, or a cycle", info.Type, id.Short(), ref, objects.MaxDeltaDepth)
+			ok = false
+			break
+		}
+		chain = append(chain, cur)
+		inChain[cur] = true
+		base, _, err := w.st.DeltaBase(cur)
+		if err != nil {
+			w.ioFailure(err)
+			w.errorf(cur, "packs/"+curInfo.Pack, "%s named by %s: delta record cannot be read: %v", info.Type, ref, err)
+			ok = false
+			break
+		}
+		bi, found := w.st.Info(base)
+		if !found || bi.Type != info.Type {
+			what := "which is missing"
+			if found {
+				what = "which is a " + bi.Type.String()
+			}
+			via := ""
+			if cur != id {
+				via = fmt.Sprintf(" (delta chain of %s %s)", info.Type, id.Short())
+			}
+			w.errorf(cur, "packs/"+curInfo.Pack, "%s named by %s%s is stored as a delta on %s, %s", info.Type, ref, via, base, what)
+			if w.packsBroken {
+				w.incomplete = true // the base may be in the pack that cannot be indexed
+			}
+			ok = false
+			break
+		}
+		w.reach[base] = struct{}{}
+		cur, curInfo = base, bi
+	}
+	for _, c := range chain {
+		w.delta[c] = ok
+	}
+	if !ok {
+		if !w.gone[id] {
+			w.gone[id] = true
+			w.corrupt = append(w.corrupt, badCopy{id, info.Pack})
+		}
+		if cur != id {
+			w.corrupt = append(w.corrupt, badCopy{cur, curInfo.Pack})
+		}
+		if info.Type != objects.TypeBlob {
+			w.incomplete = true // it names objects that cannot be known
+		}
+	}
+	return ok
+}
+
+// ioFailure notes a read failure: one that is not damage makes the walk
+// incomplete, and the first is kept for the caller.
+func (w *walker) ioFailure(err error) {
+	if !errors.Is(err, objects.ErrCorrupt) {
+		w.incomplete = true
+		if w.ioErr == nil {
+			w.ioErr = err
+		}
+	}
 }

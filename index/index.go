@@ -68,11 +68,11 @@ func (e *Entry) trusted(st Stat) bool {
 
 // Cache maps paths to entries. It is safe for concurrent use.
 type Cache struct {
-	saveMu  sync.Mutex // serialises Save, so the newest snapshot is written last
-	mu    sync.RWMutex
-	slot  map[string]int32 // path → its entry in ents
-	ents  []Entry          // entries, in load order then as Put; a Retained path's stays unreferenced
-	dirty bool
+	saveMu sync.Mutex // serialises Save, so the newest snapshot is written last
+	mu     sync.RWMutex
+	slot   map[string]int32 // path → its entry in ents
+	ents   []Entry          // entries, in load order then as Put; a Retained path's stays unreferenced
+	dirty  bool
 }
 
 // New returns an empty cache.
@@ -121,6 +121,19 @@ func (c *Cache) Lookup(path string, st Stat) (objects.ID, bool) {
 		return objects.ID{}, false
 	}
 	return e.ID, true
+}
+
+// Previous returns the id the file at path hashed to when it was last
+// read, whether or not it is unchanged since: the likely base of a delta
+// for its new content.
+func (c *Cache) Previous(path string) (objects.ID, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.slot[path]
+	if !ok {
+		return objects.ID{}, false
+	}
+	return c.ents[i].ID, true
 }
 
 // Put records that the file at path, with stat st taken before it was read,

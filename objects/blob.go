@@ -32,14 +32,20 @@ var chunkBufPool = sync.Pool{New: func() any { b := make([]byte, 2*chunkMax); re
 // PutBlob stores the content read from r until EOF and returns the id under
 // which a tree refers to it (a blob, or a chunk list for content larger than
 // SmallBlobMax) and its length. Memory use is bounded whatever the length.
-func (w *Writer) PutBlob(r io.Reader) (ID, int64, error) {
+func (w *Writer) PutBlob(r io.Reader) (ID, int64, error) { return w.PutBlobBase(r, ID{}) }
+
+// PutBlobBase is PutBlob for new content of a path whose previous content
+// was base (zero when there is none): content small enough to be one blob
+// is stored with PutDelta on base, which serves only when it is a plain
+// blob (not a chunk list).
+func (w *Writer) PutBlobBase(r io.Reader, base ID) (ID, int64, error) {
 	hp := headPool.Get().(*[]byte)
 	defer headPool.Put(hp)
 	head := *hp
 	n, err := io.ReadFull(r, head)
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		id, err := w.Put(TypeBlob, head[:n])
+		id, err := w.PutDelta(TypeBlob, head[:n], base)
 		return id, int64(n), err
 	case err != nil:
 		return ID{}, 0, err

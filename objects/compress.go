@@ -12,8 +12,9 @@ const MaxObjectSize = 64 << 20
 
 // Record encodings inside a pack.
 const (
-	encRaw  = 0
-	encZstd = 1
+	encRaw   = 0
+	encZstd  = 1
+	encDelta = 2 // a delta on another object (see delta.go)
 )
 
 // One encoder and one decoder for the process: EncodeAll and DecodeAll are

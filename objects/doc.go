@@ -36,6 +36,23 @@
 // { id, type, encoding, offset, sizes } sorted by id, then a footer holding
 // the index offset, its entry count and its blake3 checksum.
 //
+// # Delta records
+//
+// A record may instead hold a delta (encoding 2, see delta.go): the id of
+// a base object of the same type, the chain depth (1 + the base's, at most
+// MaxDeltaDepth), and a git-format delta (raw or zstd) from the base's
+// canonical bytes to the object's. Writer.PutDelta writes one when given
+// the previous version of a tree or small file and the delta is at most
+// half the whole compressed record, so a checkpoint that changes one entry
+// of a directory or one line of a file stores tens of bytes. The base is
+// resolved through the store (it may be in any pack), the delta's declared
+// sizes are checked against the base and the index before patching, and
+// the result is re-hashed like any record. A missing base, a base of
+// another type, or a chain longer than MaxDeltaDepth (a cycle) is
+// ErrCorrupt. The index entry records the decoded size and the stored size,
+// so Info, Stats and StoredBytes need no read. Repack keeps every base a
+// surviving delta needs (see Repack).
+//
 // # Durability and concurrency
 //
 // A Writer streams new objects into tmp/pack-* and Commit writes the index,

@@ -201,7 +201,7 @@ func checkIndexForFuzz(t *testing.T, index []byte, dataEnd uint64, entries []ind
 	type span struct{ lo, hi uint64 }
 	var spans []span
 	for i, e := range entries {
-		if !e.typ.Valid() || e.enc > encZstd || e.size > MaxObjectSize {
+		if !e.typ.Valid() || e.enc > encDelta || e.size > MaxObjectSize {
 			t.Fatalf("entry %d: type %d enc %d size %d", i, e.typ, e.enc, e.size)
 		}
 		end, carry := bits.Add64(e.offset, recordHeader+uint64(e.stored), 0)

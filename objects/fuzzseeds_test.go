@@ -152,6 +152,35 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		hdr[packHeaderSize+2]++
 		w.seed("FuzzReadPack", "header-mismatch", hdr, true)
 	}
+	{
+		// Delta records (encDelta): a tree and a blob on bases in the same
+		// pack, then damaged variants.
+		tb, tn := deltaTreeForTest(8, nil), deltaTreeForTest(8, map[int]int{3: 1})
+		bb := []byte(repeatForTest("a line of a source file that an agent edits\n", 6))
+		bn := append(append([]byte(nil), bb...), "one more line\n"...)
+		td := deltaRecordForTest(TypeTree, tn, Hash(TypeTree, tb), tb, 1, nil)
+		bd := deltaRecordForTest(TypeBlob, bn, Hash(TypeBlob, bb), bb, 1, nil)
+		good := []rawRecordForTest{goodRecordForTest(TypeTree, tb), td, goodRecordForTest(TypeBlob, bb), bd}
+		sortRecordsForTest(good)
+		deltaPack := buildPackForTest(good)
+		idx, ft, end := packParts(deltaPack)
+		w.seed("FuzzDecodePackIndex", "delta", idx, ft, end, int64(len(deltaPack)))
+		w.seed("FuzzReadPack", "delta", deltaPack, false)
+		w.seed("FuzzReadPack", "delta-missing-base", buildPackForTest([]rawRecordForTest{td}), false)
+		x, y := []byte("object x: "+repeatForTest("x", 100)), []byte("object y: "+repeatForTest("x", 100))
+		cycle := []rawRecordForTest{deltaRecordForTest(TypeBlob, x, Hash(TypeBlob, y), y, 2, nil), deltaRecordForTest(TypeBlob, y, Hash(TypeBlob, x), x, 1, nil)}
+		sortRecordsForTest(cycle)
+		w.seed("FuzzReadPack", "delta-cycle", buildPackForTest(cycle), false)
+		wrongType := []rawRecordForTest{goodRecordForTest(TypeBlob, tb), td}
+		wrongType[0].id = Hash(TypeTree, tb) // the base indexed as a blob
+		sortRecordsForTest(wrongType)
+		w.seed("FuzzReadPack", "delta-base-wrong-type", buildPackForTest(wrongType), true)
+		huge := bd
+		huge.stored = append(append([]byte(nil), bd.stored[:deltaHeaderSize]...), leb128ForTest(uint64(len(bb)))...)
+		huge.stored = append(huge.stored, leb128ForTest(60<<20)...)
+		huge.stored = append(huge.stored, bd.stored[deltaHeaderSize+len(leb128ForTest(uint64(len(bb))))+len(leb128ForTest(uint64(len(bn)))):]...)
+		w.seed("FuzzReadPack", "delta-huge-target", buildPackForTest([]rawRecordForTest{goodRecordForTest(TypeBlob, bb), huge}), false)
+	}
 	t.Logf("wrote %d seed files", w.n)
 }
 

@@ -14,7 +14,13 @@ import (
 // Pack file layout (all integers little-endian):
 //
 //	header   "SNAPPACK" | version u32                                  12 bytes
-//	records  { type u8 | enc u8 | size u32 | stored u32 | data }…     enc 0 raw, 1 zstd
+//	records  { type u8 | enc u8 | size u32 | stored u32 | data }…     enc 0 raw, 1 zstd, 2 delta
+//	delta    data = base id [32] | depth u8 | inner enc u8 | inner bytes
+//	         inner enc 0 raw / 1 zstd; the inner bytes decode to a git
+//	         delta (copy/insert instructions, preceded by the LEB128 source
+//	         and target sizes) that turns the canonical bytes of base, an
+//	         object of the same type, into this object's; depth is 1 + the
+//	         base's (0 for a whole record), at most MaxDeltaDepth
 //	index    count × { id [32] | type u8 | enc u8 | offset u64 | stored u32 | size u32 }
 //	         sorted by id, offset pointing at the record header
 //	footer   index offset u64 | count u32 | blake3-256(index) | "SNAPEND1"
@@ -115,7 +121,7 @@ func DecodePackIndex(index, sum []byte, dataEnd uint64) ([]indexEntry, error) {
 		e.offset = binary.LittleEndian.Uint64(b[34:])
 		e.stored = binary.LittleEndian.Uint32(b[42:])
 		e.size = binary.LittleEndian.Uint32(b[46:])
-		if !e.typ.Valid() || e.enc > encZstd || e.size > MaxObjectSize {
+		if !e.typ.Valid() || e.enc > encDelta || e.size > MaxObjectSize {
 			return nil, fmt.Errorf("%w: pack index entry %s: bad type, encoding or size", ErrCorrupt, e.id.Short())
 		}
 		if e.offset < packHeaderSize || e.offset > dataEnd || dataEnd-e.offset < recordHeader+uint64(e.stored) {

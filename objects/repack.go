@@ -28,6 +28,7 @@ type ObjectInfo struct {
 	Stored int64  // bytes the record's data occupies in the pack (header excluded)
 	Pack   string // pack file name, inside packs/
 	Offset int64  // offset of the record header in the pack
+	Delta  bool   // stored as a delta on another object (see Store.DeltaBase)
 }
 
 // PackInfo describes one indexed pack file.
@@ -49,7 +50,7 @@ func (s *Store) Info(id ID) (ObjectInfo, bool) {
 }
 
 func objectInfoOf(pack string, e indexEntry) ObjectInfo {
-	return ObjectInfo{ID: e.id, Type: e.typ, Size: int64(e.size), Stored: int64(e.stored), Pack: pack, Offset: int64(e.offset)}
+	return ObjectInfo{ID: e.id, Type: e.typ, Size: int64(e.size), Stored: int64(e.stored), Pack: pack, Offset: int64(e.offset), Delta: e.enc == encDelta}
 }
 
 // PackInfo lists the packs this Store has indexed (see Reload), sorted by
@@ -170,7 +171,7 @@ func (s *Store) VerifyPack(name string, fn func(ObjectInfo, error) error) error 
 		return err
 	}
 	for _, e := range entries {
-		_, verr := readRecord(p, e)
+		_, verr := s.readRecord(p, e)
 		if err := fn(objectInfoOf(p.name, e), verr); err != nil {
 			return err
 		}
@@ -180,8 +181,8 @@ func (s *Store) VerifyPack(name string, fn func(ObjectInfo, error) error) error 
 
 // readRawRecordVerified returns the record of e exactly as it lies in the
 // pack, after checking that it decodes to content hashing to e.id.
-func readRawRecordVerified(p *packFile, e indexEntry) ([]byte, error) {
-	raw, _, err := readRecordRaw(p, e)
+func (s *Store) readRawRecordVerified(p *packFile, e indexEntry) ([]byte, error) {
+	raw, _, err := s.readRecordRaw(p, e, MaxDeltaDepth)
 	return raw, err
 }
 
@@ -204,10 +205,12 @@ type repackSource struct {
 // repackObject is one object Repack copies, with every copy it may copy from.
 type repackObject struct {
 	id      ID
-	sources []repackSource
+	sources []repackSource // shallowest delta chain first
 	// elsewhere: the in-memory index reads id from a pack that is not being
-	// replaced; it is copied only if that copy turns out corrupt.
+	// replaced; it is copied only if that copy turns out corrupt, or if
+	// ours is shallower (oursFirst).
 	elsewhere *location
+	oursFirst bool
 }
 
 type repackWork struct {
@@ -217,9 +220,10 @@ type repackWork struct {
 	plan    RepackPlan
 }
 
-// PlanRepack computes what Repack(packs, keep) would do, without writing or
-// reading any record. NewSize assumes every copy verifies; Repack may copy
-// an object held elsewhere when that other copy is corrupt.
+// PlanRepack computes what Repack(packs, keep) would do, without writing
+// anything or reading any record beyond the first bytes of delta records.
+// NewSize assumes every copy verifies; Repack may copy an object held
+// elsewhere when that other copy is corrupt.
 func (s *Store) PlanRepack(packs []string, keep func(ID) bool) (RepackPlan, error) {
 	w, err := s.planRepack(packs, keep)
 	if err != nil {
@@ -248,34 +252,47 @@ func (s *Store) planRepack(names []string, keep func(ID) bool) (*repackWork, err
 		w.plan.Packs = append(w.plan.Packs, name)
 		w.plan.OldSize += p.size
 	}
-	byID := map[ID]*repackObject{}
-	var kept, recs uint64
-	for _, p := range w.packs {
+	setEntries := make([][]indexEntry, len(w.packs))
+	for i, p := range w.packs {
 		entries, err := packEntriesOf(p)
 		if err != nil {
 			return nil, fmt.Errorf("repack: %w", err)
 		}
-		for _, e := range entries {
-			if !keep(e.id) {
+		setEntries[i] = entries
+	}
+	bases, err := s.deltaBasesToKeep(w, setEntries, keep)
+	if err != nil {
+		return nil, fmt.Errorf("repack: %w", err)
+	}
+	byID := map[ID]*repackObject{}
+	for i, p := range w.packs {
+		for _, e := range setEntries[i] {
+			if !keep(e.id) && !bases[e.id] {
 				w.plan.Dropped++
 				continue
 			}
 			if o, ok := byID[e.id]; ok {
 				o.sources = append(o.sources, repackSource{p, e})
-				w.plan.Dropped++
 				continue
 			}
 			o := &repackObject{id: e.id, sources: []repackSource{{p, e}}}
 			if loc, ok := s.lookup(e.id); ok && !w.inSet[loc.pack] {
 				o.elsewhere = &loc
-				w.plan.Dropped++
-			} else {
-				kept++
-				recs += recordHeader + uint64(e.stored)
 			}
 			byID[e.id] = o
 			w.objects = append(w.objects, o)
 		}
+	}
+	var kept, recs uint64
+	for _, o := range w.objects {
+		orderCopies(o)
+		w.plan.Dropped += len(o.sources) - 1
+		if o.elsewhere != nil && !o.oursFirst {
+			w.plan.Dropped++
+			continue
+		}
+		kept++
+		recs += recordHeader + uint64(o.sources[0].e.stored)
 	}
 	w.plan.Kept = int(kept)
 	if kept > 0 {
@@ -283,6 +300,109 @@ func (s *Store) planRepack(names []string, keep func(ID) bool) (*repackWork, err
 	}
 	w.plan.Freed = w.plan.OldSize - w.plan.NewSize
 	return w, nil
+}
+
+// orderCopies puts o's copies with the shortest delta chain first, and
+// prefers ours to the one held elsewhere when ours is shallower. Every
+// delta was written on a copy of its base no deeper than its own depth
+// minus one; keeping the shallowest copy keeps that true, so no chain a
+// reader follows exceeds MaxDeltaDepth. Whole records all have depth 0:
+// then nothing is read and the order stays the file order.
+func orderCopies(o *repackObject) {
+	delta := o.elsewhere != nil && o.elsewhere.e.enc == encDelta
+	for _, c := range o.sources {
+		delta = delta || c.e.enc == encDelta
+	}
+	if !delta || (len(o.sources) == 1 && o.elsewhere == nil) {
+		return
+	}
+	depthOf := func(p *packFile, e indexEntry) int {
+		_, d, err := deltaHead(p, e)
+		if err != nil {
+			return MaxDeltaDepth + 1 // unreadable: last; verification decides
+		}
+		return d
+	}
+	depths := make(map[repackSource]int, len(o.sources))
+	for _, c := range o.sources {
+		depths[c] = depthOf(c.p, c.e)
+	}
+	sort.SliceStable(o.sources, func(i, j int) bool { return depths[o.sources[i]] < depths[o.sources[j]] })
+	if o.elsewhere != nil {
+		o.oursFirst = depths[o.sources[0]] < depthOf(o.elsewhere.pack, o.elsewhere.e)
+	}
+}
+
+// deltaBasesToKeep returns the objects of the set's packs that keep does
+// not ask for but that must stay because a delta record that stays has them
+// as its base, directly or through other bases, and no pack outside the set
+// holds them. A delta record stays when keep wants it or when it lies in a
+// pack outside the set (every record of those stays: young packs, packs
+// without garbage). Every copy's base counts, whichever copy Repack keeps.
+func (s *Store) deltaBasesToKeep(w *repackWork, setEntries [][]indexEntry, keep func(ID) bool) (map[ID]bool, error) {
+	inSet := map[ID][]repackSource{}
+	var need []ID
+	needBase := func(p *packFile, e indexEntry) error {
+		if e.enc != encDelta {
+			return nil
+		}
+		base, _, err := deltaHead(p, e)
+		if errors.Is(err, ErrCorrupt) {
+			return nil // unusable whatever is kept; verification reports a kept one
+		}
+		if err != nil {
+			return fmt.Errorf("pack %s: %w", p.name, err)
+		}
+		need = append(need, base)
+		return nil
+	}
+	for i, p := range w.packs {
+		for _, e := range setEntries[i] {
+			inSet[e.id] = append(inSet[e.id], repackSource{p, e})
+			if keep(e.id) {
+				if err := needBase(p, e); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	s.mu.RLock()
+	var others []*packFile
+	for _, p := range s.packs {
+		if !w.inSet[p] {
+			others = append(others, p)
+		}
+	}
+	s.mu.RUnlock()
+	for _, p := range others {
+		for _, e := range p.entries {
+			if err := needBase(p, e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	extra := map[ID]bool{}
+	for len(need) > 0 {
+		b := need[len(need)-1]
+		need = need[:len(need)-1]
+		if keep(b) || extra[b] || len(inSet[b]) == 0 {
+			continue // kept already (its bases are needed), or not in the set
+		}
+		outside := false
+		for _, c := range s.copiesOf(b) {
+			outside = outside || !w.inSet[c.pack]
+		}
+		if outside {
+			continue
+		}
+		extra[b] = true
+		for _, c := range inSet[b] {
+			if err := needBase(c.p, c.e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return extra, nil
 }
 
 // Repack replaces the given packs with at most one new pack holding the
@@ -296,6 +416,15 @@ func (s *Store) planRepack(names []string, keep func(ID) bool) (*repackWork, err
 // Repack fails with ErrCorrupt and changes nothing. A kept object that the
 // in-memory index reads from a pack outside the set is not copied, once that
 // copy has been verified.
+//
+// Delta records are copied as they are too, so their bases must survive:
+// every object of the set that is the base, directly or through other
+// bases, of a delta record that stays (one that keep wants, or any record
+// of a pack outside the set, such as a young pack) is kept even when keep
+// does not want it, unless a pack outside the set holds a copy. Of several
+// copies of an object the one with the shortest delta chain is kept (even
+// over a deeper copy held elsewhere), so no chain grows past the depth its
+// writer saw.
 //
 // Crash safety: the new pack is committed exactly like Writer.Commit (written
 // in tmp/, fsync'd, renamed into packs/, packs/ fsync'd) before any old pack
@@ -331,8 +460,8 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 		}
 	}()
 	for _, o := range w.objects {
-		if o.elsewhere != nil {
-			if _, err := readRecord(o.elsewhere.pack, o.elsewhere.e); err == nil {
+		if o.elsewhere != nil && !o.oursFirst {
+			if _, err := s.readRecord(o.elsewhere.pack, o.elsewhere.e); err == nil {
 				continue
 			}
 			// That copy is bad: keep ours.
@@ -341,7 +470,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 		var src indexEntry
 		var lastErr error
 		for _, c := range o.sources {
-			b, err := readRawRecordVerified(c.p, c.e)
+			b, err := s.readRawRecordVerified(c.p, c.e)
 			if err == nil {
 				rec, src = b, c.e
 				break
@@ -349,6 +478,11 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			lastErr = fmt.Errorf("object %s in pack %s: %w", o.id.Short(), c.p.name, err)
 			if !errors.Is(err, ErrCorrupt) {
 				return "", 0, fmt.Errorf("repack: %w", lastErr)
+			}
+		}
+		if rec == nil && o.elsewhere != nil && o.oursFirst {
+			if _, err := s.readRecord(o.elsewhere.pack, o.elsewhere.e); err == nil {
+				continue // ours are bad, the deeper copy elsewhere is good
 			}
 		}
 		if rec == nil {

@@ -301,14 +301,14 @@ func (s *Store) Read(id ID) (Type, []byte, error) {
 			return 0, nil, err
 		}
 	}
-	data, err := readRecord(loc.pack, loc.e)
+	data, err := s.readRecord(loc.pack, loc.e)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The pack was rewritten by a gc (perhaps in another process)
 		// since it was indexed: look the object up again.
 		if loc, err = s.lookupAfterReload(id); err != nil {
 			return 0, nil, err
 		}
-		data, err = readRecord(loc.pack, loc.e)
+		data, err = s.readRecord(loc.pack, loc.e)
 	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("object %s in pack %s: %w", id.Short(), loc.pack.name, err)
@@ -331,36 +331,58 @@ func (s *Store) lookupAfterReload(id ID) (location, error) {
 }
 
 // readRecord returns the decoded content of the record of e, verified.
-func readRecord(p *packFile, e indexEntry) ([]byte, error) {
-	_, data, err := readRecordRaw(p, e)
+func (s *Store) readRecord(p *packFile, e indexEntry) ([]byte, error) {
+	_, data, err := s.readRecordRaw(p, e, MaxDeltaDepth)
 	return data, err
 }
 
 // readRecordRaw returns the record of e exactly as it lies in the pack
 // (header and stored bytes) and its decoded content, after checking that
-// the content hashes to e.id.
-func readRecordRaw(p *packFile, e indexEntry) (raw, data []byte, err error) {
+// the content hashes to e.id. A delta record's base is read through the
+// store; budget is how many delta records its chain may still hold.
+func (s *Store) readRecordRaw(p *packFile, e indexEntry, budget int) (raw, data []byte, err error) {
+	if raw, err = readRecordBytes(p, e); err != nil {
+		return nil, nil, err
+	}
+	data, err = s.decodeRecord(raw, e, budget)
+	return raw, data, err
+}
+
+// readRecordBytes returns the record of e as it lies in the pack, after
+// checking its header against e.
+func readRecordBytes(p *packFile, e indexEntry) ([]byte, error) {
 	f, err := p.file()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	raw = make([]byte, recordHeader+int(e.stored))
+	raw := make([]byte, recordHeader+int(e.stored))
 	if _, err := f.ReadAt(raw, int64(e.offset)); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("%w: record truncated", ErrCorrupt)
+			return nil, fmt.Errorf("%w: record truncated", ErrCorrupt)
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	if err := checkRecordHeader(raw[:recordHeader], e); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if data, err = decompress(raw[recordHeader:], e.enc, e.size); err != nil {
-		return nil, nil, err
+	return raw, nil
+}
+
+// decodeRecord decodes raw, the record of e, and checks that the content
+// hashes to e.id.
+func (s *Store) decodeRecord(raw []byte, e indexEntry, budget int) (data []byte, err error) {
+	if e.enc == encDelta {
+		data, err = s.decodeDelta(e, raw[recordHeader:], budget)
+	} else {
+		data, err = decompress(raw[recordHeader:], e.enc, e.size)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if Hash(e.typ, data) != e.id {
-		return nil, nil, fmt.Errorf("%w: content does not hash to its id", ErrCorrupt)
+		return nil, fmt.Errorf("%w: content does not hash to its id", ErrCorrupt)
 	}
-	return raw, data, nil
+	return data, nil
 }
 
 // readTyped reads id and checks its type.
@@ -507,7 +529,10 @@ func (w *Writer) Has(id ID) bool {
 
 // Put stores an object given its canonical encoding and returns its id.
 // Objects already in the store or in this writer are not written again.
-func (w *Writer) Put(t Type, data []byte) (ID, error) {
+func (w *Writer) Put(t Type, data []byte) (ID, error) { return w.put(t, data, ID{}) }
+
+// put is Put, and PutDelta when base is not zero.
+func (w *Writer) put(t Type, data []byte, base ID) (ID, error) {
 	if !t.Valid() {
 		return ID{}, fmt.Errorf("put: invalid object type %d", t)
 	}
@@ -528,6 +553,11 @@ func (w *Writer) Put(t Type, data []byte) (ID, error) {
 		return id, nil
 	}
 	stored, enc := compress(data)
+	if !base.IsZero() {
+		if d, ok := w.s.deltaRecord(t, data, base, len(stored)); ok {
+			stored, enc = d, encDelta
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.pending[id]; ok {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zstd"
 	"github.com/zeebo/blake3"
 
@@ -134,6 +135,17 @@ var fixtureDefects = []fixtureDefect{
 				panic(fmt.Sprintf("bomb frame: %v, has content size %v", err, h.HasFCS))
 			}
 			rec.data = b.Bytes()
+		})
+	}},
+	{name: "missing-delta-base", after: func(g *fixtureGen) error {
+		// notes.txt v1 stored as a delta (encoding 2, depth 1, raw git
+		// delta) on a version 0 that is stored nowhere.
+		base := fixtureContent(0)["notes.txt"]
+		baseID := objects.Hash(objects.TypeBlob, base)
+		delta := packfile.DiffDelta(base, fixtureContent(1)["notes.txt"])
+		return g.editRecord("data1", g.blob1("notes.txt"), func(rec *rawRecord) {
+			rec.enc = 2
+			rec.data = append(append(append([]byte(nil), baseID[:]...), 1, 0), delta...)
 		})
 	}},
 	{name: "missing-blob", skip1: []string{"blob.bin"}},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -31,6 +32,11 @@ type Options struct {
 	StoreDir    string       // the store; never captured when inside Root
 	MaxFileSize int64        // 0 means DefaultMaxFileSize
 	Cache       *index.Cache // stat cache; nil re-reads every file
+	// Parent is the root tree of the previous checkpoint (zero: none). A
+	// directory or file that changed is stored as a delta against its
+	// content there (the file's previous content comes from Cache), so a
+	// small change costs about its size, not its whole tree or file.
+	Parent objects.ID
 	// Workers bounds the directory walkers running in parallel; 0 picks a
 	// default, 1 walks in the calling goroutine only, so the order of every
 	// file-system call is deterministic (fault-injection tests rely on it).
@@ -130,6 +136,7 @@ type capturer struct {
 
 	mu      sync.Mutex
 	skipped []Skipped
+	bases   map[string]objects.ID // directory path → its tree in opts.Parent (see treeBase)
 }
 
 type dirResult struct {
@@ -269,11 +276,48 @@ func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResul
 		return dirResult{empty: true}
 	}
 	t := objects.Tree{Entries: out}
-	id, err := c.w.Put(objects.TypeTree, t.Encode())
-	if err != nil {
-		return dirResult{err: err}
+	data := t.Encode()
+	id := objects.Hash(objects.TypeTree, data)
+	if !c.w.Has(id) { // changed: find its previous version, a delta base
+		var err error
+		if id, err = c.w.PutDelta(objects.TypeTree, data, c.treeBase(rel)); err != nil {
+			return dirResult{err: err}
+		}
 	}
 	return dirResult{id: id, size: size}
+}
+
+// treeBase returns the tree of directory rel in opts.Parent (zero when it
+// had none), reading only rel's ancestors, once each.
+func (c *capturer) treeBase(rel string) objects.ID {
+	if c.opts.Parent.IsZero() {
+		return objects.ID{}
+	}
+	c.mu.Lock()
+	id, ok := c.bases[rel]
+	c.mu.Unlock()
+	if ok {
+		return id
+	}
+	if rel == "" {
+		id = c.opts.Parent
+	} else {
+		dir, name := path.Split(rel)
+		if pid := c.treeBase(strings.TrimSuffix(dir, "/")); !pid.IsZero() {
+			if t, err := c.w.ReadTree(pid); err == nil {
+				if e, ok := t.Find(name); ok && e.Mode == objects.ModeDir {
+					id = e.ID
+				}
+			}
+		}
+	}
+	c.mu.Lock()
+	if c.bases == nil {
+		c.bases = map[string]objects.ID{}
+	}
+	c.bases[rel] = id
+	c.mu.Unlock()
+	return id
 }
 
 // file captures a regular file or symlink.
@@ -313,7 +357,11 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 			return e, true
 		}
 	}
-	id, rst, err := c.readFile(dirfd, name)
+	var prev objects.ID // the path's previous content: a delta base
+	if c.opts.Cache != nil {
+		prev, _ = c.opts.Cache.Previous(p)
+	}
+	id, rst, err := c.readFile(dirfd, name, prev)
 	if err != nil {
 		c.skip(p, errText(err))
 		return e, false
@@ -368,7 +416,7 @@ var errChanging = errors.New("file kept changing while being read")
 // readFile stores the content of a regular file, re-reading it when its
 // stat changes during the read, so content is never stored torn. It returns
 // the stat the content belongs to.
-func (c *capturer) readFile(dirfd int, name string) (objects.ID, index.Stat, error) {
+func (c *capturer) readFile(dirfd int, name string, base objects.ID) (objects.ID, index.Stat, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		fd, err := c.sys.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -383,7 +431,7 @@ func (c *capturer) readFile(dirfd int, name string) (objects.ID, index.Stat, err
 			unix.Close(fd)
 			return objects.ID{}, index.Stat{}, fmt.Errorf("larger than max-file-size (%d > %d bytes)", before.Size, c.opts.MaxFileSize)
 		}
-		id, n, err := c.w.PutBlob(fsys.FdReader(c.sys, fd))
+		id, n, err := c.w.PutBlobBase(fsys.FdReader(c.sys, fd), base)
 		if err == nil {
 			err = unix.Fstat(fd, &after)
 		}

@@ -256,6 +256,6 @@ func applyEdits(w *objects.Writer, id objects.ID, dir string, edits map[string]*
 		return objects.ID{}, 0, true, nil
 	}
 	sort.Slice(out.Entries, func(i, j int) bool { return out.Entries[i].Name < out.Entries[j].Name })
-	nid, err := w.Put(objects.TypeTree, out.Encode())
+	nid, err := w.PutDelta(objects.TypeTree, out.Encode(), id) // the tree it edits is the delta base
 	return nid, size, false, err
 }
