@@ -105,10 +105,11 @@ func TestConcurrentPutOneWriter(t *testing.T) {
 			t.Fatalf("chunked blob: %v", err)
 		}
 	}
-	_, entries, err := loadPack(fsys.OS, onlyPackForTest(t, dir))
+	pf, err := loadPack(fsys.OS, onlyPackForTest(t, dir), true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	entries := pf.entries
 	if st := fresh.Stats(); st.Objects != len(entries) {
 		t.Fatalf("store indexes %d objects, pack holds %d records", st.Objects, len(entries))
 	}

@@ -65,10 +65,11 @@ func commitSampleForTest(t *testing.T) (dir, path string, pack []byte, types map
 		t.Fatal(err)
 	}
 	var raw, z int
-	_, entries, err := loadPack(fsys.OS, path)
+	pf, err := loadPack(fsys.OS, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	entries := pf.entries
 	for _, e := range entries {
 		if e.enc == encRaw {
 			raw++
@@ -123,10 +124,11 @@ func recordAtForTest(entries []indexEntry, off uint64) (indexEntry, bool) {
 // indexed the pack must never return wrong bytes either.
 func TestCorruptPackByteFlips(t *testing.T) {
 	dir, path, pack, types, datas := commitSampleForTest(t)
-	_, entries, err := loadPack(fsys.OS, path)
+	pf, err := loadPack(fsys.OS, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	entries := pf.entries
 	dataEnd := binary.LittleEndian.Uint64(pack[len(pack)-packFooterSize:])
 	cached := reopenForTest(t, dir)
 	readAllForTest(t, cached, types, datas, "before") // opens the pack file

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zstd"
@@ -226,9 +225,8 @@ func (s *Store) copiesOf(id ID) []location {
 	defer s.mu.RUnlock()
 	var out []location
 	for _, p := range s.packs {
-		i := sort.Search(len(p.entries), func(i int) bool { return bytes.Compare(p.entries[i].id[:], id[:]) >= 0 })
-		if i < len(p.entries) && p.entries[i].id == id {
-			out = append(out, location{p, p.entries[i]})
+		if e, ok := p.find(id); ok {
+			out = append(out, location{p, e})
 		}
 	}
 	return out

@@ -439,9 +439,7 @@ func TestDeltaBaseWithDeepAndShallowCopies(t *testing.T) {
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
-	s.index[yid] = deep // this process indexes the deep copy
-	s.mu.Unlock()
+	searchFirstForTest(s, deep.pack) // this process finds the deep copy
 	mustReadForTest(t, s, xrec.id, TypeTree, x)
 
 	// Repacking the pack of the whole copy keeps it, though the index
@@ -462,9 +460,7 @@ func TestDeltaBaseWithDeepAndShallowCopies(t *testing.T) {
 	}
 	for _, c := range s1.copiesOf(yid) {
 		if c.e.enc == encDelta {
-			s1.mu.Lock()
-			s1.index[yid] = c // index the deep copy
-			s1.mu.Unlock()
+			searchFirstForTest(s1, c.pack) // find the deep copy
 		}
 	}
 	mustReadForTest(t, s1, xrec.id, TypeTree, x)
@@ -576,4 +572,17 @@ func TestDeltaBaseMissingAfterRemoval(t *testing.T) {
 	if b, d := depthForTest(t, s2, id); b != base || d != 1 {
 		t.Fatal("DeltaBase", b, d)
 	}
+}
+
+// searchFirstForTest makes lookups search p before every other pack.
+func searchFirstForTest(s *Store, p *packFile) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	order := []*packFile{p}
+	for _, q := range s.order {
+		if q != p {
+			order = append(order, q)
+		}
+	}
+	s.order = order
 }

@@ -128,10 +128,11 @@ func (s *Store) indexedPack(name string) (*packFile, error) {
 // The in-memory index keeps only one copy of each object; this is how the
 // other copies are found.
 func packEntriesOf(p *packFile) ([]indexEntry, error) {
-	_, entries, err := loadPack(p.fs, p.path)
+	q, err := loadPack(p.fs, p.path, true)
 	if err != nil {
 		return nil, err
 	}
+	entries := append([]indexEntry(nil), q.entries...)
 	sort.Slice(entries, func(i, j int) bool { return entries[i].offset < entries[j].offset })
 	return entries, nil
 }
@@ -540,7 +541,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			return "", 0, fmt.Errorf("repack: commit pack: %w", err)
 		}
 		f = nil
-		newP = &packFile{fs: s.fs, name: newPack, path: final, size: int64(off) + int64(len(index)) + int64(len(footer)), entries: entries}
+		newP = newPackFile(s.fs, final, int64(off)+int64(len(index))+int64(len(footer)), entries) // encodeIndex sorted entries
 	}
 
 	// The new pack is durable: point the index at it, then drop the old packs.
@@ -554,11 +555,6 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			s.packs[newPack] = newP
 			delete(s.loadErrs, newPack) // a damaged file of that name was just replaced by a good one
 		}
-		for _, e := range entries {
-			if loc, ok := s.index[e.id]; !ok || w.inSet[loc.pack] {
-				s.index[e.id] = location{newP, e}
-			}
-		}
 	}
 	var remove []*packFile
 	for _, p := range w.packs {
@@ -570,7 +566,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 		}
 		remove = append(remove, p)
 	}
-	s.reindexLocked()
+	s.reorderLocked()
 	s.mu.Unlock()
 
 	var errs []error

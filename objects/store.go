@@ -2,6 +2,7 @@ package objects
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,7 +17,9 @@ import (
 )
 
 // Store is the object store: immutable pack files under dir/packs, read
-// through an in-memory index built from their footers. It is safe for
+// through their indexes, kept in memory as read (sorted by id, with a
+// 256-way fan-out) and searched pack by pack: opening costs one read and
+// checksum of each index, not a hash table of every object. It is safe for
 // concurrent use by many goroutines and many processes: writers only ever
 // add new packs (by rename), so a reader sees a pack whole or not at all.
 type Store struct {
@@ -24,8 +27,8 @@ type Store struct {
 	fs  fsys.FS // every file operation goes through it
 
 	mu       sync.RWMutex
-	index    map[ID]location
 	packs    map[string]*packFile // by file name
+	order    []*packFile          // the same, sorted by name: lookups search each in turn
 	loadErrs map[string]error     // packs that could not be indexed, by file name
 }
 
@@ -39,7 +42,8 @@ type packFile struct {
 	name    string
 	path    string
 	size    int64
-	entries []indexEntry // its index, to re-index duplicates when another pack goes
+	entries []indexEntry // its index, sorted by id
+	fanout  [257]int32   // entries[fanout[b]:fanout[b+1]] are the ids starting with byte b
 
 	mu sync.Mutex
 	f  fsys.File // opened on first read; a pack removed by gc stays readable through it
@@ -88,7 +92,7 @@ func OpenFS(dir string, vfs fsys.FS) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{dir: dir, fs: vfs, index: map[ID]location{}, packs: map[string]*packFile{}, loadErrs: map[string]error{}}
+	s := &Store{dir: dir, fs: vfs, packs: map[string]*packFile{}, loadErrs: map[string]error{}}
 	s.mu.Lock()
 	_, err := s.reloadLocked() // packs that cannot be read now are tried again by the next Reload
 	s.mu.Unlock()
@@ -143,16 +147,18 @@ func (s *Store) reloadLocked() (packErrs, err error) {
 	}
 	// Forget removed packs first (a gc may have moved their objects into a
 	// pack loaded below).
-	dropped := false
+	changed := false
 	for name, p := range s.packs {
 		if !present[name] {
-			s.dropPackLocked(p)
-			dropped = true
+			delete(s.packs, p.name) // its file, if open, is left to the garbage collector: a reader may still use it
+			changed = true
 		}
 	}
-	if dropped {
-		s.reindexLocked()
-	}
+	defer func() {
+		if changed {
+			s.reorderLocked()
+		}
+	}()
 	var unreadable []error
 	for _, name := range names {
 		if _, ok := s.packs[name]; ok {
@@ -161,7 +167,7 @@ func (s *Store) reloadLocked() (packErrs, err error) {
 		if err, ok := s.loadErrs[name]; ok && errors.Is(err, ErrCorrupt) {
 			continue // damaged: reading it again changes nothing
 		}
-		p, entries, err := loadPack(s.fs, filepath.Join(s.dir, PacksDir, name))
+		p, err := loadPack(s.fs, filepath.Join(s.dir, PacksDir, name), false)
 		if errors.Is(err, fs.ErrNotExist) {
 			delete(s.loadErrs, name) // removed since listed (by a gc)
 			continue
@@ -175,11 +181,7 @@ func (s *Store) reloadLocked() (packErrs, err error) {
 		}
 		delete(s.loadErrs, name)
 		s.packs[name] = p
-		for _, e := range entries {
-			if _, dup := s.index[e.id]; !dup {
-				s.index[e.id] = location{p, e}
-			}
-		}
+		changed = true
 	}
 	for name := range s.loadErrs {
 		if !present[name] {
@@ -190,27 +192,51 @@ func (s *Store) reloadLocked() (packErrs, err error) {
 }
 
 // dropPackLocked forgets a pack removed from disk. Its file, if open, is
-// left to the garbage collector: a reader may still be using it. Objects
-// that another pack also holds vanish from the index until reindexLocked.
+// left to the garbage collector: a reader may still be using it.
 func (s *Store) dropPackLocked(p *packFile) {
 	delete(s.packs, p.name)
-	for id, loc := range s.index {
-		if loc.pack == p {
-			delete(s.index, id)
-		}
-	}
+	s.reorderLocked()
 }
 
-// reindexLocked indexes, from the packs still present, every object the
-// index lost when packs were dropped.
-func (s *Store) reindexLocked() {
+// reorderLocked rebuilds the lookup order from s.packs.
+func (s *Store) reorderLocked() {
+	s.order = s.order[:0]
 	for _, p := range s.packs {
-		for _, e := range p.entries {
-			if _, ok := s.index[e.id]; !ok {
-				s.index[e.id] = location{p, e}
-			}
+		s.order = append(s.order, p)
+	}
+	sort.Slice(s.order, func(i, j int) bool { return s.order[i].name < s.order[j].name })
+}
+
+// newPackFile describes an indexed pack; entries must be sorted by id.
+func newPackFile(vfs fsys.FS, path string, size int64, entries []indexEntry) *packFile {
+	p := &packFile{fs: vfs, name: filepath.Base(path), path: path, size: size, entries: entries}
+	b := 0
+	for i, e := range entries {
+		for ; b <= int(e.id[0]); b++ {
+			p.fanout[b] = int32(i)
 		}
 	}
+	for ; b <= 256; b++ {
+		p.fanout[b] = int32(len(entries))
+	}
+	return p
+}
+
+// find returns the entry of id in this pack.
+func (p *packFile) find(id ID) (indexEntry, bool) {
+	lo, hi := int(p.fanout[id[0]]), int(p.fanout[int(id[0])+1])
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch c := bytes.Compare(p.entries[m].id[:], id[:]); {
+		case c == 0:
+			return p.entries[m], true
+		case c < 0:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return indexEntry{}, false
 }
 
 func listPacks(vfs fsys.FS, dir string) ([]string, error) {
@@ -228,52 +254,57 @@ func listPacks(vfs fsys.FS, dir string) ([]string, error) {
 	return names, nil
 }
 
-// loadPack reads and validates a pack's footer and index.
-func loadPack(vfs fsys.FS, path string) (*packFile, []indexEntry, error) {
+// loadPack reads and validates a pack's footer and index (strict: see
+// decodePackIndex).
+func loadPack(vfs fsys.FS, path string, strict bool) (*packFile, error) {
 	f, err := vfs.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	size := fi.Size()
 	if size < packHeaderSize+packFooterSize {
-		return nil, nil, fmt.Errorf("%w: pack %s truncated (%d bytes)", ErrCorrupt, filepath.Base(path), size)
+		return nil, fmt.Errorf("%w: pack %s truncated (%d bytes)", ErrCorrupt, filepath.Base(path), size)
 	}
 	head := make([]byte, packHeaderSize)
 	if _, err := f.ReadAt(head, 0); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if string(head) != string(packHeader()) {
-		return nil, nil, fmt.Errorf("%w: pack %s: bad header", ErrCorrupt, filepath.Base(path))
+		return nil, fmt.Errorf("%w: pack %s: bad header", ErrCorrupt, filepath.Base(path))
 	}
 	footer := make([]byte, packFooterSize)
 	if _, err := f.ReadAt(footer, size-packFooterSize); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	off, count, sum, err := parseFooter(footer, size)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
+		return nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
 	index := make([]byte, count*indexEntrySize)
 	if _, err := f.ReadAt(index, int64(off)); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	entries, err := DecodePackIndex(index, sum, off)
+	entries, err := decodePackIndex(index, sum, off, strict)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
+		return nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
-	return &packFile{fs: vfs, name: filepath.Base(path), path: path, size: size, entries: entries}, entries, nil
+	return newPackFile(vfs, path, size, entries), nil
 }
 
 func (s *Store) lookup(id ID) (location, bool) {
 	s.mu.RLock()
-	loc, ok := s.index[id]
-	s.mu.RUnlock()
-	return loc, ok
+	defer s.mu.RUnlock()
+	for _, p := range s.order {
+		if e, ok := p.find(id); ok {
+			return location{p, e}, true
+		}
+	}
+	return location{}, false
 }
 
 // Has reports whether the store holds id (without reading it).
@@ -433,36 +464,56 @@ func (s *Store) FindPrefix(prefix string, t Type) []ID {
 	if len(prefix)%2 == 0 {
 		raw, _ = hex.DecodeString(prefix)
 	}
-	s.mu.RLock()
-	for id, loc := range s.index {
-		if t != 0 && loc.e.typ != t {
-			continue
+	s.Each(func(id ID, typ Type) {
+		if t != 0 && typ != t {
+			return
 		}
 		if raw != nil && len(raw) == len(prefix)/2 {
 			if string(id[:len(raw)]) != string(raw) {
-				continue
+				return
 			}
 		} else if !strings.HasPrefix(id.String(), prefix) {
-			continue
+			return
 		}
 		out = append(out, id)
-	}
-	s.mu.RUnlock()
+	})
 	sort.Slice(out, func(i, j int) bool { return string(out[i][:]) < string(out[j][:]) })
 	return out
 }
 
-// Each calls fn for every indexed object.
+// Each calls fn once for every indexed object (not under the store's lock).
 func (s *Store) Each(fn func(id ID, t Type)) {
-	s.mu.RLock()
-	ids := make([]location, 0, len(s.index))
-	for _, loc := range s.index {
-		ids = append(ids, loc)
-	}
-	s.mu.RUnlock()
-	for _, loc := range ids {
+	for _, loc := range s.objects() {
 		fn(loc.e.id, loc.e.typ)
 	}
+}
+
+// objects returns one location of every indexed object: the one lookup
+// finds.
+func (s *Store) objects() []location {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, p := range s.order {
+		n += len(p.entries)
+	}
+	out := make([]location, 0, n)
+	var seen map[ID]bool // only needed when an object may be in two packs
+	if len(s.order) > 1 {
+		seen = make(map[ID]bool, n)
+	}
+	for _, p := range s.order {
+		for _, e := range p.entries {
+			if seen != nil {
+				if seen[e.id] {
+					continue
+				}
+				seen[e.id] = true
+			}
+			out = append(out, location{p, e})
+		}
+	}
+	return out
 }
 
 // StoreStats describes the store's size.
@@ -474,9 +525,10 @@ type StoreStats struct {
 
 // Stats returns the number of packs and objects and the bytes they occupy.
 func (s *Store) Stats() StoreStats {
+	objects := len(s.objects())
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := StoreStats{Packs: len(s.packs), Objects: len(s.index)}
+	st := StoreStats{Packs: len(s.packs), Objects: objects}
 	for _, p := range s.packs {
 		st.PackBytes += p.size
 	}
@@ -663,15 +715,11 @@ func (w *Writer) Commit() (string, error) {
 		w.abortLocked()
 		return "", fmt.Errorf("commit pack: %w", err)
 	}
-	p := &packFile{fs: w.s.fs, name: name, path: filepath.Join(w.s.dir, PacksDir, name), size: int64(w.off) + int64(len(index)) + int64(len(footer)), entries: w.entries}
+	p := newPackFile(w.s.fs, filepath.Join(w.s.dir, PacksDir, name), int64(w.off)+int64(len(index))+int64(len(footer)), w.entries)
 	w.s.mu.Lock()
 	if _, ok := w.s.packs[name]; !ok {
 		w.s.packs[name] = p
-		for _, e := range w.entries {
-			if _, dup := w.s.index[e.id]; !dup {
-				w.s.index[e.id] = location{p, e}
-			}
-		}
+		w.s.reorderLocked()
 	}
 	w.s.mu.Unlock()
 	w.f = nil
@@ -706,10 +754,8 @@ func SyncDir(dir string) error { return fsys.OS.SyncDir(dir) }
 // StoredBytes returns, per object type, the number of objects and the bytes
 // their records occupy in packs (headers included).
 func (s *Store) StoredBytes() map[Type][2]int64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	out := map[Type][2]int64{}
-	for _, loc := range s.index {
+	for _, loc := range s.objects() {
 		v := out[loc.e.typ]
 		v[0]++
 		v[1] += recordHeader + int64(loc.e.stored)
