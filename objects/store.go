@@ -28,7 +28,7 @@ type Store struct {
 
 	mu       sync.RWMutex
 	packs    map[string]*packFile // by file name
-	order    []*packFile          // the same, sorted by name: lookups search each in turn
+	order    []*packFile          // the same, biggest first: lookups search each in turn
 	loadErrs map[string]error     // packs that could not be indexed, by file name
 }
 
@@ -204,7 +204,15 @@ func (s *Store) reorderLocked() {
 	for _, p := range s.packs {
 		s.order = append(s.order, p)
 	}
-	sort.Slice(s.order, func(i, j int) bool { return s.order[i].name < s.order[j].name })
+	// Biggest first: most lookups are hits, and most hits are in the
+	// pack that holds the bulk of the store (after a gc, all of it).
+	sort.Slice(s.order, func(i, j int) bool {
+		a, b := s.order[i], s.order[j]
+		if len(a.entries) != len(b.entries) {
+			return len(a.entries) > len(b.entries)
+		}
+		return a.name < b.name
+	})
 }
 
 // newPackFile describes an indexed pack; entries must be sorted by id.
