@@ -72,6 +72,8 @@ type Cache struct {
 	mu     sync.RWMutex
 	slot   map[string]int32 // path → its entry in ents
 	ents   []Entry          // entries, in load order then as Put; a Retained path's stays unreferenced
+	paths  []string         // the path of each of ents
+	sorted bool             // paths is sorted (loaded, nothing added since): Save need not sort
 	dirty  bool
 }
 
@@ -144,6 +146,8 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 	if i, ok := c.slot[path]; !ok {
 		c.slot[path] = int32(len(c.ents))
 		c.ents = append(c.ents, e)
+		c.paths = append(c.paths, path)
+		c.sorted = false
 		c.dirty = true
 	} else if c.ents[i] != e {
 		c.ents[i] = e
@@ -224,11 +228,15 @@ const (
 func (c *Cache) encodeLocked() []byte {
 	paths := make([]string, 0, len(c.slot))
 	size := len(magic) + 4 + 32
-	for p := range c.slot {
-		paths = append(paths, p)
-		size += binary.MaxVarintLen64 + len(p) + entryTail
+	for i, p := range c.paths {
+		if c.slot[p] == int32(i) { // not Retained away
+			paths = append(paths, p)
+			size += binary.MaxVarintLen64 + len(p) + entryTail
+		}
 	}
-	sort.Strings(paths)
+	if !c.sorted {
+		sort.Strings(paths)
+	}
 	b := make([]byte, 0, size)
 	b = append(b, magic...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(paths)))
@@ -263,7 +271,7 @@ func Decode(data []byte) (*Cache, error) {
 	if uint64(count) > uint64(len(b)/(1+entryTail)) {
 		return nil, fmt.Errorf("%w: bad count", ErrCorrupt)
 	}
-	c := &Cache{slot: make(map[string]int32, count), ents: make([]Entry, count)}
+	c := &Cache{slot: make(map[string]int32, count), ents: make([]Entry, count), paths: make([]string, count), sorted: true}
 	// One string holds every path: each is a substring of it, not an
 	// allocation of its own.
 	all := string(b)
@@ -294,6 +302,7 @@ func Decode(data []byte) (*Cache, error) {
 		copy(e.ID[:], b[44:])
 		b = b[entryTail:]
 		c.slot[p] = int32(i)
+		c.paths[i] = p
 	}
 	if len(b) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b))
