@@ -75,10 +75,19 @@ func deltaBytes(innerEnc byte, inner []byte, size uint32) ([]byte, error) {
 		return inner, nil
 	}
 	var h zstd.Header
-	if err := h.Decode(inner); err != nil || !h.HasFCS || h.FrameContentSize > uint64(limit) {
-		return nil, fmt.Errorf("%w: zstd delta frame does not declare a size up to %d", ErrCorrupt, limit)
+	if err := h.Decode(inner); err != nil || (h.HasFCS && h.FrameContentSize > uint64(limit)) {
+		return nil, fmt.Errorf("%w: zstd delta frame declares more than %d bytes", ErrCorrupt, limit)
 	}
-	return decompress(inner, encZstd, uint32(h.FrameContentSize))
+	if h.HasFCS {
+		return decompress(inner, encZstd, uint32(h.FrameContentSize))
+	}
+	// zstd leaves the size out of frames of fewer than 256 bytes: decode
+	// at most limit bytes (the decoder's cap limit stops a longer frame).
+	out, err := decoder.DecodeAll(inner, make([]byte, 0, limit))
+	if err != nil {
+		return nil, fmt.Errorf("%w: zstd delta: %v", ErrCorrupt, err)
+	}
+	return out, nil
 }
 
 // deltaSizes parses the source and target sizes that open a git delta
