@@ -19,34 +19,57 @@ var ignoreFiles = []string{".gitignore", ".snapignore"}
 type ignorer struct {
 	patterns []gitignore.Pattern
 	matcher  gitignore.Matcher
+	// literal is set when every pattern is a plain name ("build",
+	// "*.o" is not one, nor "/x", "a/b" or "!x"): then a path is ignored
+	// iff one of its components below the pattern's directory is that
+	// name (a directory, for "name/"), which a map answers without
+	// go-git's per-component glob matching.
+	literal map[string][]literalPattern
 }
 
-func newIgnorer(patterns []gitignore.Pattern) *ignorer {
-	return &ignorer{patterns: patterns, matcher: gitignore.NewMatcher(patterns)}
+// literalPattern is a plain-name pattern: its directory depth and whether
+// it only matches directories.
+type literalPattern struct {
+	depth   int
+	dirOnly bool
+}
+
+func newIgnorer(patterns []gitignore.Pattern, lits map[string][]literalPattern) *ignorer {
+	return &ignorer{patterns: patterns, matcher: gitignore.NewMatcher(patterns), literal: lits}
 }
 
 // rootIgnorer loads .git/info/exclude of the project, if any.
 func rootIgnorer(root string) *ignorer {
 	data, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude"))
 	if err != nil {
-		return newIgnorer(nil)
+		return newIgnorer(nil, nil)
 	}
-	return newIgnorer(parsePatterns(data, nil))
+	ps, lits := parsePatterns(data, nil, map[string][]literalPattern{})
+	return newIgnorer(ps, lits)
 }
 
 // child returns the ignorer for a directory holding the given ignore-file
 // contents (nil when it has none).
 func (ig *ignorer) child(domain []string, files [][]byte) *ignorer {
+	var lits map[string][]literalPattern
+	if ig.literal != nil || len(ig.patterns) == 0 {
+		lits = make(map[string][]literalPattern, len(ig.literal))
+		for k, v := range ig.literal {
+			lits[k] = append([]literalPattern(nil), v...)
+		}
+	}
 	var add []gitignore.Pattern
 	for _, data := range files {
-		add = append(add, parsePatterns(data, domain)...)
+		var ps []gitignore.Pattern
+		ps, lits = parsePatterns(data, domain, lits)
+		add = append(add, ps...)
 	}
 	if len(add) == 0 {
 		return ig
 	}
 	ps := make([]gitignore.Pattern, 0, len(ig.patterns)+len(add))
 	ps = append(append(ps, ig.patterns...), add...)
-	return newIgnorer(ps)
+	return newIgnorer(ps, lits)
 }
 
 // ignored reports whether the path (components from the root) is ignored.
@@ -54,10 +77,23 @@ func (ig *ignorer) ignored(path []string, isDir bool) bool {
 	if len(ig.patterns) == 0 {
 		return false
 	}
+	if ig.literal != nil {
+		for i, c := range path {
+			for _, lp := range ig.literal[c] {
+				if i >= lp.depth && (!lp.dirOnly || isDir || i < len(path)-1) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	return ig.matcher.Match(path, isDir)
 }
 
-func parsePatterns(data []byte, domain []string) []gitignore.Pattern {
+// parsePatterns parses an ignore file of the directory domain. lits, when
+// not nil, collects its plain-name patterns; it comes back nil once any
+// pattern is not one (see ignorer.literal).
+func parsePatterns(data []byte, domain []string, lits map[string][]literalPattern) ([]gitignore.Pattern, map[string][]literalPattern) {
 	var ps []gitignore.Pattern
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
@@ -67,6 +103,14 @@ func parsePatterns(data []byte, domain []string) []gitignore.Pattern {
 			continue
 		}
 		ps = append(ps, gitignore.ParsePattern(line, domain))
+		if lits != nil {
+			name, dirOnly := strings.CutSuffix(line, "/")
+			if name == "" || strings.ContainsAny(name, "*?[]\\/!# \t") {
+				lits = nil
+				continue
+			}
+			lits[name] = append(lits[name], literalPattern{depth: len(domain), dirOnly: dirOnly})
+		}
 	}
-	return ps
+	return ps, lits
 }

@@ -1,0 +1,52 @@
+package worktree
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// The plain-name fast path answers exactly as go-git's matcher, for
+// stacks of ignore files at several depths, files and directories.
+func TestIgnoreLiteralFastPathMatchesGoGit(t *testing.T) {
+	names := []string{"a", "b", "build", "x.o", "_obj"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 300; round++ {
+		// The ignorer of each directory along a path holds the patterns of
+		// its ancestors' ignore files: query each with paths beneath it.
+		ig := newIgnorer(nil, nil)
+		var dom []string
+		for depth := 0; depth < 3; depth++ {
+			var lines []string
+			for k := r.IntN(3); k > 0; k-- {
+				l := names[r.IntN(len(names))]
+				if r.IntN(2) == 0 {
+					l += "/"
+				}
+				lines = append(lines, l)
+			}
+			ig = ig.child(append([]string(nil), dom...), [][]byte{[]byte(strings.Join(lines, "\n"))})
+			if len(ig.patterns) > 0 && ig.literal == nil {
+				t.Fatal("plain-name patterns did not take the fast path")
+			}
+			slow := gitignore.NewMatcher(ig.patterns)
+			for q := 0; q < 100; q++ {
+				path := append([]string(nil), dom...)
+				for k := 1 + r.IntN(3); k > 0; k-- {
+					path = append(path, names[r.IntN(len(names))])
+				}
+				isDir := r.IntN(2) == 0
+				if got, want := ig.ignored(path, isDir), slow.Match(path, isDir); got != want {
+					t.Fatalf("round %d: %v (dir %v): fast path %v, go-git %v; patterns %v", round, path, isDir, got, want, ig.literal)
+				}
+			}
+			dom = append(dom, names[r.IntN(len(names))])
+		}
+	}
+	// A pattern that is not a plain name turns the fast path off.
+	if ig := newIgnorer(nil, nil).child(nil, [][]byte{[]byte("build\n*.o\n")}); ig.literal != nil {
+		t.Fatal("glob pattern kept the fast path")
+	}
+}
