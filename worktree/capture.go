@@ -155,12 +155,11 @@ func (c *capturer) skip(p, reason string) {
 // dir captures the directory open at fd (rel is its path, comps its
 // components) and closes fd.
 func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResult {
-	f := os.NewFile(uintptr(fd), rel)
-	defer f.Close()
+	defer unix.Close(fd)
 	if err := c.ctx.Err(); err != nil {
 		return dirResult{err: err}
 	}
-	names, err := f.Readdirnames(-1)
+	names, err := readDirNames(fd)
 	if err != nil {
 		c.skip(rel+"/", "cannot read directory: "+errText(err))
 		return dirResult{empty: true}
@@ -318,6 +317,31 @@ func (c *capturer) treeBase(rel string) objects.ID {
 	c.bases[rel] = id
 	c.mu.Unlock()
 	return id
+}
+
+// direntBufs are getdents(2) buffers, shared by the walkers.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readDirNames lists the directory open at fd (without "." and ".."),
+// straight from getdents(2): an os.File per directory would cost an fcntl,
+// a poller registration attempt and a finalizer each.
+func readDirNames(fd int) ([]string, error) {
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, *bp)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "getdents", Err: err}
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent((*bp)[:n], -1, names)
+	}
 }
 
 // file captures a regular file or symlink.
