@@ -3,6 +3,8 @@ package objects
 import (
 	"bufio"
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -233,9 +235,14 @@ func newPackFile(vfs fsys.FS, path string, size int64, entries []indexEntry) *pa
 // find returns the entry of id in this pack.
 func (p *packFile) find(id ID) (indexEntry, bool) {
 	lo, hi := int(p.fanout[id[0]]), int(p.fanout[int(id[0])+1])
+	key := binary.BigEndian.Uint64(id[:8]) // compares as the first 8 bytes do
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		switch c := bytes.Compare(p.entries[m].id[:], id[:]); {
+		c := cmp.Compare(binary.BigEndian.Uint64(p.entries[m].id[:8]), key)
+		if c == 0 {
+			c = bytes.Compare(p.entries[m].id[8:], id[8:])
+		}
+		switch {
 		case c == 0:
 			return p.entries[m], true
 		case c < 0:
