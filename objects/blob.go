@@ -63,17 +63,18 @@ func (w *Writer) PutBytes(data []byte) (ID, error) {
 }
 
 func (w *Writer) putChunked(r io.Reader) (ID, int64, error) {
-	refs, total, err := w.putChunks(r, nil)
+	refs, total, err := w.putChunks(r, nil, nil)
 	if err != nil {
 		return ID{}, 0, err
 	}
-	id, err := w.putLists(refs, 0)
+	id, err := w.putLists(refs, 0, nil)
 	return id, total, err
 }
 
 // putChunks splits r into content-defined chunks, stores them and appends
-// their refs to refs.
-func (w *Writer) putChunks(r io.Reader, refs []ChunkRef) ([]ChunkRef, int64, error) {
+// their refs to refs. base, when not nil, names for each new chunk an
+// object to store it as a delta on (PutDelta; zero for none).
+func (w *Writer) putChunks(r io.Reader, refs []ChunkRef, base func(chunk []byte) ID) ([]ChunkRef, int64, error) {
 	bp := chunkBufPool.Get().(*[]byte)
 	defer chunkBufPool.Put(bp)
 	opts := chunkOpts
@@ -88,7 +89,11 @@ func (w *Writer) putChunks(r io.Reader, refs []ChunkRef) ([]ChunkRef, int64, err
 			return nil, 0, err
 		}
 		if len(chunk) > 0 {
-			id, perr := w.Put(TypeBlob, chunk)
+			var b ID
+			if base != nil {
+				b = base(chunk)
+			}
+			id, perr := w.PutDelta(TypeBlob, chunk, b)
 			if perr != nil {
 				return nil, 0, perr
 			}
@@ -109,14 +114,28 @@ func (w *Writer) putChunks(r io.Reader, refs []ChunkRef) ([]ChunkRef, int64, err
 // falls back to PutBytes. (A last chunk of base smaller than the minimum
 // chunk size is re-chunked with the new bytes, so appends do not leave a
 // trail of tiny chunks.)
+//
+// What is new is stored as deltas (PutDelta) where that pays: content
+// small enough to be one blob on base when base is one blob too (whatever
+// the edit); each new chunk on the chunk of base that starts or ends with
+// the same bytes (text the document repeats, such as a file shown again),
+// else on base's last chunk (records of one transcript share much of
+// their structure); each rewritten chunk list on base's list at the same
+// level and position, which differs by a few appended entries. How an
+// object is stored never changes its id: the ids are those of the same
+// append stored whole.
 func (w *Writer) PutBytesAppend(data []byte, base ID) (ID, error) {
-	if base.IsZero() || len(data) <= SmallBlobMax {
+	if base.IsZero() {
 		return w.PutBytes(data)
 	}
-	leaves, err := w.s.leafChunks(base, nil)
+	if len(data) <= SmallBlobMax {
+		return w.PutDelta(TypeBlob, data, base)
+	}
+	prev, err := w.s.readContent(base)
 	if err != nil {
 		return w.PutBytes(data)
 	}
+	leaves := prev.leaves
 	var off uint64
 	for _, c := range leaves {
 		if off+c.Size > uint64(len(data)) || Hash(TypeBlob, data[off:off+c.Size]) != c.ID {
@@ -124,51 +143,137 @@ func (w *Writer) PutBytesAppend(data []byte, base ID) (ID, error) {
 		}
 		off += c.Size
 	}
+	bases := appendBases{old: data[:off], leaves: prev.leaves}
 	if n := len(leaves); n > 0 && leaves[n-1].Size < chunkMin {
 		off -= leaves[n-1].Size
 		leaves = leaves[:n-1]
 	}
-	refs, _, err := w.putChunks(bytes.NewReader(data[off:]), leaves)
+	refs, _, err := w.putChunks(bytes.NewReader(data[off:]), leaves, bases.pick)
 	if err != nil {
 		return ID{}, err
 	}
-	return w.putLists(refs, 0)
+	return w.putLists(refs, 0, prev.lists)
 }
 
-// leafChunks appends the level-0 entries (blobs) that make up the content
-// id to out: id itself for a blob.
-func (s *Store) leafChunks(id ID, out []ChunkRef) ([]ChunkRef, error) {
+// anchorLen is how many bytes at a chunk's start (or end) must equal an old
+// chunk's for PutBytesAppend to take that chunk as the delta base.
+const anchorLen = 32
+
+// appendBases picks delta bases for the chunks PutBytesAppend adds: old is
+// the previous content, the concatenation of leaves.
+type appendBases struct {
+	old    []byte
+	leaves []ChunkRef
+	starts []int // start offsets of leaves in old, computed on first use
+}
+
+// pick returns the newest old chunk that starts with the same anchorLen
+// bytes as chunk, else the newest that ends with the same bytes, else the
+// last old chunk. Comparing a few dozen bytes per old chunk costs
+// microseconds for a document of thousands of chunks, and catches a new
+// chunk that is an edited copy of an old one (content-defined cuts fall at
+// the same places in repeated text).
+func (b *appendBases) pick(chunk []byte) ID {
+	n := len(b.leaves)
+	if n == 0 {
+		return ID{}
+	}
+	if len(chunk) < anchorLen {
+		return b.leaves[n-1].ID
+	}
+	if b.starts == nil {
+		b.starts = make([]int, n)
+		off := 0
+		for i, c := range b.leaves {
+			b.starts[i] = off
+			off += int(c.Size)
+		}
+	}
+	head, tail := chunk[:anchorLen], chunk[len(chunk)-anchorLen:]
+	for i := n - 1; i >= 0; i-- {
+		if s := b.starts[i]; b.leaves[i].Size >= anchorLen && bytes.Equal(b.old[s:s+anchorLen], head) {
+			return b.leaves[i].ID
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		if e := b.starts[i] + int(b.leaves[i].Size); b.leaves[i].Size >= anchorLen && bytes.Equal(b.old[e-anchorLen:e], tail) {
+			return b.leaves[i].ID
+		}
+	}
+	return b.leaves[n-1].ID
+}
+
+// storedContent is the shape of stored content: its level-0 entries (blobs)
+// in order, and the ids of its chunk lists, by level, in order.
+type storedContent struct {
+	leaves []ChunkRef
+	lists  [][]ID
+}
+
+// readContent returns the shape of the content id: for a blob, id itself
+// as its one leaf.
+func (s *Store) readContent(id ID) (*storedContent, error) {
+	c := &storedContent{}
 	loc, ok := s.lookup(id)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if loc.e.typ == TypeBlob {
-		return append(out, ChunkRef{id, uint64(loc.e.size)}), nil
+		c.leaves = []ChunkRef{{id, uint64(loc.e.size)}}
+		return c, nil
 	}
+	return c, s.readLists(id, c)
+}
+
+func (s *Store) readLists(id ID, c *storedContent) error {
 	l, err := s.ReadChunkList(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	for len(c.lists) <= int(l.Level) {
+		c.lists = append(c.lists, nil)
+	}
+	c.lists[l.Level] = append(c.lists[l.Level], id)
 	if l.Level == 0 {
-		return append(out, l.Entries...), nil
+		c.leaves = append(c.leaves, l.Entries...)
+		return nil
 	}
 	for _, e := range l.Entries {
-		if out, err = s.leafChunks(e.ID, out); err != nil {
-			return nil, err
+		if err := s.readLists(e.ID, c); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // putLists stores refs as chunk lists of the given level and, while more
 // than one list results, lists of those lists one level up.
-func (w *Writer) putLists(refs []ChunkRef, level uint8) (ID, error) {
+//
+// prev, when not nil, holds the ids of the previous version's lists by
+// level (see storedContent), and refs are level-0 entries (blobs): the last
+// list of each level, the one the next append rewrites, is stored as a
+// delta on the list at the same level and position in prev (it differs by
+// an entry or two). Every other list is final (appends only add lists
+// after it), and so is the last one when it ends at a cut point and its
+// last entry is final (a chunk appends keep, or a final list): those are
+// stored whole. Every append reads all the lists, and a delta chain on
+// each final one (one link per entry it gained, about 16) would cost more
+// time than the ~30 bytes a list it saves.
+func (w *Writer) putLists(refs []ChunkRef, level uint8, prev [][]ID) (ID, error) {
+	final := len(refs) > 0 && refs[len(refs)-1].Size >= chunkMin // PutBytesAppend keeps it
 	for {
 		groups := splitLists(refs)
 		next := make([]ChunkRef, 0, len(groups))
-		for _, g := range groups {
+		for i, g := range groups {
 			l := ChunkList{Level: level, Entries: g}
-			id, err := w.Put(TypeChunkList, l.Encode())
+			var base ID
+			if i == len(groups)-1 {
+				final = final && listClosed(g)
+				if !final && int(level) < len(prev) && i < len(prev[level]) {
+					base = prev[level][i]
+				}
+			}
+			id, err := w.PutDelta(TypeChunkList, l.Encode(), base)
 			if err != nil {
 				return ID{}, err
 			}

@@ -91,7 +91,7 @@ func splitLists(refs []ChunkRef) [][]ChunkRef {
 	var out [][]ChunkRef
 	start := 0
 	for i, r := range refs {
-		if r.ID[IDSize-1]&fanoutMask == 0 || i+1-start == MaxChunkListEntries {
+		if cutAfter(r, i+1-start) {
 			out = append(out, refs[start:i+1])
 			start = i + 1
 		}
@@ -100,4 +100,17 @@ func splitLists(refs []ChunkRef) [][]ChunkRef {
 		out = append(out, refs[start:])
 	}
 	return out
+}
+
+// cutAfter reports whether splitLists ends a list after entry r, the n-th
+// of its list.
+func cutAfter(r ChunkRef, n int) bool {
+	return r.ID[IDSize-1]&fanoutMask == 0 || n == MaxChunkListEntries
+}
+
+// listClosed reports whether the list g, the last that splitLists made, is
+// closed: it ends at a cut point, so entries appended after it start a new
+// list and g is final.
+func listClosed(g []ChunkRef) bool {
+	return len(g) > 0 && cutAfter(g[len(g)-1], len(g))
 }
