@@ -122,32 +122,8 @@ func appendStepForTest(t *testing.T, s *Store, data []byte, base ID) (ID, map[Ty
 // it was before delta records): the reference for ids and stored bytes.
 func wholeAppendForTest(t *testing.T, w *Writer, data []byte, base ID) ID {
 	t.Helper()
-	id, err := func() (ID, error) {
-		if base.IsZero() || len(data) <= SmallBlobMax {
-			return w.PutBytes(data)
-		}
-		prev, err := w.s.readContent(base)
-		if err != nil {
-			return w.PutBytes(data)
-		}
-		leaves := prev.leaves
-		var off uint64
-		for _, c := range leaves {
-			if off+c.Size > uint64(len(data)) || Hash(TypeBlob, data[off:off+c.Size]) != c.ID {
-				return w.PutBytes(data)
-			}
-			off += c.Size
-		}
-		if n := len(leaves); leaves[n-1].Size < chunkMin {
-			off -= leaves[n-1].Size
-			leaves = leaves[:n-1]
-		}
-		refs, _, err := w.putChunks(bytes.NewReader(data[off:]), leaves, nil)
-		if err != nil {
-			return ID{}, err
-		}
-		return w.putLists(refs, 0, nil)
-	}()
+	w.wholeOnly = true
+	id, err := w.PutBytesAppend(data, base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -557,16 +557,17 @@ func (s *Store) Stats() StoreStats {
 type Writer struct {
 	s *Store
 
-	mu       sync.Mutex
-	f        fsys.File
-	bw       *bufio.Writer
-	off      uint64
-	entries  []indexEntry
-	pending  map[ID]struct{}
-	trees    map[ID][]byte // pending trees, readable before Commit
-	dryRun   bool          // compute ids only; write nothing
-	newBytes int64
-	err      error
+	mu        sync.Mutex
+	f         fsys.File
+	bw        *bufio.Writer
+	off       uint64
+	entries   []indexEntry
+	pending   map[ID]struct{}
+	trees     map[ID][]byte // pending trees, readable before Commit
+	dryRun    bool          // compute ids only; write nothing
+	wholeOnly bool          // store every object whole (tests: the reference deltas are measured against)
+	newBytes  int64
+	err       error
 }
 
 // NewWriter starts a pack. The temporary file is created on the first new
@@ -620,7 +621,7 @@ func (w *Writer) put(t Type, data []byte, base ID) (ID, error) {
 		return id, nil
 	}
 	stored, enc := compress(data)
-	if !base.IsZero() {
+	if !base.IsZero() && !w.wholeOnly {
 		if d, ok := w.s.deltaRecord(t, data, base, len(stored)); ok {
 			stored, enc = d, encDelta
 		}
