@@ -197,11 +197,11 @@ func (r *Repo) MaxFileSize() int64 {
 	return worktree.DefaultMaxFileSize
 }
 
-// trashDir holds the old content of files a rewind replaced, until
+// trashDir holds the files a rewind deleted or replaced, until
 // EmptyTrash removes it (see worktree.RestoreOptions.Trash).
 func (r *Repo) trashDir() string { return filepath.Join(r.StoreDir, "trash") }
 
-// EmptyTrash deletes the old content of the files rewinds replaced (kept
+// EmptyTrash deletes the files rewinds deleted or replaced (kept
 // out of their way so that a rewind does not wait for the file system to
 // free it) and reports how many files it removed. The CLI runs it in the
 // background after a rewind, undo or redo, and in every gc; a program using

@@ -53,8 +53,8 @@
 //   - saving the stat cache (cache/stat): it only spares re-hashing;
 //   - removing a directory that a rewind emptied: an empty directory is not
 //     content, captures ignore it;
-//   - moving a replaced file's old content into the store's trash: it is
-//     unlinked at once instead; and failing that unlink, or any removal of
+//   - moving a deleted file, or a replaced file's old content, into the
+//     store's trash: it is unlinked at once instead; and failing that unlink, or any removal of
 //     a restore's temporary file: Capture never records those and removes
 //     them once their process is gone;
 //   - close(2) of a file whose data was fsync'd just before, or that was

@@ -22,8 +22,8 @@
 // symlink; each file is written to a temporary file in its directory and
 // renamed into place — exchanged atomically with the file it replaces
 // (RENAME_EXCHANGE), whose old content then goes to a trash directory for
-// EmptyTrash to delete later, since freeing blocks is the slowest step on
-// many file systems; many files are written by several workers; a file on disk that the current capture did not
+// EmptyTrash to delete later (so do deleted files), since freeing blocks is
+// the slowest step on many file systems; many files are written by several workers; a file on disk that the current capture did not
 // include (an ignored file) is never overwritten or removed. Names are
 // checked again (objects.ValidName), entries that would collide on a
 // case-insensitive or Unicode-normalising filesystem are refused, nothing

@@ -36,8 +36,8 @@ type RestoreOptions struct {
 	DryRun   bool         // compute and report, change nothing
 	Cache    *index.Cache // updated with the stat of every file written
 	// Trash is a directory on the same file system (inside the store)
-	// into which the old content of replaced files is moved instead of
-	// being unlinked: freeing a file's blocks is the slowest step of a
+	// into which deleted files and the old content of replaced files are
+	// moved instead of being unlinked: freeing a file's blocks is the slowest step of a
 	// restore on many file systems, and EmptyTrash can do it later, in the
 	// background. "" unlinks at once; so does a failed move (EXDEV).
 	Trash string
@@ -398,6 +398,9 @@ func (r *restorer) remove(p string) error {
 		return err
 	}
 	defer unix.Close(fd)
+	if r.trashfd >= 0 && r.sys.Renameat(fd, name, r.trashfd, TempName()) == nil {
+		return nil // to the trash, like replaced content (see place)
+	}
 	if err := r.sys.Unlinkat(fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return sysError("unlinkat", p, err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/snapcore-dev/snap/objects"
 )
 
-// A restore replacing files moves their old content into the trash (never
-// leaving a path without content), whether it writes with one worker or
+// A restore replacing and deleting files moves their old content into the
+// trash (a replaced path never goes without content), whether it writes with one worker or
 // several, reports every path in order, and EmptyTrash then deletes it.
 func TestRestoreMovesReplacedContentToTrash(t *testing.T) {
 	for _, tc := range []struct {
@@ -35,6 +35,8 @@ func TestRestoreMovesReplacedContentToTrash(t *testing.T) {
 				want = append(want, file(name, "new "+name))
 				os.WriteFile(filepath.Join(root, name), []byte("old "+name), 0o644)
 			}
+			old = append(old, file("zz-gone.txt", "deleted content")) // not in the target
+			os.WriteFile(filepath.Join(root, "zz-gone.txt"), []byte("deleted content"), 0o644)
 			w := st.NewWriter()
 			cur, target := build(t, w, []node{dir("d", old...)}), build(t, w, []node{dir("d", want...)})
 			if _, err := w.Commit(); err != nil {
@@ -49,7 +51,7 @@ func TestRestoreMovesReplacedContentToTrash(t *testing.T) {
 			if err != nil || len(res.Errors) > 0 {
 				t.Fatalf("restore: %v %v", err, res.Errors)
 			}
-			if len(res.Restored) != tc.files || !sort.StringsAreSorted(res.Restored) {
+			if len(res.Deleted) != 1 || len(res.Restored) != tc.files || !sort.StringsAreSorted(res.Restored) {
 				t.Fatalf("restored %d paths (sorted: %v), want %d in order", len(res.Restored), sort.StringsAreSorted(res.Restored), tc.files)
 			}
 			for _, n := range want {
@@ -74,8 +76,8 @@ func TestRestoreMovesReplacedContentToTrash(t *testing.T) {
 			if TrashEmpty(trash) {
 				t.Fatal("TrashEmpty is true with files in the trash")
 			}
-			if n, err := EmptyTrash(trash); err != nil || n != tc.files {
-				t.Fatalf("EmptyTrash = %d, %v; want %d", n, err, tc.files)
+			if n, err := EmptyTrash(trash); err != nil || n != len(old) {
+				t.Fatalf("EmptyTrash = %d, %v; want %d", n, err, len(old))
 			}
 			if !TrashEmpty(trash) {
 				t.Fatal("trash not empty after EmptyTrash")

@@ -32,8 +32,8 @@ type gcResult struct {
 	KeepLast   int    `json:"keep_last"`
 	KeepWithin string `json:"keep_within"`
 	Skipped    string `json:"skipped,omitempty"` // --auto: why nothing ran
-	// TrashRemoved counts the replaced files' old content (kept aside by
-	// rewinds) that this run deleted.
+	// TrashRemoved counts the files rewinds deleted or replaced (kept
+	// aside in the store's trash) that this run unlinked.
 	TrashRemoved int `json:"trash_removed"`
 }
 
@@ -59,9 +59,9 @@ half of it), and it waits for running writers.
 packs, and by rewind, undo and redo) does nothing unless there is work,
 merges the packs into one, and exits quietly when another gc is running.
 
-Every gc also deletes the old content of the files rewinds replaced: a
-rewind moves it aside (into the store's trash/) rather than waiting for the
-file system to free it.
+Every gc also deletes the files rewinds removed or replaced: a rewind moves
+them aside (into the store's trash/) rather than waiting for the file
+system to free them.
 
 Durations: Go syntax (90s, 30m, 2h45m) or days (7d).
 
@@ -144,7 +144,7 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 	return emit(out, o.JSON, res, func(w io.Writer) error {
 		r := res.Result
 		if res.TrashRemoved > 0 {
-			fmt.Fprintf(w, "deleted the old content of %s replaced by rewinds\n", plural(res.TrashRemoved, "file"))
+			fmt.Fprintf(w, "deleted %s that rewinds removed or replaced\n", plural(res.TrashRemoved, "file"))
 		}
 		if res.Skipped != "" {
 			_, err := fmt.Fprintf(w, "gc: nothing done: %s\n", res.Skipped)
