@@ -4,16 +4,23 @@
 // again, which is what makes a checkpoint of an unchanged tree cost a walk
 // and no reads.
 //
+// It also keeps each directory's entry names as last listed, with the
+// directory's stat: creating, removing or renaming an entry moves a
+// directory's mtime and ctime, so a directory whose stat is unchanged is not
+// listed again (as git's untracked cache does). A walk of an unchanged tree
+// then costs one lstat per entry and no getdents.
+//
 // # Racy entries
 //
 // A file modified within the timestamp granularity of the moment it was
 // hashed could change again without its mtime changing. So every entry
 // records when its hash was taken (the start of the scan that read it), and
-// Lookup trusts an entry only if the file's mtime is older than that moment
-// by a safety margin: 50 ms for filesystems with sub-second timestamps, 2 s
+// Lookup trusts an entry only if the file's mtime and ctime are older than
+// that moment by a safety margin: 50 ms for filesystems with sub-second timestamps, 2 s
 // for those whose mtimes are whole seconds. Racily clean files are re-hashed;
 // after a re-hash they get a fresh recording time and become trustworthy
-// once the margin has passed.
+// once the margin has passed. Listings follow the same rule, with the
+// directory's mtime.
 //
 // # Contract
 //
@@ -30,11 +37,17 @@
 //
 // One file (little-endian):
 //
-//	"SNAPSTC1" | count u32
-//	count × { uvarint len(path) | path | size i64 | mtime i64 | ctime i64 |
-//	          inode u64 | mode u32 | recorded i64 | id [32] }
+//	"SNAPSTC2" | count u32
+//	count × { uvarint len(path) | path | stat | id [32] }
+//	dirs u32
+//	dirs × { uvarint len(dir) | dir | stat | uvarint n | n × { uvarint len(name) | name } }
 //	blake3-256 of everything above
 //
-// Paths are slash-separated, relative to the project root, strictly sorted.
-// Times are Unix nanoseconds; mode is the Go fs.FileMode bits.
+//	stat = size i64 | mtime i64 | ctime i64 | inode u64 | mode u32 | recorded i64
+//
+// Paths and directories are slash-separated, relative to the project root
+// ("" is the root directory), strictly sorted; so are each directory's
+// names. Times are Unix nanoseconds; mode is the Go fs.FileMode bits. A
+// file of another version (SNAPSTC1 had no listings) loads as corrupt:
+// empty, costing one re-hash.
 package index

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,12 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Lookup(%q) = %v, trusted %v", p, ok, e.trusted(e.Stat))
 			}
 		}
+		for d, l := range c.dirs {
+			names, ok := c.Listing(d, l.Stat)
+			if ok != notRacy(l.Stat, l.Recorded) || (ok && !slices.Equal(names, l.Names)) {
+				t.Fatalf("Listing(%q) = %v, %v", d, names, ok)
+			}
+		}
 	})
 }
 
@@ -80,6 +88,8 @@ func TestWriteFuzzSeeds(t *testing.T) {
 				st.Mtime = time.Unix(t0.Unix(), 0).UnixNano() // whole second
 			}
 			c.Put(p, st, idForTest(p), t0.Add(time.Duration(i)*time.Second))
+			dir, _ := path.Split(p)
+			c.PutListing(strings.TrimSuffix(dir, "/"), st, []string{path.Base(p), "zz"}, t0.Add(time.Duration(i)*time.Second))
 		}
 		return c.encodeLocked()
 	}
@@ -100,10 +110,10 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	// Entries in the wrong order, with a correct checksum.
 	id := idForTest("x")
 	e := func(p string) []byte { return entryBytesForTest([]byte{byte(len(p))}, p, id) }
-	seed("unsorted", withChecksumForTest(bytes.Join([][]byte{headerForTest(2), e("b"), e("a")}, nil)), false)
-	seed("duplicate", withChecksumForTest(bytes.Join([][]byte{headerForTest(2), e("a"), e("a")}, nil)), false)
-	seed("empty-path", withChecksumForTest(bytes.Join([][]byte{headerForTest(1), e("")}, nil)), false)
-	seed("count-too-large", withChecksumForTest(bytes.Join([][]byte{headerForTest(9), e("a")}, nil)), true)
+	seed("unsorted", withChecksumForTest(bytes.Join([][]byte{headerForTest(2), e("b"), e("a"), noDirs}, nil)), false)
+	seed("duplicate", withChecksumForTest(bytes.Join([][]byte{headerForTest(2), e("a"), e("a"), noDirs}, nil)), false)
+	seed("empty-path", withChecksumForTest(bytes.Join([][]byte{headerForTest(1), e(""), noDirs}, nil)), false)
+	seed("count-too-large", withChecksumForTest(bytes.Join([][]byte{headerForTest(9), e("a"), noDirs}, nil)), true)
 	seed("bad-magic", append([]byte("SNAPSTC0"), empty[8:]...), true)
 
 	t.Logf("wrote seeds to %s", dir)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -55,30 +56,42 @@ const (
 
 // trusted reports whether an entry recorded for st can be believed without
 // reading the file.
-func (e *Entry) trusted(st Stat) bool {
-	if e.Stat != st {
-		return false
-	}
+func (e *Entry) trusted(st Stat) bool { return e.Stat == st && notRacy(st, e.Recorded) }
+
+// notRacy reports whether st's mtime and ctime are older than recorded (the
+// start of the scan that read what st describes) by the racy margin: a
+// change after that read would have moved them.
+func notRacy(st Stat, recorded int64) bool {
 	margin := racyMargin
 	if st.Mtime%1e9 == 0 {
 		margin = racyMarginCoarse
 	}
-	return st.Mtime < e.Recorded-int64(margin)
+	return max(st.Mtime, st.Ctime) < recorded-int64(margin)
+}
+
+// listing is a directory's entry names as last read, with the directory's
+// stat taken before the read.
+type listing struct {
+	Stat
+	Recorded int64    // Unix ns: when the scan that read the names began
+	Names    []string // sorted
+	used     bool     // looked up or put since the cache was loaded
 }
 
 // Cache maps paths to entries. It is safe for concurrent use.
 type Cache struct {
 	saveMu sync.Mutex // serialises Save, so the newest snapshot is written last
 	mu     sync.RWMutex
-	slot   map[string]int32 // path → its entry in ents
-	ents   []Entry          // entries, in load order then as Put; a Retained path's stays unreferenced
-	paths  []string         // the path of each of ents
-	sorted bool             // paths is sorted (loaded, nothing added since): Save need not sort
+	slot   map[string]int32    // path → its entry in ents
+	ents   []Entry             // entries, in load order then as Put; a Retained path's stays unreferenced
+	paths  []string            // the path of each of ents
+	sorted bool                // paths is sorted (loaded, nothing added since): Save need not sort
+	dirs   map[string]*listing // directory path ("" is the root) → its listing
 	dirty  bool
 }
 
 // New returns an empty cache.
-func New() *Cache { return &Cache{slot: map[string]int32{}} }
+func New() *Cache { return &Cache{slot: map[string]int32{}, dirs: map[string]*listing{}} }
 
 // Load reads the cache at path. A missing file gives an empty cache and no
 // error; a corrupt one an empty cache and an error wrapping ErrCorrupt. It
@@ -156,6 +169,55 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 	c.mu.Unlock()
 }
 
+// Listing returns the sorted entry names of directory dir (slash-separated,
+// "" for the root) recorded by PutListing, if the directory, as st describes
+// it, is known to be unchanged since they were read: creating, removing or
+// renaming an entry moves a directory's mtime and ctime. The slice is shared:
+// callers must not modify it.
+func (c *Cache) Listing(dir string, st Stat) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.dirs[dir]
+	if !ok {
+		return nil, false
+	}
+	l.used = true
+	if l.Stat != st || !notRacy(st, l.Recorded) {
+		return nil, false
+	}
+	return l.Names, true
+}
+
+// PutListing records the sorted entry names of directory dir, read after
+// its stat st was taken, during a scan that began at scanStart. The cache
+// keeps names; callers must not modify it afterwards.
+func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec := scanStart.UnixNano()
+	if l, ok := c.dirs[dir]; ok && l.Stat == st && l.Recorded == rec && slices.Equal(l.Names, names) {
+		l.used = true
+		return
+	}
+	c.dirs[dir] = &listing{Stat: st, Recorded: rec, Names: names, used: true}
+	c.dirty = true
+}
+
+// DropUnusedListings forgets the listings that were neither looked up nor
+// put since the cache was loaded or last pruned: after a full scan, those
+// of the directories that no longer exist (or are now ignored).
+func (c *Cache) DropUnusedListings() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for d, l := range c.dirs {
+		if !l.used {
+			delete(c.dirs, d)
+			c.dirty = true
+		}
+		l.used = false
+	}
+}
+
 // Retain drops every entry for which keep returns false (paths that a full
 // scan no longer found).
 func (c *Cache) Retain(keep func(path string) bool) {
@@ -221,13 +283,33 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 }
 
 const (
-	magic     = "SNAPSTC1"
-	entryTail = 8 + 8 + 8 + 8 + 4 + 8 + objects.IDSize
+	magic     = "SNAPSTC2"            // SNAPSTC1 (no listings) loads as corrupt: one re-hash
+	statSize  = 8 + 8 + 8 + 8 + 4 + 8 // size, mtime, ctime, inode, mode, recorded
+	entryTail = statSize + objects.IDSize
 )
+
+func appendStat(b []byte, st Stat, recorded int64) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(st.Size))
+	b = binary.LittleEndian.AppendUint64(b, uint64(st.Mtime))
+	b = binary.LittleEndian.AppendUint64(b, uint64(st.Ctime))
+	b = binary.LittleEndian.AppendUint64(b, st.Ino)
+	b = binary.LittleEndian.AppendUint32(b, uint32(st.Mode))
+	return binary.LittleEndian.AppendUint64(b, uint64(recorded))
+}
+
+func decodeStat(b []byte) (Stat, int64) {
+	return Stat{
+		Size:  int64(binary.LittleEndian.Uint64(b)),
+		Mtime: int64(binary.LittleEndian.Uint64(b[8:])),
+		Ctime: int64(binary.LittleEndian.Uint64(b[16:])),
+		Ino:   binary.LittleEndian.Uint64(b[24:]),
+		Mode:  fs.FileMode(binary.LittleEndian.Uint32(b[32:])),
+	}, int64(binary.LittleEndian.Uint64(b[36:]))
+}
 
 func (c *Cache) encodeLocked() []byte {
 	paths := make([]string, 0, len(c.slot))
-	size := len(magic) + 4 + 32
+	size := len(magic) + 4 + 4 + 32
 	for i, p := range c.paths {
 		if c.slot[p] == int32(i) { // not Retained away
 			paths = append(paths, p)
@@ -237,75 +319,161 @@ func (c *Cache) encodeLocked() []byte {
 	if !c.sorted {
 		sort.Strings(paths)
 	}
+	dirs := make([]string, 0, len(c.dirs))
+	for d, l := range c.dirs {
+		dirs = append(dirs, d)
+		size += 2*binary.MaxVarintLen64 + len(d) + statSize
+		for _, n := range l.Names {
+			size += binary.MaxVarintLen64 + len(n)
+		}
+	}
+	sort.Strings(dirs)
 	b := make([]byte, 0, size)
 	b = append(b, magic...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(paths)))
 	for _, p := range paths {
 		e := c.ents[c.slot[p]]
-		b = binary.AppendUvarint(b, uint64(len(p)))
-		b = append(b, p...)
-		b = binary.LittleEndian.AppendUint64(b, uint64(e.Size))
-		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mtime))
-		b = binary.LittleEndian.AppendUint64(b, uint64(e.Ctime))
-		b = binary.LittleEndian.AppendUint64(b, e.Ino)
-		b = binary.LittleEndian.AppendUint32(b, uint32(e.Mode))
-		b = binary.LittleEndian.AppendUint64(b, uint64(e.Recorded))
+		b = appendString(b, p)
+		b = appendStat(b, e.Stat, e.Recorded)
 		b = append(b, e.ID[:]...)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(dirs)))
+	for _, d := range dirs {
+		l := c.dirs[d]
+		b = appendString(b, d)
+		b = appendStat(b, l.Stat, l.Recorded)
+		b = binary.AppendUvarint(b, uint64(len(l.Names)))
+		for _, n := range l.Names {
+			b = appendString(b, n)
+		}
 	}
 	sum := blake3.Sum256(b)
 	return append(b, sum[:]...)
 }
 
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decoder reads the body of a cache file. Strings are substrings of one
+// string holding the whole body, not allocations of their own.
+type decoder struct {
+	all string
+	pos int
+	err error
+}
+
+// uvarint reads a canonical uvarint no larger than max.
+func (d *decoder) uvarint(what string, max uint64) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	b := d.all[d.pos:min(len(d.all), d.pos+binary.MaxVarintLen64)]
+	n, k := binary.Uvarint([]byte(b))
+	if k <= 0 || n > max {
+		d.err = fmt.Errorf("%w: %s truncated or too large", ErrCorrupt, what)
+		return 0
+	}
+	if k != len(binary.AppendUvarint(nil, n)) {
+		d.err = fmt.Errorf("%w: %s: non-canonical length", ErrCorrupt, what)
+		return 0
+	}
+	d.pos += k
+	return n
+}
+
+// bytes returns the next n bytes.
+func (d *decoder) bytes(what string, n int) string {
+	if d.err != nil {
+		return ""
+	}
+	if n < 0 || n > len(d.all)-d.pos {
+		d.err = fmt.Errorf("%w: %s truncated", ErrCorrupt, what)
+		return ""
+	}
+	s := d.all[d.pos : d.pos+n]
+	d.pos += n
+	return s
+}
+
+// string reads a length-prefixed string, followed by at least tail bytes.
+func (d *decoder) string(what string, tail int) string {
+	n := d.uvarint(what, uint64(len(d.all)))
+	if d.err == nil && n > uint64(len(d.all)-d.pos-tail) {
+		d.err = fmt.Errorf("%w: %s truncated", ErrCorrupt, what)
+	}
+	return d.bytes(what, int(n))
+}
+
+func (d *decoder) stat(what string) (Stat, int64) {
+	if b := d.bytes(what, statSize); d.err == nil {
+		return decodeStat([]byte(b))
+	}
+	return Stat{}, 0
+}
+
+func (d *decoder) u32(what string) uint32 {
+	if b := d.bytes(what, 4); d.err == nil {
+		return binary.LittleEndian.Uint32([]byte(b))
+	}
+	return 0
+}
+
 // Decode parses a cache file, validating its checksum and that paths are
 // strictly sorted.
 func Decode(data []byte) (*Cache, error) {
-	if len(data) < len(magic)+4+32 || string(data[:len(magic)]) != magic {
+	if len(data) < len(magic)+4+4+32 || string(data[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
 	body, sum := data[:len(data)-32], data[len(data)-32:]
 	if got := blake3.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
-	count := binary.LittleEndian.Uint32(body[len(magic):])
-	b := body[len(magic)+4:]
-	if uint64(count) > uint64(len(b)/(1+entryTail)) {
+	d := &decoder{all: string(body), pos: len(magic)}
+	count := d.u32("count")
+	if uint64(count) > uint64(len(body)/(1+entryTail)) {
 		return nil, fmt.Errorf("%w: bad count", ErrCorrupt)
 	}
-	c := &Cache{slot: make(map[string]int32, count), ents: make([]Entry, count), paths: make([]string, count), sorted: true}
-	// One string holds every path: each is a substring of it, not an
-	// allocation of its own.
-	all := string(b)
-	pos := 0 // offset of b in all
-	prev := ""
-	for i := uint32(0); i < count; i++ {
-		n, k := binary.Uvarint(b)
-		if k > 0 && k != len(binary.AppendUvarint(nil, n)) {
-			return nil, fmt.Errorf("%w: entry %d: non-canonical length", ErrCorrupt, i)
-		}
-		if k <= 0 || n == 0 || n > uint64(len(b)-k) || uint64(len(b)-k)-n < entryTail {
-			return nil, fmt.Errorf("%w: entry %d truncated", ErrCorrupt, i)
-		}
-		p := all[pos+k : pos+k+int(n)]
-		b = b[k+int(n):]
-		pos += k + int(n) + entryTail
-		if i > 0 && p <= prev {
+	c := &Cache{slot: make(map[string]int32, count), ents: make([]Entry, count), paths: make([]string, count),
+		dirs: map[string]*listing{}, sorted: true}
+	for i := uint32(0); i < count && d.err == nil; i++ {
+		p := d.string("path", entryTail)
+		if d.err == nil && (p == "" || i > 0 && p <= c.paths[i-1]) {
 			return nil, fmt.Errorf("%w: paths unsorted at %q", ErrCorrupt, p)
 		}
-		prev = p
 		e := &c.ents[i]
-		e.Size = int64(binary.LittleEndian.Uint64(b))
-		e.Mtime = int64(binary.LittleEndian.Uint64(b[8:]))
-		e.Ctime = int64(binary.LittleEndian.Uint64(b[16:]))
-		e.Ino = binary.LittleEndian.Uint64(b[24:])
-		e.Mode = fs.FileMode(binary.LittleEndian.Uint32(b[32:]))
-		e.Recorded = int64(binary.LittleEndian.Uint64(b[36:]))
-		copy(e.ID[:], b[44:])
-		b = b[entryTail:]
+		e.Stat, e.Recorded = d.stat("entry")
+		copy(e.ID[:], d.bytes("entry", objects.IDSize))
 		c.slot[p] = int32(i)
 		c.paths[i] = p
 	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b))
+	ndirs := d.u32("directory count")
+	prev := ""
+	for i := uint32(0); i < ndirs && d.err == nil; i++ {
+		dir := d.string("directory", statSize)
+		if d.err == nil && i > 0 && dir <= prev {
+			return nil, fmt.Errorf("%w: directories unsorted at %q", ErrCorrupt, dir)
+		}
+		prev = dir
+		l := &listing{}
+		l.Stat, l.Recorded = d.stat("directory")
+		n := d.uvarint("name count", uint64(len(body)-d.pos))
+		l.Names = make([]string, 0, n)
+		for j := uint64(0); j < n && d.err == nil; j++ {
+			name := d.string("name", 0)
+			if d.err == nil && (name == "" || j > 0 && name <= l.Names[j-1]) {
+				return nil, fmt.Errorf("%w: names of %q unsorted", ErrCorrupt, dir)
+			}
+			l.Names = append(l.Names, name)
+		}
+		c.dirs[dir] = l
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if d.pos != len(body) {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(body)-d.pos)
 	}
 	return c, nil
 }

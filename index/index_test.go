@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,7 +25,7 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
 func idForTest(s string) objects.ID { return objects.Hash(objects.TypeBlob, []byte(s)) }
 
 func statForTest(size int64, mtime time.Time) Stat {
-	return Stat{Size: size, Mtime: mtime.UnixNano(), Ctime: mtime.UnixNano() + 7, Ino: 4242, Mode: 0o644}
+	return Stat{Size: size, Mtime: mtime.UnixNano(), Ctime: mtime.UnixNano(), Ino: 4242, Mode: 0o644}
 }
 
 func TestPutLookupSaveLoad(t *testing.T) {
@@ -148,6 +149,14 @@ func TestRacilyCleanIsMiss(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := statForTest(10, tc.mtime)
 			c := New()
+			// An mtime set back into the past does not hide a recent change:
+			// the ctime is checked as well.
+			back := st
+			back.Mtime -= int64(time.Hour)
+			c.Put("back", back, idForTest("x"), tc.mtime.Add(tc.scan))
+			if _, ok := c.Lookup("back", back); ok != tc.hit {
+				t.Fatalf("Lookup hit with the mtime set back = %v, want %v", ok, tc.hit)
+			}
 			c.Put("f", st, idForTest("x"), tc.mtime.Add(tc.scan))
 			if _, ok := c.Lookup("f", st); ok != tc.hit {
 				t.Fatalf("Lookup hit = %v, want %v", ok, tc.hit)
@@ -333,7 +342,8 @@ func TestLoadCorruptIsEmpty(t *testing.T) {
 		try(fmt.Sprintf("byte %d flipped", i), bad)
 	}
 	try("garbage appended", append(append([]byte(nil), good...), "garbage"...))
-	try("other magic", append([]byte("SNAPSTC2"), good[8:]...))
+	try("other magic", append([]byte("SNAPSTC3"), good[8:]...))
+	try("version 1 (no listings)", append([]byte("SNAPSTC1"), good[8:]...))
 	try("empty", nil)
 }
 
@@ -368,6 +378,9 @@ func entryBytesForTest(lenField []byte, path string, id objects.ID) []byte {
 	return append(b, id[:]...)
 }
 
+// noDirs is the directory section of a cache without listings.
+var noDirs = []byte{0, 0, 0, 0}
+
 func headerForTest(count uint32) []byte {
 	return binary.LittleEndian.AppendUint32([]byte(magic), count)
 }
@@ -380,17 +393,17 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 		name string
 		data []byte
 	}{
-		{"unsorted", withChecksumForTest(cat(headerForTest(2), e("b"), e("a")))},
-		{"duplicate", withChecksumForTest(cat(headerForTest(2), e("a"), e("a")))},
-		{"empty path", withChecksumForTest(cat(headerForTest(1), e("")))},
+		{"unsorted", withChecksumForTest(cat(headerForTest(2), e("b"), e("a"), noDirs))},
+		{"duplicate", withChecksumForTest(cat(headerForTest(2), e("a"), e("a"), noDirs))},
+		{"empty path", withChecksumForTest(cat(headerForTest(1), e(""), noDirs))},
 		{"count too large", withChecksumForTest(cat(headerForTest(3), e("a"), e("b")))},
 		{"count huge", withChecksumForTest(cat(headerForTest(^uint32(0)), e("a")))},
 		{"count too small", withChecksumForTest(cat(headerForTest(1), e("a"), e("b")))},
-		{"trailing byte", withChecksumForTest(cat(headerForTest(1), e("a"), []byte{0}))},
+		{"trailing byte", withChecksumForTest(cat(headerForTest(1), e("a"), noDirs, []byte{0}))},
 		{"path length past the end", withChecksumForTest(cat(headerForTest(1), binary.AppendUvarint(nil, 1<<20), []byte("a")))},
 		{"entry cut short", withChecksumForTest(cat(headerForTest(1), e("a")[:20]))},
-		{"bad checksum", append(cat(headerForTest(1), e("a")), make([]byte, 32)...)},
-		{"no checksum", cat(headerForTest(0))},
+		{"bad checksum", append(cat(headerForTest(1), e("a"), noDirs), make([]byte, 32)...)},
+		{"no checksum", cat(headerForTest(0), noDirs)},
 		{"wrong magic", withChecksumForTest(cat([]byte("SNAPSTC0"), []byte{0, 0, 0, 0}))},
 	}
 	for _, tc := range cases {
@@ -402,11 +415,11 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 		})
 	}
 	// The same constructions, well formed, decode.
-	c, err := Decode(withChecksumForTest(cat(headerForTest(2), e("a"), e("b"))))
+	c, err := Decode(withChecksumForTest(cat(headerForTest(2), e("a"), e("b"), noDirs)))
 	if err != nil || c.Len() != 2 {
 		t.Fatalf("well-formed: %v", err)
 	}
-	c, err = Decode(withChecksumForTest(headerForTest(0)))
+	c, err = Decode(withChecksumForTest(cat(headerForTest(0), noDirs)))
 	if err != nil || c.Len() != 0 {
 		t.Fatalf("empty: %v", err)
 	}
@@ -419,7 +432,7 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 // canonical property must be relaxed for the stat cache).
 func TestDecodeRefusesNonCanonicalVarint(t *testing.T) {
 	id := idForTest("x")
-	data := withChecksumForTest(append(headerForTest(1), entryBytesForTest([]byte{0x81, 0x00}, "a", id)...))
+	data := withChecksumForTest(bytes.Join([][]byte{headerForTest(1), entryBytesForTest([]byte{0x81, 0x00}, "a", id), noDirs}, nil))
 	c, err := Decode(data)
 	if err == nil {
 		t.Fatalf("Decode accepted a non-minimal varint path length; re-encoding gives %d bytes instead of %d",
@@ -658,4 +671,49 @@ func entriesOf(c *Cache) map[string]Entry {
 		m[p] = c.ents[i]
 	}
 	return m
+}
+
+// Directory listings: trusted only for the recorded stat once the racy
+// margin has passed, kept across Save and Load, and dropped when a scan no
+// longer uses them.
+func TestListings(t *testing.T) {
+	c := New()
+	old := statForTest(4096, t0)
+	c.PutListing("", old, []string{"a", "b"}, t0.Add(time.Hour))
+	c.PutListing("sub", old, []string{"c"}, t0.Add(time.Hour))
+	if names, ok := c.Listing("", old); !ok || !slices.Equal(names, []string{"a", "b"}) {
+		t.Fatalf("Listing of an unchanged directory = %v, %v", names, ok)
+	}
+	changed := old
+	changed.Ctime++ // an entry was added, even if the mtime was put back
+	if _, ok := c.Listing("", changed); ok {
+		t.Fatal("Listing trusted a directory whose ctime moved")
+	}
+	racy := statForTest(4096, t0.Add(time.Hour-time.Millisecond)) // modified just before the scan began
+	c.PutListing("racy", racy, []string{"x"}, t0.Add(time.Hour))
+	if _, ok := c.Listing("racy", racy); ok {
+		t.Fatal("Listing trusted a racily clean directory")
+	}
+
+	path := filepath.Join(t.TempDir(), "stat")
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names, ok := c2.Listing("sub", old); !ok || !slices.Equal(names, []string{"c"}) {
+		t.Fatalf("reloaded Listing = %v, %v", names, ok)
+	}
+	// Re-putting what is recorded changes nothing; dropping the unused
+	// ("" and "racy" were not looked up since the load) does.
+	c2.PutListing("sub", old, []string{"c"}, t0.Add(time.Hour))
+	if c2.dirty {
+		t.Fatal("PutListing of the recorded listing made the cache dirty")
+	}
+	c2.DropUnusedListings()
+	if !c2.dirty || len(c2.dirs) != 1 || c2.dirs["sub"] == nil {
+		t.Fatalf("after DropUnusedListings: %d listings, dirty %v", len(c2.dirs), c2.dirty)
+	}
 }

@@ -59,6 +59,7 @@ type Snapshot struct {
 	Files   int        // files and symlinks captured
 	Bytes   int64      // their total size
 	Read    int        // files whose content was read (stat cache misses)
+	Listed  int        // directories listed with getdents (listing cache misses)
 	Skipped []Skipped  // sorted by path
 }
 
@@ -92,9 +93,17 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 	if err != nil {
 		return nil, fmt.Errorf("open project root: %w", &os.PathError{Op: "open", Path: opts.Root, Err: err})
 	}
-	res := c.dir(fd, "", nil, rootIgnorer(opts.Root))
+	var rootStat unix.Stat_t
+	if err := unix.Fstat(fd, &rootStat); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat project root: %w", &os.PathError{Op: "fstat", Path: opts.Root, Err: err})
+	}
+	res := c.dir(fd, "", nil, &rootStat, rootIgnorer(opts.Root))
 	if res.err != nil {
 		return nil, res.err
+	}
+	if opts.Cache != nil {
+		opts.Cache.DropUnusedListings()
 	}
 	if opts.Cache != nil && opts.Cache.Len() != int(c.cached.Load()) {
 		// Some cached paths were not seen: forget them. Every regular file
@@ -109,7 +118,8 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		opts.Cache.Retain(func(p string) bool { return seen[p] })
 	}
 	sort.Slice(c.skipped, func(i, j int) bool { return c.skipped[i].Path < c.skipped[j].Path })
-	return &Snapshot{Tree: res.id, Files: int(c.files.Load()), Bytes: c.bytes.Load(), Read: int(c.read.Load()), Skipped: c.skipped}, nil
+	return &Snapshot{Tree: res.id, Files: int(c.files.Load()), Bytes: c.bytes.Load(), Read: int(c.read.Load()),
+		Listed: int(c.listed.Load()), Skipped: c.skipped}, nil
 }
 
 // walkers returns the semaphore bounding the extra walker goroutines: nil
@@ -131,6 +141,7 @@ type capturer struct {
 	sem       chan struct{}
 
 	files, read atomic.Int64
+	listed      atomic.Int64
 	cached      atomic.Int64 // regular files captured, all of which are in the stat cache
 	bytes       atomic.Int64
 
@@ -153,18 +164,17 @@ func (c *capturer) skip(p, reason string) {
 }
 
 // dir captures the directory open at fd (rel is its path, comps its
-// components) and closes fd.
-func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResult {
+// components, st its stat taken before it was opened) and closes fd.
+func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *ignorer) dirResult {
 	defer unix.Close(fd)
 	if err := c.ctx.Err(); err != nil {
 		return dirResult{err: err}
 	}
-	names, err := readDirNames(fd)
+	names, err := c.list(fd, rel, st)
 	if err != nil {
 		c.skip(rel+"/", "cannot read directory: "+errText(err))
 		return dirResult{empty: true}
 	}
-	sort.Strings(names)
 
 	// Ignore files of this directory apply to its own entries.
 	var ignoreData [][]byte
@@ -235,11 +245,11 @@ func (c *capturer) dir(fd int, rel string, comps []string, ig *ignorer) dirResul
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					s.res = c.dir(cfd, p, childComps, ig)
+					s.res = c.dir(cfd, p, childComps, &st, ig)
 					<-c.sem
 				}()
 			default:
-				s.res = c.dir(cfd, p, childComps, ig)
+				s.res = c.dir(cfd, p, childComps, &st, ig)
 			}
 		case unix.S_IFREG, unix.S_IFLNK:
 			e, ok := c.file(fd, name, p, &st)
@@ -317,6 +327,29 @@ func (c *capturer) treeBase(rel string) objects.ID {
 	c.bases[rel] = id
 	c.mu.Unlock()
 	return id
+}
+
+// list returns the sorted entry names of the directory open at fd: from
+// the stat cache's listing when the directory is unchanged since (st), else
+// read and recorded there. The result must not be modified.
+func (c *capturer) list(fd int, rel string, st *unix.Stat_t) ([]string, error) {
+	var dst index.Stat
+	if c.opts.Cache != nil {
+		dst = statFromUnix(st)
+		if names, ok := c.opts.Cache.Listing(rel, dst); ok {
+			return names, nil
+		}
+	}
+	names, err := readDirNames(fd)
+	if err != nil {
+		return nil, err
+	}
+	c.listed.Add(1)
+	sort.Strings(names)
+	if c.opts.Cache != nil {
+		c.opts.Cache.PutListing(rel, dst, names, c.scanStart)
+	}
+	return names, nil
 }
 
 // direntBufs are getdents(2) buffers, shared by the walkers.

@@ -147,7 +147,7 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 					c.skip(p+"/", "cannot open directory: "+errText(err))
 					return nil, nil
 				}
-				res := c.dir(cfd, p, comps, ig)
+				res := c.dir(cfd, p, comps, &st, ig)
 				if res.err != nil || res.empty {
 					return nil, res.err
 				}
