@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -30,8 +32,10 @@ type Options struct {
 	// every checkpoint the op log names.
 	Policy *Policy
 	// Consolidate also merges packs that hold no garbage, so the store
-	// ends up as few packs (fast to open). Reachable objects of young packs
-	// are moved too: moving never loses them.
+	// ends up as few packs (fast to open): the smallest ones, leaving each
+	// pack at least twice all smaller ones together (see geometricMerge).
+	// Reachable objects of young packs are moved too: moving never loses
+	// them.
 	Consolidate bool
 	// DryRun computes the Result without changing anything.
 	DryRun bool
@@ -131,24 +135,19 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	})
 
 	var targets []string
+	var clean []objects.PackInfo  // packs with nothing to drop: merged only when consolidating
 	young := map[objects.ID]bool{} // objects of packs within the grace period: never dropped
 	for i, p := range packs {
 		if opts.Progress != nil {
 			opts.Progress("scanning packs", i, len(packs))
 		}
+		if p.ModTime.After(cutoff) {
+			clean = append(clean, p)
+			continue
+		}
 		objs, err := st.PackObjects(p.Name)
 		if err != nil {
 			return nil, fmt.Errorf("gc: %w", err)
-		}
-		if p.ModTime.After(cutoff) {
-			if opts.Consolidate {
-				for _, o := range objs {
-					young[o.ID] = true
-				}
-				targets = append(targets, p.Name)
-				res.PacksRewritten++
-			}
-			continue
 		}
 		live, dead := 0, 0
 		for _, o := range objs {
@@ -159,7 +158,8 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 			}
 		}
 		switch {
-		case dead == 0 && !opts.Consolidate:
+		case dead == 0:
+			clean = append(clean, p)
 		case live == 0:
 			res.PacksDeleted++
 			targets = append(targets, p.Name)
@@ -168,11 +168,23 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 			targets = append(targets, p.Name)
 		}
 	}
+	if opts.Consolidate {
+		for _, p := range geometricMerge(clean) {
+			if p.ModTime.After(cutoff) {
+				objs, err := st.PackObjects(p.Name)
+				if err != nil {
+					return nil, fmt.Errorf("gc: %w", err)
+				}
+				for _, o := range objs {
+					young[o.ID] = true
+				}
+			}
+			targets = append(targets, p.Name)
+			res.PacksRewritten++
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	if opts.Consolidate && len(targets) < 2 && res.PacksDeleted == 0 {
-		targets, res.PacksRewritten = nil, 0 // one pack already: nothing to merge
 	}
 	keep := func(id objects.ID) bool { _, ok := reach[id]; return ok || young[id] }
 	if len(targets) > 0 {
@@ -205,6 +217,34 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 		}
 	}
 	return res, nil
+}
+
+// geometricFactor: consolidation leaves alone every pack at least this many
+// times larger than all smaller packs together.
+const geometricFactor = 2
+
+// geometricMerge picks the packs a consolidation merges (as git repack
+// --geometric does): the smallest ones, up to the first pack from which
+// on each pack is at least geometricFactor times the size of all smaller
+// ones together. So a store of one big pack and many small ones rewrites
+// only the small ones, and every byte is rewritten O(log size) times over
+// the life of the store rather than at every gc. Fewer than two packs to
+// merge is none.
+func geometricMerge(packs []objects.PackInfo) []objects.PackInfo {
+	packs = slices.Clone(packs)
+	slices.SortFunc(packs, func(a, b objects.PackInfo) int { return cmp.Compare(a.Size, b.Size) })
+	smaller := make([]int64, len(packs)+1) // smaller[i]: total size of packs[:i]
+	for i, p := range packs {
+		smaller[i+1] = smaller[i] + p.Size
+	}
+	split := len(packs)
+	for split > 0 && packs[split-1].Size >= geometricFactor*smaller[split-1] {
+		split--
+	}
+	if split < 2 {
+		return nil
+	}
+	return packs[:split]
 }
 
 // removeTemps removes the regular files of tmp/ not modified since cutoff:

@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -315,5 +316,110 @@ func TestCollectRemovesDeadWritersTemps(t *testing.T) {
 	}
 	if res.TempFilesRemoved != 1 {
 		t.Errorf("TempFilesRemoved = %d", res.TempFilesRemoved)
+	}
+}
+
+// TestCollectConsolidatesGeometrically: gc --auto merges the small packs
+// and leaves a pack far larger than all of them together as it is; once
+// the merged packs grow to rival it, everything is merged. No object is
+// lost, and packs holding garbage are still cleaned.
+func TestCollectConsolidatesGeometrically(t *testing.T) {
+	g := newGCStore(t) // a garbage-only pack, a mixed one, and clean ones
+	big := g.write(func(w *objects.Writer) {
+		for i := range 200 {
+			noise := objects.Hash(objects.TypeBlob, fmt.Appendf(nil, "%d", i)) // incompressible
+			g.put(w, objects.TypeBlob, bytes.Repeat(noise[:], 16))
+		}
+	})
+	commitSmall := func(n int) {
+		for i := range n {
+			id, _ := g.commit("s", map[string]string{"README.md": fmt.Sprintf("small %d %d\n", n, i)})
+			g.files[id] = map[string]string{"README.md": fmt.Sprintf("small %d %d\n", n, i)}
+		}
+	}
+	commitSmall(5)
+	packs := func() map[string]bool {
+		m := map[string]bool{}
+		for _, p := range g.st.PackInfo() {
+			m[p.Name] = true
+		}
+		return m
+	}
+	before := packs()
+	res, err := Collect(context.Background(), g.st, g.rs, Options{Grace: time.Hour, Consolidate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := packs()
+	// The big pack of unreachable blobs is young: never dropped, never
+	// rewritten while it dwarfs the rest. The junk pack went; everything
+	// else became one pack.
+	if !after[big] {
+		t.Fatalf("the big pack was rewritten (%+v)", res)
+	}
+	if len(after) != 2 || res.PacksDeleted != 1 || res.PacksRewritten != len(before)-2 {
+		t.Fatalf("%d packs before, %d after, result %+v; want the big one and one merged pack", len(before), len(after), res)
+	}
+	for _, id := range g.junk {
+		if g.st.Has(id) {
+			t.Fatalf("junk %s survived", id.Short())
+		}
+	}
+	g.checkFiles(g.st)
+
+	// Small packs again: merged until the packs are in geometric shape
+	// (each at least twice all smaller ones together), the big one kept.
+	commitSmall(3)
+	if _, err := Collect(context.Background(), g.st, g.rs, Options{Grace: time.Hour, Consolidate: true}); err != nil {
+		t.Fatal(err)
+	}
+	if after := packs(); len(after) > 3 || !after[big] || geometricMerge(g.st.PackInfo()) != nil {
+		t.Fatalf("second consolidation left %v (big kept: %v)", g.st.PackInfo(), after[big])
+	}
+
+	// Without Consolidate, clean packs are not touched at all.
+	commitSmall(2)
+	n := len(packs())
+	if res, err := Collect(context.Background(), g.st, g.rs, Options{Grace: time.Hour}); err != nil || res.PacksRewritten != 0 || len(packs()) != n {
+		t.Fatalf("plain gc merged clean packs: %+v, %v", res, err)
+	}
+	fresh, _ := g.reopen()
+	g.checkFiles(fresh)
+	g.mustBeClean()
+}
+
+func TestGeometricMerge(t *testing.T) {
+	pack := func(sizes ...int64) []objects.PackInfo {
+		var ps []objects.PackInfo
+		for i, s := range sizes {
+			ps = append(ps, objects.PackInfo{Name: fmt.Sprint(i), Size: s})
+		}
+		return ps
+	}
+	names := func(ps []objects.PackInfo) string {
+		var s []string
+		for _, p := range ps {
+			s = append(s, p.Name)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, tc := range []struct {
+		sizes []int64
+		want  string
+	}{
+		{nil, ""},
+		{[]int64{10}, ""},
+		{[]int64{10, 10}, "0,1"},
+		{[]int64{10, 1000}, ""},              // one small pack: nothing to merge it with
+		{[]int64{1000, 10, 10, 10}, "1,2,3"}, // the big pack stays
+		{[]int64{10, 60, 10, 10}, "0,2,3"},   // 60 ≥ 2×30: stays
+		{[]int64{10, 50, 10, 10}, "0,2,3,1"}, // 50 < 2×30: merged too
+		{[]int64{1, 2, 6, 18, 54}, ""},       // geometric already
+		{[]int64{1, 1, 6, 18, 54}, "0,1"},
+		{[]int64{1, 2, 4, 8, 16}, "0,1,2,3,4"}, // 16 < 2×15
+	} {
+		if got := names(geometricMerge(pack(tc.sizes...))); got != tc.want {
+			t.Errorf("geometricMerge(%v) = %q, want %q", tc.sizes, got, tc.want)
+		}
 	}
 }

@@ -58,7 +58,10 @@
 //
 // With Options.Consolidate (gc --auto), packs holding no garbage are merged
 // too, young ones included (moving reachable objects never loses them), so
-// the store stays a few packs that open fast.
+// the store stays a few packs that open fast. Only the smallest are merged,
+// as git repack --geometric=2 does: a pack at least twice the size of all
+// smaller packs together is left alone, so a gc after 50 small checkpoints
+// rewrites their few kilobytes, not the whole store.
 //
 // A second Collect fails at once with an error matching refs.ErrBusy (CLI
 // exit 11). Fsck takes gc.lock shared, so it waits for a running gc

@@ -152,13 +152,22 @@ func ValidName(name string) error {
 	if name == "" || name == "." || name == ".." {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}
-	if !utf8.ValidString(name) {
-		return fmt.Errorf("%w: %q is not valid UTF-8", ErrBadName, name)
-	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f || r == '/' || r == '\\' || (r >= 0x80 && r < 0xa0) {
-			return fmt.Errorf("%w: %q contains a separator or control character", ErrBadName, name)
+	bad := false
+	if isASCII(name) { // the common case: a byte loop
+		for i := 0; i < len(name) && !bad; i++ {
+			c := name[i]
+			bad = c < 0x20 || c == 0x7f || c == '/' || c == '\\'
 		}
+	} else {
+		if !utf8.ValidString(name) {
+			return fmt.Errorf("%w: %q is not valid UTF-8", ErrBadName, name)
+		}
+		for _, r := range name {
+			bad = bad || r < 0x20 || r == 0x7f || r == '/' || r == '\\' || (r >= 0x80 && r < 0xa0)
+		}
+	}
+	if bad {
+		return fmt.Errorf("%w: %q contains a separator or control character", ErrBadName, name)
 	}
 	if IsReservedName(name) {
 		return fmt.Errorf("%w: %q is reserved", ErrBadName, name)
@@ -170,14 +179,16 @@ func ValidName(name string) error {
 // directory as ".git" or ".snap".
 func IsReservedName(name string) bool {
 	if isASCII(name) { // the common case, without allocating
-		if !strings.ContainsAny(name, ".~") {
-			return false
-		}
 		n := name
 		if i := strings.IndexByte(n, ':'); i >= 0 {
 			n = n[:i]
 		}
-		n = strings.TrimRight(n, ". ")
+		for len(n) > 0 && (n[len(n)-1] == '.' || n[len(n)-1] == ' ') {
+			n = n[:len(n)-1]
+		}
+		if len(n) < len(".git") || len(n) > len("snap~1") {
+			return false
+		}
 		return strings.EqualFold(n, ".git") || strings.EqualFold(n, ".snap") ||
 			strings.EqualFold(n, "git~1") || strings.EqualFold(n, "snap~1")
 	}
