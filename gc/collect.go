@@ -135,7 +135,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	})
 
 	var targets []string
-	var clean []objects.PackInfo  // packs with nothing to drop: merged only when consolidating
+	var clean []objects.PackInfo   // packs with nothing to drop: merged only when consolidating
 	young := map[objects.ID]bool{} // objects of packs within the grace period: never dropped
 	for i, p := range packs {
 		if opts.Progress != nil {
