@@ -167,6 +167,9 @@ func (s *Store) decodeDelta(e indexEntry, stored []byte, budget int) ([]byte, er
 // not stored makes e's record corrupt; one that cannot be read for an I/O
 // reason is that error.
 func (s *Store) readBase(e indexEntry, base ID, budget int) ([]byte, error) {
+	if t, data, ok := s.bases.get(base); ok && t == e.typ {
+		return data, nil
+	}
 	for attempt := 0; ; attempt++ {
 		loc, ok := s.lookup(base)
 		if !ok {
@@ -201,6 +204,7 @@ func (s *Store) readBase(e indexEntry, base ID, budget int) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("delta base %s of %s, in pack %s: %w", base.Short(), e.id.Short(), loc.pack.name, err)
 		}
+		s.bases.put(base, loc.e.typ, data)
 		return data, nil
 	}
 }

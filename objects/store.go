@@ -32,6 +32,8 @@ type Store struct {
 	packs    map[string]*packFile // by file name
 	order    []*packFile          // the same, biggest first: lookups search each in turn
 	loadErrs map[string]error     // packs that could not be indexed, by file name
+
+	bases baseCache // decoded delta bases
 }
 
 type location struct {
