@@ -264,7 +264,11 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	for _, n := range names {
 		st.Entries = append(st.Entries, c.docs[n])
 	}
-	if c.state, err = w.Put(objects.TypeTree, st.Encode()); err != nil {
+	var stateBase objects.ID // the parent's state tree: a delta base
+	if parent != nil {
+		stateBase = parent.State
+	}
+	if c.state, err = w.PutDelta(objects.TypeTree, st.Encode(), stateBase); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -148,7 +148,7 @@ func TestPutBytesAppendSmallDocumentIsDelta(t *testing.T) {
 		doc = append(doc, step...)
 		id, added := appendStepForTest(t, s, doc, prev)
 		// From the third step the appended bytes are under half the
-		// document (PutDelta wants a delta at most half the whole record).
+		// document (PutDelta wants a delta at most 3/4 of the whole record).
 		if i >= 3 {
 			if base, depth := depthForTest(t, s, id); base != prev || depth < 1 {
 				t.Fatalf("step %d: stored on %s at depth %d, want a delta on the previous version", i, base.Short(), depth)

@@ -21,7 +21,10 @@ const (
 // safe for concurrent use and reuse their internal state.
 var (
 	encoder, _ = zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		// Level 3 of 4: on source text 2% smaller than the default for
+		// twice its CPU (0.68 s for 55 MB of Go sources on one core, where
+		// reading and hashing cost more), and 1.6x its time on random data.
+		zstd.WithEncoderLevel(zstd.SpeedBetterCompression),
 		zstd.WithEncoderCRC(false), // ids already verify every object
 		zstd.WithZeroFrames(true))
 	decoder, _ = zstd.NewReader(nil,

@@ -320,8 +320,8 @@ func (s *Store) deltaRecord(t Type, data []byte, base ID, wholeLen int) ([]byte,
 		return nil, false
 	}
 	inner, innerEnc := compress(delta)
-	if deltaHeaderSize+len(inner) > wholeLen/2 {
-		return nil, false
+	if deltaHeaderSize+len(inner) > wholeLen*3/4 {
+		return nil, false // saving under a quarter is not worth a chain read
 	}
 	if out, err := packfile.PatchDelta(src, delta); err != nil || !bytes.Equal(out, data) {
 		return nil, false // never store a delta that does not reproduce data
