@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
@@ -125,8 +126,14 @@ func (c *Cache) Len() int {
 // Lookup returns the cached id for path if the file, as st describes it, is
 // known to be unchanged since it was hashed.
 func (c *Cache) Lookup(path string, st Stat) (objects.ID, bool) {
+	return c.LookupBytes(unsafe.Slice(unsafe.StringData(path), len(path)), st)
+}
+
+// LookupBytes is Lookup with the path in a byte slice, which it does not
+// keep: a walk can look paths up without making a string of each.
+func (c *Cache) LookupBytes(path []byte, st Stat) (objects.ID, bool) {
 	c.mu.RLock()
-	i, ok := c.slot[path]
+	i, ok := c.slot[string(path)] // no allocation: a map index
 	var e Entry
 	if ok {
 		e = c.ents[i]
@@ -421,7 +428,9 @@ func (d *decoder) u32(what string) uint32 {
 }
 
 // Decode parses a cache file, validating its checksum and that paths are
-// strictly sorted.
+// strictly sorted. The cache's strings share data's memory (copying a cache
+// of 20,000 paths cost a third of loading it): data must not be modified
+// afterwards.
 func Decode(data []byte) (*Cache, error) {
 	if len(data) < len(magic)+4+4+32 || string(data[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
@@ -430,7 +439,7 @@ func Decode(data []byte) (*Cache, error) {
 	if got := blake3.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
-	d := &decoder{all: string(body), pos: len(magic)}
+	d := &decoder{all: unsafe.String(unsafe.SliceData(body), len(body)), pos: len(magic)}
 	count := d.u32("count")
 	if uint64(count) > uint64(len(body)/(1+entryTail)) {
 		return nil, fmt.Errorf("%w: bad count", ErrCorrupt)

@@ -198,6 +198,15 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 	var wg sync.WaitGroup
 	pathBuf := make([]string, len(comps)+1)
 	copy(pathBuf, comps)
+	// pb holds rel + "/" + name for each entry in turn: the stat cache is
+	// looked up with it, and a path string is only made when one is kept.
+	var pb []byte
+	if rel != "" {
+		pb = append([]byte(rel), '/')
+	}
+	prefix := len(pb)
+	var tally tally // added to the capture's totals once, at the end
+	defer c.add(&tally)
 	for _, name := range names {
 		if name == ".git" {
 			continue
@@ -206,17 +215,14 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			removeStaleTemp(fd, name) // debris of a killed restore; never captured
 			continue
 		}
-		p := name
-		if rel != "" {
-			p = rel + "/" + name
-		}
-		if p == c.storeRel {
+		pb = append(pb[:prefix], name...)
+		if string(pb) == c.storeRel {
 			continue
 		}
 		var st unix.Stat_t
 		if err := c.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if !errors.Is(err, unix.ENOENT) { // vanished during the walk: nothing to capture
-				c.skip(p, "cannot stat: "+errText(err))
+				c.skip(string(pb), "cannot stat: "+errText(err))
 			}
 			continue
 		}
@@ -226,11 +232,12 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			continue
 		}
 		if err := objects.ValidName(name); err != nil {
-			c.skip(p, "name cannot be stored: "+err.Error())
+			c.skip(string(pb), "name cannot be stored: "+err.Error())
 			continue
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
+			p := string(pb)
 			cfd, err := c.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
 				c.skip(p+"/", "cannot open directory: "+errText(err))
@@ -252,12 +259,12 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 				s.res = c.dir(cfd, p, childComps, &st, ig)
 			}
 		case unix.S_IFREG, unix.S_IFLNK:
-			e, ok := c.file(fd, name, p, &st)
+			e, ok := c.file(fd, name, pb, &st, &tally)
 			if ok {
 				entries = append(entries, e)
 			}
 		default:
-			c.skip(p, "not a regular file, directory or symlink")
+			c.skip(string(pb), "not a regular file, directory or symlink")
 		}
 	}
 	wg.Wait()
@@ -377,10 +384,30 @@ func readDirNames(fd int) ([]string, error) {
 	}
 }
 
-// file captures a regular file or symlink.
-func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.TreeEntry, bool) {
+// tally counts what one directory captured.
+type tally struct {
+	files, read, cached, bytes int64
+}
+
+func (t *tally) count(size int64) {
+	t.files++
+	t.bytes += size
+}
+
+// add adds a directory's tally to the capture's totals.
+func (c *capturer) add(t *tally) {
+	c.files.Add(t.files)
+	c.read.Add(t.read)
+	c.cached.Add(t.cached)
+	c.bytes.Add(t.bytes)
+}
+
+// file captures a regular file or symlink; pb is its path (a buffer the
+// caller reuses), t the tally of its directory.
+func (c *capturer) file(dirfd int, name string, pb []byte, st *unix.Stat_t, t *tally) (objects.TreeEntry, bool) {
 	e := objects.TreeEntry{Name: name, Mode: objects.ModeFile, Size: st.Size}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		p := string(pb)
 		e.Mode = objects.ModeSymlink
 		target, err := readlinkAt(dirfd, name)
 		if err != nil {
@@ -393,27 +420,28 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 			return e, false
 		}
 		e.ID, e.Size = id, int64(len(target))
-		c.count(e.Size)
+		t.count(e.Size)
 		return e, true
 	}
 	if st.Mode&0o100 != 0 {
 		e.Mode = objects.ModeExec
 	}
 	if st.Size > c.opts.MaxFileSize {
-		c.skip(p, fmt.Sprintf("larger than max-file-size (%d > %d bytes)", st.Size, c.opts.MaxFileSize))
+		c.skip(string(pb), fmt.Sprintf("larger than max-file-size (%d > %d bytes)", st.Size, c.opts.MaxFileSize))
 		return e, false
 	}
 	ist := statFromUnix(st)
 	if c.opts.Cache != nil {
 		// A cached id is used only while the store still holds its content
 		// (retention or damage may have removed it): else read again.
-		if id, ok := c.opts.Cache.Lookup(p, ist); ok && c.w.Has(id) {
+		if id, ok := c.opts.Cache.LookupBytes(pb, ist); ok && c.w.Has(id) {
 			e.ID = id
-			c.cached.Add(1)
-			c.count(e.Size)
+			t.cached++
+			t.count(e.Size)
 			return e, true
 		}
 	}
+	p := string(pb)
 	var prev objects.ID // the path's previous content: a delta base
 	if c.opts.Cache != nil {
 		prev, _ = c.opts.Cache.Previous(p)
@@ -425,7 +453,7 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 	}
 	if c.opts.Cache != nil {
 		c.opts.Cache.Put(p, rst, id, c.scanStart)
-		c.cached.Add(1)
+		t.cached++
 	}
 	e.ID, e.Size = id, rst.Size
 	if rst.Mode&0o100 != 0 {
@@ -433,14 +461,9 @@ func (c *capturer) file(dirfd int, name, p string, st *unix.Stat_t) (objects.Tre
 	} else {
 		e.Mode = objects.ModeFile
 	}
-	c.read.Add(1)
-	c.count(e.Size)
+	t.read++
+	t.count(e.Size)
 	return e, true
-}
-
-func (c *capturer) count(size int64) {
-	c.files.Add(1)
-	c.bytes.Add(size)
 }
 
 // TempPrefix starts the names of the temporary files a restore writes

@@ -72,17 +72,21 @@ func (ig *ignorer) child(domain []string, files [][]byte) *ignorer {
 	return newIgnorer(ps, lits)
 }
 
-// ignored reports whether the path (components from the root) is ignored.
+// ignored reports whether the path (components from the root) is ignored,
+// given that no proper prefix of it is (the walks check each directory
+// before they enter it).
 func (ig *ignorer) ignored(path []string, isDir bool) bool {
 	if len(ig.patterns) == 0 {
 		return false
 	}
 	if ig.literal != nil {
-		for i, c := range path {
-			for _, lp := range ig.literal[c] {
-				if i >= lp.depth && (!lp.dirOnly || isDir || i < len(path)-1) {
-					return true
-				}
+		// A plain name matches one component; the ancestors' were checked
+		// when the walk entered them, against every pattern that applies
+		// to them, so only the last component can match now.
+		i := len(path) - 1
+		for _, lp := range ig.literal[path[i]] {
+			if i >= lp.depth && (!lp.dirOnly || isDir) {
+				return true
 			}
 		}
 		return false

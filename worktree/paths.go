@@ -153,7 +153,9 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 				}
 				return &objects.TreeEntry{Name: name, Mode: objects.ModeDir, ID: res.id, Size: res.size}, nil
 			case unix.S_IFREG, unix.S_IFLNK:
-				if e, ok := c.file(fd, name, p, &st); ok {
+				var t tally
+				defer c.add(&t)
+				if e, ok := c.file(fd, name, []byte(p), &st, &t); ok {
 					return &e, nil
 				}
 				return nil, nil
