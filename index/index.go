@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -75,8 +76,8 @@ func notRacy(st Stat, recorded int64) bool {
 type listing struct {
 	Stat
 	Recorded int64    // Unix ns: when the scan that read the names began
-	Names    []string // sorted
-	used     bool     // looked up or put since the cache was loaded
+	Names    []string    // sorted
+	used     atomic.Bool // looked up or put since the cache was loaded or last pruned
 }
 
 // Cache maps paths to entries. It is safe for concurrent use.
@@ -182,13 +183,13 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 // renaming an entry moves a directory's mtime and ctime. The slice is shared:
 // callers must not modify it.
 func (c *Cache) Listing(dir string, st Stat) ([]string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock() // walkers look up in parallel: never the write lock here
+	defer c.mu.RUnlock()
 	l, ok := c.dirs[dir]
 	if !ok {
 		return nil, false
 	}
-	l.used = true
+	l.used.Store(true)
 	if l.Stat != st || !notRacy(st, l.Recorded) {
 		return nil, false
 	}
@@ -203,10 +204,12 @@ func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.T
 	defer c.mu.Unlock()
 	rec := scanStart.UnixNano()
 	if l, ok := c.dirs[dir]; ok && l.Stat == st && l.Recorded == rec && slices.Equal(l.Names, names) {
-		l.used = true
+		l.used.Store(true)
 		return
 	}
-	c.dirs[dir] = &listing{Stat: st, Recorded: rec, Names: names, used: true}
+	l := &listing{Stat: st, Recorded: rec, Names: names}
+	l.used.Store(true)
+	c.dirs[dir] = l
 	c.dirty = true
 }
 
@@ -217,11 +220,11 @@ func (c *Cache) DropUnusedListings() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for d, l := range c.dirs {
-		if !l.used {
+		if !l.used.Load() {
 			delete(c.dirs, d)
 			c.dirty = true
 		}
-		l.used = false
+		l.used.Store(false)
 	}
 }
 
