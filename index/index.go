@@ -75,7 +75,7 @@ func notRacy(st Stat, recorded int64) bool {
 // stat taken before the read.
 type listing struct {
 	Stat
-	Recorded int64    // Unix ns: when the scan that read the names began
+	Recorded int64       // Unix ns: when the scan that read the names began
 	Names    []string    // sorted
 	used     atomic.Bool // looked up or put since the cache was loaded or last pruned
 }
