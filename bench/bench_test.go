@@ -114,3 +114,31 @@ func TestParseReplay(t *testing.T) {
 		t.Errorf("write step: %+v", s)
 	}
 }
+
+// -render prints a saved -json run exactly as the run printed its table.
+func TestRenderSavedRun(t *testing.T) {
+	rep := &report{Machine: map[string]string{"cpus": "2"}}
+	rep.timeRow("W1", "no-change checkpoint", 50*time.Millisecond, "shadow git `status`", 60*time.Millisecond, 0.8, "")
+	rep.bytesRow("W2", "store bytes", 9<<20, "shadow git objects after `git gc`", 8<<20, 1.2, "")
+	rep.skip("W5", "`checkpoint --paths P`", "snap", "no time")
+	rep.note("a note")
+	var saved, want, got bytes.Buffer
+	if err := rep.writeJSON(&saved); err != nil {
+		t.Fatal(err)
+	}
+	printMachine(&want, rep.Machine)
+	rep.writeMarkdown(&want)
+	path := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(path, saved.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := render(path, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Fatalf("rendered:\n%s\nwant:\n%s", got.String(), want.String())
+	}
+	if !strings.Contains(got.String(), "| W1 | no-change checkpoint | 50.0 ms |") || !strings.Contains(got.String(), "| 0.83x | ≤ 0.80x | missed |") {
+		t.Fatalf("unexpected table:\n%s", got.String())
+	}
+}

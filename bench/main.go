@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type config struct {
 	Keep         bool
 	Realdata     string
 	GoGitTimeout time.Duration
+	Render       string // a -json output to print as the markdown table instead of running
 
 	// Sizes, set from Quick and Scale by setSizes (tests set them directly).
 	W1Files int
@@ -70,6 +72,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.Keep, "keep", false, "keep the work directory")
 	fs.StringVar(&c.Realdata, "realdata", "", "folder of real agent transcripts for W3 (default: ../shared/realdata beside the module root)")
 	fs.DurationVar(&c.GoGitTimeout, "gogit-timeout", time.Minute, "skip go-git rows whose operation takes longer")
+	fs.StringVar(&c.Render, "render", "", "print the markdown table of a saved -json run (a file) and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -288,6 +291,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if cfg.Render != "" {
+		if err := render(cfg.Render, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	rep, err := runBench(cfg, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -307,4 +317,20 @@ func main() {
 func printMachine(w io.Writer, m map[string]string) {
 	fmt.Fprintf(w, "%s · %s CPUs (%s) · %s RAM · kernel %s · %s · %s\n\n",
 		m["date"], m["nproc"], m["cpu"], m["memory"], m["kernel"], m["go"], m["git"])
+}
+
+// render prints the table of a report saved with -json, as the run would
+// have printed it.
+func render(path string, w io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	printMachine(w, rep.Machine)
+	rep.writeMarkdown(w)
+	return nil
 }
