@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -82,14 +82,16 @@ type listing struct {
 
 // Cache maps paths to entries. It is safe for concurrent use.
 type Cache struct {
-	saveMu sync.Mutex // serialises Save, so the newest snapshot is written last
-	mu     sync.RWMutex
-	slot   map[string]int32    // path → its entry in ents
-	ents   []Entry             // entries, in load order then as Put; a Retained path's stays unreferenced
-	paths  []string            // the path of each of ents
-	sorted bool                // paths is sorted (loaded, nothing added since): Save need not sort
-	dirs   map[string]*listing // directory path ("" is the root) → its listing
-	dirty  bool
+	saveMu  sync.Mutex // serialises Save, so the newest snapshot is written last
+	mu      sync.RWMutex
+	slot    map[string]int32    // path → its entry in ents
+	ents    []Entry             // entries, in load order then as Put; a Retained path's stays unreferenced
+	paths   []string            // the path of each of ents
+	gone    []bool              // ents Retained away (nil: none yet; else as long as ents)
+	sorted  bool                // paths is sorted (loaded, nothing added since): Save need not sort
+	dirs    map[string]*listing // directory path ("" is the root) → its listing
+	dirList []string            // the keys of dirs, sorted
+	dirty   bool
 }
 
 // New returns an empty cache.
@@ -168,6 +170,9 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 		c.slot[path] = int32(len(c.ents))
 		c.ents = append(c.ents, e)
 		c.paths = append(c.paths, path)
+		if c.gone != nil {
+			c.gone = append(c.gone, false)
+		}
 		c.sorted = false
 		c.dirty = true
 	} else if c.ents[i] != e {
@@ -209,6 +214,10 @@ func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.T
 	}
 	l := &listing{Stat: st, Recorded: rec, Names: names}
 	l.used.Store(true)
+	if _, ok := c.dirs[dir]; !ok {
+		i, _ := slices.BinarySearch(c.dirList, dir)
+		c.dirList = slices.Insert(c.dirList, i, dir)
+	}
 	c.dirs[dir] = l
 	c.dirty = true
 }
@@ -219,13 +228,15 @@ func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.T
 func (c *Cache) DropUnusedListings() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for d, l := range c.dirs {
-		if !l.used.Load() {
-			delete(c.dirs, d)
-			c.dirty = true
+	c.dirList = slices.DeleteFunc(c.dirList, func(d string) bool {
+		l := c.dirs[d]
+		if l.used.Swap(false) {
+			return false
 		}
-		l.used.Store(false)
-	}
+		delete(c.dirs, d)
+		c.dirty = true
+		return true
+	})
 }
 
 // Retain drops every entry for which keep returns false (paths that a full
@@ -233,8 +244,12 @@ func (c *Cache) DropUnusedListings() {
 func (c *Cache) Retain(keep func(path string) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for p := range c.slot {
+	for p, i := range c.slot {
 		if !keep(p) {
+			if c.gone == nil {
+				c.gone = make([]bool, len(c.ents))
+			}
+			c.gone[i] = true
 			delete(c.slot, p)
 			c.dirty = true
 		}
@@ -318,32 +333,30 @@ func decodeStat(b []byte) (Stat, int64) {
 }
 
 func (c *Cache) encodeLocked() []byte {
-	paths := make([]string, 0, len(c.slot))
+	live := make([]int32, 0, len(c.slot)) // indexes of the entries to write, in path order
 	size := len(magic) + 4 + 4 + 32
 	for i, p := range c.paths {
-		if c.slot[p] == int32(i) { // not Retained away
-			paths = append(paths, p)
+		if c.gone == nil || !c.gone[i] {
+			live = append(live, int32(i))
 			size += binary.MaxVarintLen64 + len(p) + entryTail
 		}
 	}
 	if !c.sorted {
-		sort.Strings(paths)
+		slices.SortFunc(live, func(a, b int32) int { return strings.Compare(c.paths[a], c.paths[b]) })
 	}
-	dirs := make([]string, 0, len(c.dirs))
-	for d, l := range c.dirs {
-		dirs = append(dirs, d)
+	dirs := c.dirList
+	for _, d := range dirs {
 		size += 2*binary.MaxVarintLen64 + len(d) + statSize
-		for _, n := range l.Names {
+		for _, n := range c.dirs[d].Names {
 			size += binary.MaxVarintLen64 + len(n)
 		}
 	}
-	sort.Strings(dirs)
 	b := make([]byte, 0, size)
 	b = append(b, magic...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(paths)))
-	for _, p := range paths {
-		e := c.ents[c.slot[p]]
-		b = appendString(b, p)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(live)))
+	for _, i := range live {
+		e := c.ents[i]
+		b = appendString(b, c.paths[i])
 		b = appendStat(b, e.Stat, e.Recorded)
 		b = append(b, e.ID[:]...)
 	}
@@ -480,6 +493,7 @@ func Decode(data []byte) (*Cache, error) {
 			l.Names = append(l.Names, name)
 		}
 		c.dirs[dir] = l
+		c.dirList = append(c.dirList, dir)
 	}
 	if d.err != nil {
 		return nil, d.err

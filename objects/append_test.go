@@ -131,7 +131,7 @@ func wholeAppendForTest(t *testing.T, w *Writer, data []byte, base ID) ID {
 }
 
 func compressedLenForTest(data []byte) int64 {
-	c, _ := compress(data)
+	c, _ := compress(data, false)
 	return int64(len(c))
 }
 

@@ -319,7 +319,7 @@ func (s *Store) deltaRecord(t Type, data []byte, base ID, wholeLen int) ([]byte,
 	if len(delta) > maxDeltaLen(len(data)) {
 		return nil, false
 	}
-	inner, innerEnc := compress(delta)
+	inner, innerEnc := compress(delta, false)
 	if deltaHeaderSize+len(inner) > wholeLen*3/4 {
 		return nil, false // saving under a quarter is not worth a chain read
 	}

@@ -90,7 +90,7 @@ func TestDeltaRoundTripTreeAndBlob(t *testing.T) {
 			base := putCommitForTest(t, s, c.typ, c.old, ID{})
 			id := putCommitForTest(t, s, c.typ, c.new, base)
 			info, _ := s.Info(id)
-			whole, enc := compress(c.new)
+			whole, enc := compress(c.new, false)
 			t.Logf("%s: %d bytes; whole record (enc %d) %d bytes stored, delta %d bytes stored (+%d header each)",
 				c.name, len(c.new), enc, len(whole), info.Stored, recordHeader)
 			if !info.Delta || info.Size != int64(len(c.new)) {

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/snapcore-dev/snap/fsys"
 )
@@ -569,8 +570,13 @@ type Writer struct {
 	dryRun    bool          // compute ids only; write nothing
 	wholeOnly bool          // store every object whole (tests: the reference deltas are measured against)
 	newBytes  int64
+	puts      atomic.Int64 // objects compressed so far
 	err       error
 }
+
+// bulkAfter is the number of objects after which a Writer compresses with
+// bulkEncoder: a first checkpoint or a large change, not a small one.
+const bulkAfter = 64
 
 // NewWriter starts a pack. The temporary file is created on the first new
 // object, so a Writer that only finds existing objects costs nothing.
@@ -622,7 +628,7 @@ func (w *Writer) put(t Type, data []byte, base ID) (ID, error) {
 		}
 		return id, nil
 	}
-	stored, enc := compress(data)
+	stored, enc := compress(data, w.puts.Add(1) > bulkAfter)
 	if !base.IsZero() && !w.wholeOnly {
 		if d, ok := w.s.deltaRecord(t, data, base, len(stored)); ok {
 			stored, enc = d, encDelta

@@ -47,7 +47,7 @@ type rawRecordForTest struct {
 
 // goodRecordForTest is the record Writer.Put would write for data.
 func goodRecordForTest(t Type, data []byte) rawRecordForTest {
-	stored, enc := compress(data)
+	stored, enc := compress(data, false)
 	return rawRecordForTest{id: Hash(t, data), typ: t, enc: enc, size: uint32(len(data)), stored: stored}
 }
 
