@@ -764,5 +764,5 @@ const AutoGCPacks = 50
 // NeedsGC reports whether the store has accumulated enough packs that an
 // automatic gc is worth running.
 func (r *Repo) NeedsGC() bool {
-	return r.objects.Stats().Packs >= AutoGCPacks
+	return r.objects.Packs() >= AutoGCPacks
 }
