@@ -78,6 +78,9 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	if err := st.Reload(); err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
+	if err := st.CheckIndexes(); err != nil { // a damaged index must not pass for a pack of garbage
+		return nil, fmt.Errorf("gc: %w", err)
+	}
 	now := time.Now()
 	cutoff := now.Add(-opts.Grace)
 	packs := st.PackInfo()

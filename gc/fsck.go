@@ -87,6 +87,9 @@ func Fsck(ctx context.Context, st *objects.Store, rs *refs.Store, full bool) (*F
 	if err := st.Reload(); err != nil {
 		w.errorf(objects.ID{}, objects.PacksDir, "cannot list packs: %v", err)
 	}
+	if err := st.CheckIndexes(); err != nil {
+		w.errorf(objects.ID{}, objects.PacksDir, "cannot check pack indexes: %v", err)
+	}
 	w.packsBroken = len(st.LoadErrors()) > 0
 
 	// Packs that cannot be indexed.

@@ -152,15 +152,24 @@ func TestCorruptPackByteFlips(t *testing.T) {
 			t.Fatal(err)
 		}
 		errs := readAllForTest(t, s, types, datas, "fresh store")
-		s.Close()
 		if uint64(i) < packHeaderSize || uint64(i) >= dataEnd {
-			// Header, index or footer: the pack cannot be indexed.
+			// Header, index or footer: opening checks only the structure
+			// of the index, so some reads may still succeed (never with
+			// wrong bytes, readAllForTest checks); once the indexes are
+			// checked in full (as gc and fsck do), the pack cannot be
+			// indexed at all.
+			if err := s.CheckIndexes(); err != nil {
+				t.Fatal(err)
+			}
+			errs = readAllForTest(t, s, types, datas, "after CheckIndexes")
+			s.Close()
 			for id := range datas {
 				if !errors.Is(errs[id], ErrNotFound) {
 					t.Fatalf("byte %d (outside records) flipped: %s: %v, want ErrNotFound", i, id.Short(), errs[id])
 				}
 			}
 		} else {
+			s.Close()
 			e, ok := recordAtForTest(entries, uint64(i))
 			if !ok {
 				t.Fatalf("byte %d is in no record", i)
@@ -276,11 +285,19 @@ func TestCorruptPackFooter(t *testing.T) {
 			if err := os.WriteFile(path, bad, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			errs := readAllForTest(t, reopenForTest(t, dir), types, datas, "fresh store")
+			s := reopenForTest(t, dir)
+			readAllForTest(t, s, types, datas, "fresh store") // never wrong bytes
+			if err := s.CheckIndexes(); err != nil {
+				t.Fatal(err)
+			}
+			errs := readAllForTest(t, s, types, datas, "after CheckIndexes")
 			for id := range datas {
 				if !errors.Is(errs[id], ErrNotFound) {
 					t.Fatalf("%s: %v, want ErrNotFound", id.Short(), errs[id])
 				}
+			}
+			if _, bad := s.LoadErrors()[filepath.Base(path)]; !bad {
+				t.Fatal("the damaged pack is not listed by LoadErrors")
 			}
 		})
 	}

@@ -66,6 +66,14 @@
 // miss. Memory is bounded whatever the size of a file: blobs stream
 // through the chunker one chunk at a time.
 //
+// Loading a pack checks the structure of every index entry (known type and
+// encoding, sorted ids, records inside the pack) but not the index's
+// checksum, which costs a third of opening a store of 200,000 objects: a
+// damaged index can make an object look absent or its read fail, never
+// return wrong bytes, since every read re-hashes. gc and fsck call
+// CheckIndexes first, which checks each index in full and drops a damaged
+// one as if it had failed to load.
+//
 // # I/O errors
 //
 // Every file operation goes through the fsys.FS given to OpenFS (Open uses

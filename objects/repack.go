@@ -542,6 +542,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 		}
 		f = nil
 		newP = newPackFile(s.fs, final, int64(off)+int64(len(index))+int64(len(footer)), entries) // encodeIndex sorted entries
+		newP.checked = true
 	}
 
 	// The new pack is durable: point the index at it, then drop the old packs.

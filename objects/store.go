@@ -49,6 +49,7 @@ type packFile struct {
 	size    int64
 	entries []indexEntry // its index, sorted by id
 	fanout  [257]int32   // entries[fanout[b]:fanout[b+1]] are the ids starting with byte b
+	checked bool         // the index passed the strict checks (see decodePackIndex)
 
 	mu sync.Mutex
 	f  fsys.File // opened on first read; a pack removed by gc stays readable through it
@@ -311,7 +312,44 @@ func loadPack(vfs fsys.FS, path string, strict bool) (*packFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
-	return newPackFile(vfs, path, size, entries), nil
+	p := newPackFile(vfs, path, size, entries)
+	p.checked = strict
+	return p, nil
+}
+
+// CheckIndexes verifies in full (checksum, non-overlapping records) the
+// index of every indexed pack that was only checked for structure when it
+// was loaded. A damaged one is dropped and listed by LoadErrors, as if it
+// had failed to load; the error is an I/O error that stopped a check. gc
+// and fsck call it before they trust the indexes: a damaged index must
+// never make gc take a pack for garbage.
+func (s *Store) CheckIndexes() error {
+	s.mu.RLock()
+	var todo []*packFile
+	for _, p := range s.packs {
+		if !p.checked {
+			todo = append(todo, p)
+		}
+	}
+	s.mu.RUnlock()
+	var errs []error
+	for _, p := range todo {
+		_, err := loadPack(p.fs, p.path, true)
+		s.mu.Lock()
+		switch {
+		case err == nil:
+			p.checked = true
+		case errors.Is(err, ErrCorrupt):
+			if s.packs[p.name] == p {
+				s.loadErrs[p.name] = err
+				s.dropPackLocked(p)
+			}
+		case !errors.Is(err, fs.ErrNotExist): // a pack removed meanwhile has nothing to check
+			errs = append(errs, fmt.Errorf("pack %s cannot be read: %w", p.name, err))
+		}
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Store) lookup(id ID) (location, bool) {
@@ -749,6 +787,7 @@ func (w *Writer) Commit() (string, error) {
 		return "", fmt.Errorf("commit pack: %w", err)
 	}
 	p := newPackFile(w.s.fs, filepath.Join(w.s.dir, PacksDir, name), int64(w.off)+int64(len(index))+int64(len(footer)), w.entries)
+	p.checked = true // its index is what this writer just encoded
 	w.s.mu.Lock()
 	if _, ok := w.s.packs[name]; !ok {
 		w.s.packs[name] = p
