@@ -208,16 +208,17 @@ func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.T
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec := scanStart.UnixNano()
-	if l, ok := c.dirs[dir]; ok && l.Stat == st && l.Recorded == rec && slices.Equal(l.Names, names) {
-		l.used.Store(true)
+	old, known := c.dirs[dir]
+	if known && old.Stat == st && old.Recorded == rec && slices.Equal(old.Names, names) {
+		old.used.Store(true)
 		return
 	}
-	l := &listing{Stat: st, Recorded: rec, Names: names}
-	l.used.Store(true)
-	if _, ok := c.dirs[dir]; !ok {
+	if !known {
 		i, _ := slices.BinarySearch(c.dirList, dir)
 		c.dirList = slices.Insert(c.dirList, i, dir)
 	}
+	l := &listing{Stat: st, Recorded: rec, Names: names}
+	l.used.Store(true)
 	c.dirs[dir] = l
 	c.dirty = true
 }

@@ -104,18 +104,19 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 	}
 	if opts.Cache != nil {
 		opts.Cache.DropUnusedListings()
-	}
-	if opts.Cache != nil && opts.Cache.Len() != int(c.cached.Load()) {
-		// Some cached paths were not seen: forget them. Every regular file
-		// captured is in the cache, so equal counts mean nothing is stale.
-		seen := map[string]bool{}
-		if err := objects.WalkTree(w, res.id, func(p string, e objects.TreeEntry) error {
-			seen[p] = true
-			return nil
-		}); err != nil {
-			return nil, err
+		if opts.Cache.Len() != int(c.cached.Load()) {
+			// Some cached paths were not seen: forget them. Every regular
+			// file captured is in the cache, so equal counts mean nothing
+			// is stale.
+			seen := map[string]bool{}
+			if err := objects.WalkTree(w, res.id, func(p string, e objects.TreeEntry) error {
+				seen[p] = true
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+			opts.Cache.Retain(func(p string) bool { return seen[p] })
 		}
-		opts.Cache.Retain(func(p string) bool { return seen[p] })
 	}
 	sort.Slice(c.skipped, func(i, j int) bool { return c.skipped[i].Path < c.skipped[j].Path })
 	return &Snapshot{Tree: res.id, Files: int(c.files.Load()), Bytes: c.bytes.Load(), Read: int(c.read.Load()),
