@@ -119,6 +119,13 @@ func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 	return c, nil
 }
 
+// Dirty reports whether the cache changed since it was loaded or saved.
+func (c *Cache) Dirty() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.dirty
+}
+
 // Len returns the number of entries.
 func (c *Cache) Len() int {
 	c.mu.RLock()
