@@ -297,9 +297,9 @@ func (w *Writer) PutDelta(t Type, data []byte, base ID) (ID, error) {
 }
 
 // deltaRecord returns the stored bytes of a delta record turning base into
-// data (of type t), or false when a whole record of wholeLen stored bytes
-// is better or base cannot serve.
-func (s *Store) deltaRecord(t Type, data []byte, base ID, wholeLen int) ([]byte, bool) {
+// data (of type t), or false when base cannot serve or the delta is not
+// small (see maxDeltaLen).
+func (s *Store) deltaRecord(t Type, data []byte, base ID) ([]byte, bool) {
 	if len(data) == 0 || len(data) > deltaMaxObject {
 		return nil, false
 	}
@@ -320,9 +320,6 @@ func (s *Store) deltaRecord(t Type, data []byte, base ID, wholeLen int) ([]byte,
 		return nil, false
 	}
 	inner, innerEnc := compress(delta, false)
-	if deltaHeaderSize+len(inner) > wholeLen*3/4 {
-		return nil, false // saving under a quarter is not worth a chain read
-	}
 	if out, err := packfile.PatchDelta(src, delta); err != nil || !bytes.Equal(out, data) {
 		return nil, false // never store a delta that does not reproduce data
 	}

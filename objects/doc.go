@@ -43,7 +43,8 @@
 // MaxDeltaDepth), and a git-format delta (raw or zstd) from the base's
 // canonical bytes to the object's. Writer.PutDelta writes one when given
 // the previous version of a tree or small file and the delta is at most
-// three quarters of the whole compressed record, so a checkpoint that changes one entry
+// three quarters of the whole compressed record (or at most 1/16 of the raw
+// bytes, taken without compressing the whole to compare), so a checkpoint that changes one entry
 // of a directory or one line of a file stores tens of bytes. The base is
 // resolved through the store (it may be in any pack), the delta's declared
 // sizes are checked against the base and the index before patching, and

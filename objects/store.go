@@ -675,12 +675,7 @@ func (w *Writer) put(t Type, data []byte, base ID) (ID, error) {
 		}
 		return id, nil
 	}
-	stored, enc := compress(data, w.puts.Add(1) > bulkAfter)
-	if !base.IsZero() && !w.wholeOnly {
-		if d, ok := w.s.deltaRecord(t, data, base, len(stored)); ok {
-			stored, enc = d, encDelta
-		}
-	}
+	stored, enc := w.encode(t, data, base)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.pending[id]; ok {
@@ -719,6 +714,27 @@ func (w *Writer) put(t Type, data []byte, base ID) (ID, error) {
 		w.trees[id] = append([]byte(nil), data...)
 	}
 	return id, nil
+}
+
+// encode returns the stored form of an object and its encoding: a delta on
+// base when one is at most 3/4 of the whole compressed record (less is not
+// worth a chain read), else the whole record. A delta of at most 1/16 of
+// the raw bytes is taken without compressing the whole object to compare:
+// smaller than any whole record short of 16:1 compression, and most edits
+// of a file are that.
+func (w *Writer) encode(t Type, data []byte, base ID) ([]byte, byte) {
+	var delta []byte
+	if !base.IsZero() && !w.wholeOnly {
+		delta, _ = w.s.deltaRecord(t, data, base)
+		if delta != nil && len(delta) <= len(data)/16 {
+			return delta, encDelta
+		}
+	}
+	stored, enc := compress(data, w.puts.Add(1) > bulkAfter)
+	if delta != nil && len(delta) <= len(stored)*3/4 {
+		return delta, encDelta
+	}
+	return stored, enc
 }
 
 // ReadTree reads a tree from this writer's pending objects or the store.
