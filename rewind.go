@@ -11,8 +11,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -412,17 +415,38 @@ func (r *Repo) verifyTarget(tr objects.TreeReader, now *captured, tck *objects.C
 		return fmt.Errorf("refusing to rewind: %s cannot be read: %w", what, err)
 	}
 	if scope.Files {
+		var todo []objects.Change
 		err := objects.DiffTrees(tr, now.tree, tck.Tree, func(c objects.Change) error {
-			if c.New.Mode == 0 || !pathMatch(c.Path, scope.Paths) {
-				return nil
+			if c.New.Mode != 0 && pathMatch(c.Path, scope.Paths) {
+				todo = append(todo, c)
 			}
-			return check(c.Path, c.New.ID)
+			return nil
 		})
 		if err != nil {
 			if errors.Is(err, objects.ErrCorrupt) || errors.Is(err, objects.ErrNotFound) {
 				return fmt.Errorf("%w: refusing to rewind: %v", objects.ErrCorrupt, err)
 			}
 			return err
+		}
+		// Decoding and hashing is CPU work: spread it over the cores. The
+		// error reported is the first path's, whatever order they finish in.
+		errs := make([]error, len(todo))
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(len(todo), runtime.GOMAXPROCS(0)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1)) - 1; i < len(todo); i = int(next.Add(1)) - 1 {
+					errs[i] = check(todo[i].Path, todo[i].New.ID)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if scope.State {
