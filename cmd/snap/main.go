@@ -31,6 +31,35 @@ func main() {
 	os.Exit(code)
 }
 
+func init() {
+	// --version only: -v is too easily meant as "verbose".
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version of snap and exit"}
+}
+
+// version describes this build: the module version ("(devel)" for a build
+// from a checkout), the VCS revision it was built from (+dirty when the
+// checkout had changes) and the Go version.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	rev, dirty := "", ""
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value[:min(12, len(s.Value))]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev != "" {
+		v += " " + rev + dirty
+	}
+	return v + " " + bi.GoVersion
+}
+
 // tuneGC trades memory for time: a run lives for milliseconds and its live
 // heap is small (tens of MiB even for a 1 GiB file), so the collector runs
 // at 4× the live heap instead of 2× (it took a tenth of a no-change
@@ -254,7 +283,7 @@ REF, wherever a checkpoint is named:
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 partial (some paths failed), 4 no such
 checkpoint/ref, 10 no store, 11 store busy, 12 store corrupt.`,
-		HideVersion:               true,
+		Version:                   version(),
 		DisableSliceFlagSeparator: true,
 		Reader:                    inv.stdin,
 		Writer:                    inv.stdout,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -126,5 +127,17 @@ func TestClassify(t *testing.T) {
 				t.Errorf("classify(%v) = %d %q, want %d %q", tt.err, exit, code, tt.exit, tt.code)
 			}
 		})
+	}
+}
+
+// --version prints the build's version and touches no store; -v is not an
+// alias (too easily meant as "verbose").
+func TestVersion(t *testing.T) {
+	r := runCLI(t, "", "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "snap version ") || !strings.Contains(r.stdout, runtime.Version()) {
+		t.Fatalf("--version: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "", "-v"); r.code != 2 {
+		t.Fatalf("-v: exit %d, want 2 (usage)", r.code)
 	}
 }
