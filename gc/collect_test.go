@@ -426,7 +426,7 @@ func TestGeometricMerge(t *testing.T) {
 
 // A pack whose index is damaged but still well formed (a flipped checksum
 // bit) opens, since opening checks only each entry's structure; gc checks
-// every index in full first, so it never takes such a pack for garbage,
+// every index in full first, leaves that pack alone and collects the rest,
 // and fsck reports it.
 func TestCollectNeverTrustsAnUncheckedIndex(t *testing.T) {
 	g := newGCStore(t)
@@ -447,9 +447,22 @@ func TestCollectNeverTrustsAnUncheckedIndex(t *testing.T) {
 	if !st.Has(junk) {
 		t.Fatal("opening the store refused a pack whose entries are well formed")
 	}
-	Collect(context.Background(), st, rs, Options{Grace: time.Hour}) // may refuse: a pack cannot be indexed
+	// gc checks the indexes first: the damaged pack counts as one that
+	// cannot be indexed, left alone, and the healthy junk is still swept
+	// (without the check, gc would only fail on it when reading its index
+	// in full, and sweep nothing).
+	res, err := Collect(context.Background(), st, rs, Options{Grace: time.Hour})
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	if _, bad := st.LoadErrors()[name]; !bad {
+		t.Fatal("the damaged pack is not listed as unindexable")
+	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("gc removed a pack whose index it could not trust: %v", err)
+	}
+	if res.PacksDeleted != 1 || st.Has(g.junk[0]) {
+		t.Fatalf("the healthy junk pack was not swept: %+v", res)
 	}
 	rep := g.fsck(false)
 	found := false

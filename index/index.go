@@ -491,7 +491,7 @@ func Decode(data []byte) (*Cache, error) {
 		prev = dir
 		l := &listing{}
 		l.Stat, l.Recorded = d.stat("directory")
-		n := d.uvarint("name count", uint64(len(body)-d.pos))
+		n := d.uvarint("name count", uint64(len(body)-d.pos)/2) // a name takes at least 2 bytes
 		l.Names = make([]string, 0, n)
 		for j := uint64(0); j < n && d.err == nil; j++ {
 			name := d.string("name", 0)

@@ -162,15 +162,7 @@ func TestRacilyCleanIsMiss(t *testing.T) {
 				t.Fatalf("Lookup hit = %v, want %v", ok, tc.hit)
 			}
 			// The verdict survives a save and load.
-			p := filepath.Join(t.TempDir(), "c")
-			if err := c.Save(p); err != nil {
-				t.Fatal(err)
-			}
-			c2, err := Load(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := c2.Lookup("f", st); ok != tc.hit {
+			if _, ok := reloadForTest(t, c).Lookup("f", st); ok != tc.hit {
 				t.Fatalf("after load: hit = %v, want %v", ok, tc.hit)
 			}
 		})
@@ -186,6 +178,20 @@ func TestRacilyCleanIsMiss(t *testing.T) {
 	if _, ok := c.Lookup("f", st); !ok {
 		t.Fatal("re-hashed entry still a miss")
 	}
+}
+
+// reloadForTest saves c to a new file and loads it back.
+func reloadForTest(t *testing.T, c *Cache) *Cache {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stat")
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c2
 }
 
 // fileIdentityForTest returns the inode of path, to tell whether the file
@@ -695,14 +701,7 @@ func TestListings(t *testing.T) {
 		t.Fatal("Listing trusted a racily clean directory")
 	}
 
-	path := filepath.Join(t.TempDir(), "stat")
-	if err := c.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	c2, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := reloadForTest(t, c)
 	if names, ok := c2.Listing("sub", old); !ok || !slices.Equal(names, []string{"c"}) {
 		t.Fatalf("reloaded Listing = %v, %v", names, ok)
 	}
