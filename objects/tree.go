@@ -152,22 +152,13 @@ func ValidName(name string) error {
 	if name == "" || name == "." || name == ".." {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}
-	bad := false
-	if isASCII(name) { // the common case: a byte loop
-		for i := 0; i < len(name) && !bad; i++ {
-			c := name[i]
-			bad = c < 0x20 || c == 0x7f || c == '/' || c == '\\'
-		}
-	} else {
-		if !utf8.ValidString(name) {
-			return fmt.Errorf("%w: %q is not valid UTF-8", ErrBadName, name)
-		}
-		for _, r := range name {
-			bad = bad || r < 0x20 || r == 0x7f || r == '/' || r == '\\' || (r >= 0x80 && r < 0xa0)
-		}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrBadName, name)
 	}
-	if bad {
-		return fmt.Errorf("%w: %q contains a separator or control character", ErrBadName, name)
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '/' || r == '\\' || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("%w: %q contains a separator or control character", ErrBadName, name)
+		}
 	}
 	if IsReservedName(name) {
 		return fmt.Errorf("%w: %q is reserved", ErrBadName, name)
