@@ -596,7 +596,7 @@ func errText(err error) string {
 // symlink) at the slash-separated path p under root to w, without following
 // symlinks on the way.
 func ReadFile(root, p string, symlink bool, w io.Writer) error {
-	r := &restorer{opts: RestoreOptions{Root: root}}
+	r := &restorer{opts: RestoreOptions{Root: root}, sys: fsys.RealSys}
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err

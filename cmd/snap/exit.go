@@ -30,6 +30,18 @@ const (
 // already been printed.
 var errCorruptFound = errors.New("store corrupt")
 
+// internalError is a panic recovered in run: a bug in snap, reported as an
+// error (exit 1, code "internal_error") instead of a crash. The stack goes to
+// stderr only in text mode, after the message.
+type internalError struct {
+	value any
+	stack []byte
+}
+
+func (e *internalError) Error() string {
+	return fmt.Sprintf("internal error: %v (a bug in snap: please report it with the command that caused it)", e.value)
+}
+
 // usageError is a malformed command line: unknown flag, missing or extra
 // argument, bad value.
 type usageError struct{ msg string }
@@ -79,6 +91,12 @@ var classification = []struct {
 	{isErr(snap.ErrNothingToRedo), exitError, "nothing_to_redo"},
 	{isErr(refs.ErrConflict), exitError, "conflict"},
 	{isErr(context.Canceled), exitError, "interrupted"},
+	{isInternal, exitError, "internal_error"},
+}
+
+func isInternal(err error) bool {
+	var ie *internalError
+	return errors.As(err, &ie)
 }
 
 func isErr(target error) func(error) bool {
@@ -120,6 +138,10 @@ func reportError(w io.Writer, asJSON bool, err error) int {
 		enc.Encode(doc)
 	} else {
 		fmt.Fprintf(w, "snap: %v\n", err)
+		var ie *internalError
+		if errors.As(err, &ie) {
+			w.Write(ie.stack)
+		}
 	}
 	return exit
 }

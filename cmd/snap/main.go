@@ -114,11 +114,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, dashPos: -1}
 	app := newApp(inv)
 	args, inv.dashPos = normalizeArgs(app, args)
-	err := app.RunContext(ctx, args)
+	err := recovered(func() error { return app.RunContext(ctx, args) })
 	if err == nil {
 		return 0
 	}
 	return reportError(stderr, wantsJSON(args), err)
+}
+
+// recovered calls fn and turns a panic into an *internalError, so that even
+// a bug in snap ends in an error of the documented shape and exit code.
+func recovered(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &internalError{value: p, stack: debug.Stack()}
+		}
+	}()
+	return fn()
 }
 
 // globalOptions are the options every command accepts.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -139,5 +140,22 @@ func TestVersion(t *testing.T) {
 	}
 	if r := runCLI(t, "", "-v"); r.code != 2 {
 		t.Fatalf("-v: exit %d, want 2 (usage)", r.code)
+	}
+}
+
+// A panic anywhere below run becomes an error of the documented shape:
+// exit 1, code internal_error, a JSON document with --json.
+func TestPanicIsAnError(t *testing.T) {
+	err := recovered(func() error { var m map[string]int; m["x"]++; return nil })
+	if exit, code := classify(err); exit != exitError || code != "internal_error" {
+		t.Fatalf("recovered panic classified %d %q: %v", exit, code, err)
+	}
+	var buf strings.Builder
+	reportError(&buf, true, err)
+	var doc struct {
+		Error struct{ Code, Message string }
+	}
+	if jerr := json.Unmarshal([]byte(buf.String()), &doc); jerr != nil || doc.Error.Code != "internal_error" {
+		t.Fatalf("JSON error document: %q (%v)", buf.String(), jerr)
 	}
 }
