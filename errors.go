@@ -1,6 +1,9 @@
 package snap
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of the engine. The CLI maps them (and those of the layers
 // below: objects.ErrCorrupt, refs.ErrBusy, ...) to exit codes in one place.
@@ -14,6 +17,10 @@ var (
 	// ErrNothingToUndo / ErrNothingToRedo: the op stacks are empty.
 	ErrNothingToUndo = errors.New("nothing to undo")
 	ErrNothingToRedo = errors.New("nothing to redo")
+	// ErrExpired: a REF names a checkpoint that retention removed. It
+	// wraps ErrNoCheckpoint (exit 4): not damage, unlike an object a kept
+	// checkpoint needs that is missing (objects.ErrNotFound, exit 12).
+	ErrExpired = fmt.Errorf("%w: expired by retention", ErrNoCheckpoint)
 	// ErrPartial: some paths failed; the result lists them.
 	ErrPartial = errors.New("some paths could not be restored")
 )

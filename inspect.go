@@ -144,9 +144,12 @@ type StateInfo struct {
 // ShowResult is one checkpoint in detail.
 type ShowResult struct {
 	LogEntry
-	Tree  objects.ID  `json:"tree"`
-	Files FileChanges `json:"files"`
-	State []StateInfo `json:"state"`
+	Tree objects.ID `json:"tree"`
+	// ParentExpired: retention removed the parent, so Files is empty;
+	// Stats still counts the changes against it.
+	ParentExpired bool        `json:"parent_expired"`
+	Files         FileChanges `json:"files"`
+	State         []StateInfo `json:"state"`
 }
 
 // Show describes one checkpoint: metadata, files changed against its
@@ -178,14 +181,23 @@ func (r *Repo) Show(session, ref string) (*ShowResult, error) {
 	if len(ck.Parents) > 0 {
 		p := ck.Parents[0]
 		res.Parent = &p
-		pck, err := r.objects.ReadCheckpoint(p)
-		if err != nil {
+		pck, err := r.loadCheckpoint(p)
+		switch {
+		case errors.Is(err, ErrExpired):
+			// The file list needs the parent's tree; the counts are
+			// stored in the checkpoint itself.
+			res.ParentExpired = true
+		case err != nil:
+			return nil, err
+		default:
+			parentTree = pck.Tree
+		}
+	}
+	res.Files = FileChanges{Added: []string{}, Modified: []string{}, Deleted: []string{}}
+	if !res.ParentExpired {
+		if res.Files, err = r.changes(r.objects, parentTree, ck.Tree, nil); err != nil {
 			return nil, err
 		}
-		parentTree = pck.Tree
-	}
-	if res.Files, err = r.changes(r.objects, parentTree, ck.Tree, nil); err != nil {
-		return nil, err
 	}
 	st, err := r.objects.ReadTree(ck.State)
 	if err != nil {

@@ -47,17 +47,17 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 			return id, err
 		}
 		for i := 0; i < n; i++ {
-			ck, err := r.objects.ReadCheckpoint(id)
-			if errors.Is(err, objects.ErrNotFound) && r.isExpired(id) {
-				return objects.ID{}, fmt.Errorf("%w: %s reaches %s, expired by retention", ErrNoCheckpoint, ref, id.Short())
-			}
+			ck, err := r.loadCheckpoint(id)
 			if err != nil {
-				return id, err
+				return id, fmt.Errorf("%s: %w", ref, err)
 			}
 			if len(ck.Parents) == 0 {
 				return objects.ID{}, fmt.Errorf("%w: %s goes back past the first checkpoint of session %q", ErrNoCheckpoint, ref, session)
 			}
 			id = ck.Parents[0]
+		}
+		if _, err := r.loadCheckpoint(id); err != nil {
+			return id, fmt.Errorf("%s: %w", ref, err)
 		}
 		return id, nil
 	case strings.HasPrefix(ref, "#"):
@@ -73,7 +73,7 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 			return objects.ID{}, fmt.Errorf("%w: session %q has %d checkpoints, no #%d", ErrNoCheckpoint, session, len(list), n)
 		}
 		if list[n-1].expired {
-			return objects.ID{}, fmt.Errorf("%w: #%d of session %q was expired by retention", ErrNoCheckpoint, n, session)
+			return objects.ID{}, fmt.Errorf("#%d of session %q: %w", n, session, ErrExpired)
 		}
 		return list[n-1].ID, nil
 	case strings.HasPrefix(ref, "msg:"):
@@ -102,6 +102,11 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		}
 	}
 	if len(ref) >= 6 && isHex(ref) {
+		if len(ref) == 2*objects.IDSize {
+			if id, err := objects.ParseID(strings.ToLower(ref)); err == nil && r.isExpired(id) {
+				return objects.ID{}, fmt.Errorf("checkpoint %s: %w", id.Short(), ErrExpired)
+			}
+		}
 		ids := r.objects.FindPrefix(ref, objects.TypeCheckpoint)
 		if len(ids) == 0 {
 			r.objects.Reload()
@@ -124,8 +129,20 @@ func (r *Repo) resolveCheckpoint(session, ref string) (objects.ID, *objects.Chec
 	if err != nil {
 		return id, nil, err
 	}
-	ck, err := r.objects.ReadCheckpoint(id)
+	ck, err := r.loadCheckpoint(id)
 	return id, ck, err
+}
+
+// loadCheckpoint reads checkpoint id and is the one place that decides what
+// its absence means: a checkpoint retention removed is ErrExpired (exit 4,
+// not damage); any other missing or unreadable checkpoint is the store's
+// error (objects.ErrNotFound or ErrCorrupt: damage, exit 12).
+func (r *Repo) loadCheckpoint(id objects.ID) (*objects.Checkpoint, error) {
+	ck, err := r.objects.ReadCheckpoint(id)
+	if errors.Is(err, objects.ErrNotFound) && r.isExpired(id) {
+		return nil, fmt.Errorf("checkpoint %s: %w", id.Short(), ErrExpired)
+	}
+	return ck, err
 }
 
 func isHex(s string) bool {

@@ -144,7 +144,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		defer unlock()
 		m.Scope.Txn = newTxn()
 	}
-	tck, err := r.objects.ReadCheckpoint(target)
+	tck, err := r.loadCheckpoint(target)
 	if err != nil {
 		return nil, fmt.Errorf("rewind target %s: %w", target.Short(), err)
 	}

@@ -5,12 +5,15 @@ package snap_test
 // finding, each failing before its fix.
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/gc"
+	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/snaptest"
 )
 
@@ -45,5 +48,36 @@ func writeFile(t *testing.T, p, s string) {
 	}
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// After retention expires a checkpoint's parent, showing the checkpoint
+// works (its stats are stored in it) and naming the expired parent is
+// "no such checkpoint" (exit 4), never "object missing" (12, damage).
+func TestExpiredParentIsNotDamage(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	var ids []objects.ID
+	for i := range 3 {
+		writeFile(t, filepath.Join(root, "f"), strings.Repeat("x", i+1))
+		ids = append(ids, checkpoint(t, r, snap.CheckpointOptions{}).ID)
+	}
+	if _, err := gc.Collect(ctx, r.Objects(), r.Refs(), gc.Options{Grace: 0, Policy: &gc.Policy{KeepLast: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	show, err := r.Show("", "@")
+	if err != nil {
+		t.Fatalf("show @: %v", err)
+	}
+	if !show.ParentExpired || show.Stats.Modified != 1 {
+		t.Fatalf("show @: parent_expired %v, stats %+v", show.ParentExpired, show.Stats)
+	}
+	for _, ref := range []string{"@~1", "@~2", "#1", ids[1].String(), ids[0].String()} {
+		_, err := r.Diff(ctx, "", ref, "", nil)
+		if !errors.Is(err, snap.ErrExpired) || !errors.Is(err, snap.ErrNoCheckpoint) || errors.Is(err, objects.ErrNotFound) {
+			t.Errorf("diff %s: %v, want ErrExpired", ref, err)
+		}
+	}
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1"}); !errors.Is(err, snap.ErrExpired) {
+		t.Errorf("rewind @~1: %v, want ErrExpired", err)
 	}
 }

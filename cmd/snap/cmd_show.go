@@ -81,6 +81,9 @@ func runShow(_ context.Context, o showOptions, out io.Writer) error {
 		if res.Parent != nil {
 			parent = res.Parent.String()
 		}
+		if res.ParentExpired {
+			parent += " (expired by retention: the changes below are counts only)"
+		}
 		fmt.Fprintf(tw, "parent\t%s\n", parent)
 		fmt.Fprintf(tw, "tree\t%s, %s\n", plural(res.Stats.Files, "file"), humanSize(res.Stats.Bytes))
 		fmt.Fprintf(tw, "changes\t+%d ~%d -%d files, %s new\n", res.Stats.Added, res.Stats.Modified, res.Stats.Deleted, humanSize(res.Stats.NewBytes))
