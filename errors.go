@@ -10,6 +10,10 @@ import (
 var (
 	// ErrNoStore: no .snap store was found for the project.
 	ErrNoStore = errors.New("no snap store found (run 'snap init')")
+	// ErrOtherProject: the store belongs to another project root (an
+	// external store shared by two projects, or a command run outside the
+	// project). Nothing is read or written.
+	ErrOtherProject = errors.New("the store belongs to another project")
 	// ErrNoCheckpoint: a REF does not name a checkpoint.
 	ErrNoCheckpoint = errors.New("no such checkpoint")
 	// ErrUsage: arguments are malformed (bad REF syntax, bad state name...).

@@ -58,7 +58,11 @@ type Repo struct {
 
 // Config is the store's settings file (StoreDir/config, JSON).
 type Config struct {
-	Version        int    `json:"version"`
+	Version int `json:"version"`
+	// Root is the project root the store belongs to (absolute), recorded
+	// at init. It binds an external store to one project; a store inside
+	// the project belongs to the directory holding it wherever that moves.
+	Root           string `json:"root,omitempty"`
 	MaxFileSize    int64  `json:"max_file_size,omitempty"`   // capture.max-file-size
 	GCGrace        string `json:"gc_grace,omitempty"`        // gc.grace
 	KeepLast       *int   `json:"keep_last,omitempty"`       // retention.keep-last
@@ -66,6 +70,13 @@ type Config struct {
 	ArchivedExpire string `json:"archived_expire,omitempty"` // retention.archived-expire
 }
 
+// locate finds the project root and the store. A store inside a project
+// (<root>/.snap, found from Dir or any ancestor) belongs to the directory
+// holding it. An external store (Options.Store) belongs to the root
+// recorded in its config at init: Dir must lie inside that root, and the
+// root, not Dir, is what every command captures and restores. With create
+// (Init), an external store that exists and records another root is
+// refused, and one that records none is given Dir.
 func locate(opts Options, create bool) (root, store string, err error) {
 	dir := opts.Dir
 	if dir == "" {
@@ -86,7 +97,22 @@ func locate(opts Options, create bool) (root, store string, err error) {
 		if !filepath.IsAbs(store) {
 			store = filepath.Join(dir, store)
 		}
-		return dir, filepath.Clean(store), nil
+		store = filepath.Clean(store)
+		root, err := recordedRoot(fsys.Or(opts.FS), store)
+		switch {
+		case err != nil:
+			return "", "", err
+		case root == "" && create:
+			return dir, store, nil
+		case root == "":
+			return "", "", fmt.Errorf("%w: store %s does not record its project root (made by an older snap): run 'snap init' in the project root to record it", ErrOtherProject, store)
+		case !within(dir, root):
+			if create {
+				return "", "", fmt.Errorf("%w: store %s was made for project %s; give this project a store of its own (snap init without --store or SNAP_STORE)", ErrOtherProject, store, root)
+			}
+			return "", "", fmt.Errorf("%w: %s is outside project %s, which store %s belongs to", ErrOtherProject, dir, root, store)
+		}
+		return root, store, nil
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		if fi, err := os.Stat(filepath.Join(d, StoreDirName)); err == nil && fi.IsDir() {
@@ -102,9 +128,32 @@ func locate(opts Options, create bool) (root, store string, err error) {
 	return "", "", fmt.Errorf("%w in %s or any parent", ErrNoStore, dir)
 }
 
-// Init creates the store if needed (idempotent) and opens it. In a git
-// repository it adds the store to .git/info/exclude. It reports whether the
-// store was created.
+// recordedRoot is the project root an existing store's config records
+// ("" when the store does not exist yet or records none).
+func recordedRoot(vfs fsys.FS, store string) (string, error) {
+	data, err := vfs.ReadFile(filepath.Join(store, "config"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var c Config
+	if err := json.Unmarshal(data, &c); err != nil {
+		return "", fmt.Errorf("%w: store config: %v", objects.ErrCorrupt, err)
+	}
+	return c.Root, nil
+}
+
+// within reports whether dir is root or lies beneath it.
+func within(dir, root string) bool {
+	rel, err := filepath.Rel(root, dir)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// Init creates the store if needed (idempotent) and opens it, recording the
+// project root in it. In a git repository it adds the store to
+// .git/info/exclude. It reports whether the store was created.
 func Init(opts Options) (*Repo, bool, error) {
 	root, store, err := locate(opts, true)
 	if err != nil {
@@ -116,7 +165,7 @@ func Init(opts Options) (*Repo, bool, error) {
 		if err := vfs.MkdirAll(store, 0o755); err != nil {
 			return nil, false, err
 		}
-		if err := writeFileAtomic(vfs, filepath.Join(store, "config"), mustJSON(Config{Version: 1})); err != nil {
+		if err := writeFileAtomic(vfs, filepath.Join(store, "config"), mustJSON(Config{Version: 1, Root: root})); err != nil {
 			return nil, false, err
 		}
 		created = true
@@ -125,6 +174,14 @@ func Init(opts Options) (*Repo, bool, error) {
 		return nil, false, err
 	}
 	r, err := openAt(root, store, opts)
+	if err == nil && r.config.Root == "" {
+		// A store made before roots were recorded: record it now.
+		c := r.config
+		c.Root = root
+		if err = writeFileAtomic(vfs, filepath.Join(store, "config"), mustJSON(c)); err == nil {
+			r.config = c
+		}
+	}
 	return r, created, err
 }
 

@@ -81,3 +81,46 @@ func TestExpiredParentIsNotDamage(t *testing.T) {
 		t.Errorf("rewind @~1: %v, want ErrExpired", err)
 	}
 }
+
+// F3: an external store belongs to the project root recorded at init:
+// commands from a subdirectory capture the whole project, and a second
+// project pointing at the same store, or a directory outside the root, is
+// refused without reading or writing anything.
+func TestExternalStoreBelongsToItsRoot(t *testing.T) {
+	base := t.TempDir()
+	a, b, store := filepath.Join(base, "A"), filepath.Join(base, "B"), filepath.Join(base, "store")
+	writeFile(t, filepath.Join(a, "main.go"), "main")
+	writeFile(t, filepath.Join(a, "src/lib.go"), "lib")
+	writeFile(t, filepath.Join(b, "b.txt"), "B")
+	r, _, err := snap.Init(snap.Options{Dir: a, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, r, snap.CheckpointOptions{})
+	r.Close()
+
+	sub, err := snap.Open(snap.Options{Dir: filepath.Join(a, "src"), Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if sub.Root != a {
+		t.Fatalf("root from src/: %s, want %s", sub.Root, a)
+	}
+	writeFile(t, filepath.Join(a, "src/lib.go"), "lib2")
+	res := checkpoint(t, sub, snap.CheckpointOptions{})
+	if len(res.Files.Deleted) != 0 || strings.Join(res.Files.Modified, ",") != "src/lib.go" {
+		t.Fatalf("checkpoint from src/: %+v", res.Files)
+	}
+	for _, dir := range []string{b, base} {
+		if _, err := snap.Open(snap.Options{Dir: dir, Store: store}); !errors.Is(err, snap.ErrOtherProject) {
+			t.Errorf("open from %s: %v, want ErrOtherProject", dir, err)
+		}
+	}
+	if _, _, err := snap.Init(snap.Options{Dir: b, Store: store}); !errors.Is(err, snap.ErrOtherProject) {
+		t.Errorf("init of another project with the same store: %v, want ErrOtherProject", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(b, "b.txt")); string(got) != "B" {
+		t.Fatal("project B changed")
+	}
+}

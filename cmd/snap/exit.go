@@ -71,6 +71,7 @@ var classification = []struct {
 	code string
 }{
 	{isErr(snap.ErrNoStore), exitNoStore, "no_store"},
+	{isErr(snap.ErrOtherProject), exitNoStore, "other_project"},
 	{isErr(refs.ErrBusy), exitBusy, "store_busy"},
 	{isErr(errCorruptFound), exitCorrupt, "store_corrupt"},
 	{isErr(objects.ErrCorrupt), exitCorrupt, "store_corrupt"},
