@@ -98,10 +98,12 @@ func locate(opts Options, create bool) (root, store string, err error) {
 			store = filepath.Join(dir, store)
 		}
 		store = filepath.Clean(store)
-		root, err := recordedRoot(fsys.Or(opts.FS), store)
+		root, exists, err := recordedRoot(fsys.Or(opts.FS), store)
 		switch {
 		case err != nil:
 			return "", "", err
+		case !exists && !create:
+			return "", "", fmt.Errorf("%w at %s", ErrNoStore, store)
 		case root == "" && create:
 			return dir, store, nil
 		case root == "":
@@ -128,21 +130,21 @@ func locate(opts Options, create bool) (root, store string, err error) {
 	return "", "", fmt.Errorf("%w in %s or any parent", ErrNoStore, dir)
 }
 
-// recordedRoot is the project root an existing store's config records
-// ("" when the store does not exist yet or records none).
-func recordedRoot(vfs fsys.FS, store string) (string, error) {
+// recordedRoot is the project root a store's config records ("" when it
+// records none) and whether the store exists.
+func recordedRoot(vfs fsys.FS, store string) (string, bool, error) {
 	data, err := vfs.ReadFile(filepath.Join(store, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return "", false, nil
 	}
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	var c Config
 	if err := json.Unmarshal(data, &c); err != nil {
-		return "", fmt.Errorf("%w: store config: %v", objects.ErrCorrupt, err)
+		return "", true, fmt.Errorf("%w: store config: %v", objects.ErrCorrupt, err)
 	}
-	return c.Root, nil
+	return c.Root, true, nil
 }
 
 // within reports whether dir is root or lies beneath it.
