@@ -120,7 +120,7 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			return nil, err
 		}
 		if c == nil || len(o.Paths) > 0 {
-			if c, err = r.capture(ctx, w, cache, parent, o.State, o.Paths, o.MaxFileSize); err != nil {
+			if c, err = r.capture(ctx, w, cache, captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize}); err != nil {
 				return nil, err
 			}
 		}
@@ -175,15 +175,27 @@ func (r *Repo) head(session string) (objects.ID, *objects.Checkpoint, error) {
 	return id, ck, nil
 }
 
+// captureSpec says what a capture records.
+type captureSpec struct {
+	parent  *objects.Checkpoint // the session head: a delta base, and what unreadable paths keep
+	docs    []StateDoc          // state documents given now
+	paths   []string            // edit-set: only these paths are examined
+	maxSize int64               // 0: the store's setting
+	// rules are stored trees whose ignore files apply too (a rewind's
+	// target): what they ignore is neither recorded nor touched.
+	rules []objects.ID
+}
+
 // capture records the tree and the state documents. Documents not given
 // are carried over from the parent: re-read from their recorded source path
 // when it still exists (so they reflect the present), else inherited as they
 // were.
-func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cache, parent *objects.Checkpoint, docs []StateDoc, paths []string, maxSize int64) (*captured, error) {
+func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cache, spec captureSpec) (*captured, error) {
+	parent, docs, paths, maxSize := spec.parent, spec.docs, spec.paths, spec.maxSize
 	if maxSize <= 0 {
 		maxSize = r.MaxFileSize()
 	}
-	wopts := worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: maxSize, Cache: cache, Sys: r.sys}
+	wopts := worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: maxSize, Cache: cache, Sys: r.sys, IgnoreTrees: spec.rules}
 	if parent != nil {
 		wopts.Parent = parent.Tree
 	}
@@ -274,11 +286,23 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	return c, nil
 }
 
+// unreadable lists the paths the capture could not read (see
+// objects.Checkpoint.Skipped).
+func (c *captured) unreadable() []string {
+	var out []string
+	for _, s := range c.snap.Skipped {
+		if s.Unreadable {
+			out = append(out, s.Path)
+		}
+	}
+	return out
+}
+
 // buildCheckpoint computes stats against the parent and puts the checkpoint
 // object into w.
 func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objects.ID, parent *objects.Checkpoint, c *captured, o CheckpointOptions) (*CheckpointResult, *objects.Checkpoint, error) {
 	ck := &objects.Checkpoint{
-		Tree: c.tree, State: c.state, StateSources: c.sources, Session: session,
+		Tree: c.tree, State: c.state, StateSources: c.sources, Skipped: c.unreadable(), Session: session,
 		MessageID: o.MessageID, Kind: o.Kind, Summary: o.Summary, Labels: o.Labels,
 		Time: time.Now().UnixNano(),
 	}
@@ -297,17 +321,8 @@ func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objec
 		res.Parent = &p
 		parentTree = parent.Tree
 	}
-	if err := objects.DiffTrees(w, parentTree, c.tree, func(ch objects.Change) error {
-		switch {
-		case ch.Added():
-			res.Files.Added = append(res.Files.Added, ch.Path)
-		case ch.Deleted():
-			res.Files.Deleted = append(res.Files.Deleted, ch.Path)
-		default:
-			res.Files.Modified = append(res.Files.Modified, ch.Path)
-		}
-		return nil
-	}); err != nil {
+	var err error
+	if res.Files, err = changes(w, parentTree, c.tree, nil); err != nil {
 		return nil, nil, err
 	}
 	ck.Stats = objects.Stats{Files: c.snap.Files, Bytes: c.snap.Bytes,

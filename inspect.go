@@ -195,7 +195,7 @@ func (r *Repo) Show(session, ref string) (*ShowResult, error) {
 	}
 	res.Files = FileChanges{Added: []string{}, Modified: []string{}, Deleted: []string{}}
 	if !res.ParentExpired {
-		if res.Files, err = r.changes(r.objects, parentTree, ck.Tree, nil); err != nil {
+		if res.Files, err = changes(r.objects, parentTree, ck.Tree, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -209,19 +209,25 @@ func (r *Repo) Show(session, ref string) (*ShowResult, error) {
 	return res, nil
 }
 
-func (r *Repo) changes(tr objects.TreeReader, a, b objects.ID, paths []string) (FileChanges, error) {
+// changes lists the paths that differ from tree a to tree b (limited to
+// paths, when given); an empty directory's path ends in "/".
+func changes(tr objects.TreeReader, a, b objects.ID, paths []string) (FileChanges, error) {
 	fc := FileChanges{Added: []string{}, Modified: []string{}, Deleted: []string{}}
 	err := objects.DiffTrees(tr, a, b, func(c objects.Change) error {
 		if !pathMatch(c.Path, paths) {
 			return nil
 		}
+		p := c.Path
+		if c.Old.Mode == objects.ModeDir || c.New.Mode == objects.ModeDir {
+			p += "/"
+		}
 		switch {
 		case c.Added():
-			fc.Added = append(fc.Added, c.Path)
+			fc.Added = append(fc.Added, p)
 		case c.Deleted():
-			fc.Deleted = append(fc.Deleted, c.Path)
+			fc.Deleted = append(fc.Deleted, p)
 		default:
-			fc.Modified = append(fc.Modified, c.Path)
+			fc.Modified = append(fc.Modified, p)
 		}
 		return nil
 	})
@@ -266,7 +272,7 @@ func (r *Repo) Status(ctx context.Context, session string) (*StatusResult, error
 		return nil, err
 	}
 	w := r.objects.NewDryWriter()
-	now, err := r.capture(ctx, w, r.loadCache(), head, nil, nil, 0)
+	now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: head})
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +294,7 @@ func (r *Repo) Status(ctx context.Context, session string) (*StatusResult, error
 			}
 		}
 	}
-	if res.Files, err = r.changes(w, headTree, now.tree, nil); err != nil {
+	if res.Files, err = changes(w, headTree, now.tree, nil); err != nil {
 		return nil, err
 	}
 	res.Clean = len(res.Files.Added)+len(res.Files.Modified)+len(res.Files.Deleted)+len(res.State) == 0
@@ -341,7 +347,7 @@ func (r *Repo) Diff(ctx context.Context, session, from, to string, paths []strin
 	read := func(id objects.ID) ([]byte, error) { return r.objects.ReadBlob(id, maxDocSize) }
 	if to == "" {
 		w := r.objects.NewDryWriter()
-		now, err := r.capture(ctx, w, r.loadCache(), fck, nil, nil, 0)
+		now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: fck})
 		if err != nil {
 			return nil, err
 		}

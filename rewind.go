@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -169,7 +170,9 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 			return nil, err
 		}
 	}
-	now, err := r.capture(ctx, w, cache, head, docs, nil, 0)
+	// Captured under the target's ignore rules as well as today's: what
+	// either ignores is neither pulled into the store nor touched.
+	now, err := r.capture(ctx, w, cache, captureSpec{parent: head, docs: docs, rules: []objects.ID{tck.Tree}})
 	if err != nil {
 		return nil, fmt.Errorf("safety checkpoint: %w", err)
 	}
@@ -257,12 +260,21 @@ func partial(errs []worktree.PathError) error {
 // captured state now, within scope.
 func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Cache, tck *objects.Checkpoint, now *captured, scope rewindScope, dryRun bool, res *RewindResult) error {
 	if scope.Files {
+		// Paths that could not be read, now or when the target was
+		// captured, are left as they are: neither side knows their content.
+		keep := append(now.unreadable(), tck.Skipped...)
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
-			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir()})
+			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, Keep: keep, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir()})
 		if err != nil {
 			return err
 		}
 		res.Restored, res.Deleted, res.Errors = rr.Restored, rr.Deleted, rr.Errors
+		for _, p := range rr.Kept {
+			if !slices.ContainsFunc(res.Skipped, func(s worktree.Skipped) bool { return s.Path == p }) {
+				res.Skipped = append(res.Skipped, worktree.Skipped{Path: p, Unreadable: true,
+					Reason: "could not be read when the target was checkpointed; left as it is"})
+			}
+		}
 	}
 	if scope.State {
 		return r.restoreState(tck, now, scope.StateOut, dryRun, res)
@@ -417,7 +429,7 @@ func (r *Repo) verifyTarget(tr objects.TreeReader, now *captured, tck *objects.C
 	if scope.Files {
 		var todo []objects.Change
 		err := objects.DiffTrees(tr, now.tree, tck.Tree, func(c objects.Change) error {
-			if c.New.Mode != 0 && pathMatch(c.Path, scope.Paths) {
+			if c.New.Mode != 0 && c.New.Mode != objects.ModeDir && pathMatch(c.Path, scope.Paths) {
 				todo = append(todo, c)
 			}
 			return nil
@@ -562,7 +574,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	}
 	w := r.objects.NewDryWriter()
 	cache := r.loadCache()
-	now, err := r.capture(ctx, w, cache, head, nil, nil, 0)
+	now, err := r.capture(ctx, w, cache, captureSpec{parent: head, rules: []objects.ID{tck.Tree}})
 	if err != nil {
 		return err
 	}

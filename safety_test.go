@@ -6,6 +6,8 @@ package snap_test
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +124,184 @@ func TestExternalStoreBelongsToItsRoot(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(b, "b.txt")); string(got) != "B" {
 		t.Fatal("project B changed")
+	}
+}
+
+// F2: a rewind, undo or redo never deletes or overwrites what the target's
+// ignore rules or today's ignore: rewinding to a checkpoint made before the
+// .gitignore and back again leaves .env and node_modules/ where they are,
+// and no safety checkpoint pulls them into the store.
+func TestRewindUndoRedoLeaveIgnoredAlone(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "app.js"), "v1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, ".gitignore"), ".env\nnode_modules/\n")
+	writeFile(t, filepath.Join(root, ".env"), "API_KEY=secret")
+	writeFile(t, filepath.Join(root, "node_modules/x/i.js"), "module")
+	writeFile(t, filepath.Join(root, "app.js"), "v2")
+	c2 := checkpoint(t, r, snap.CheckpointOptions{})
+	ignored := func(step string) {
+		t.Helper()
+		got := snaptest.Snapshot(t, root, snaptest.SkipStore)
+		if got[".env"] != "API_KEY=secret" || got["node_modules/x/i.js"] != "module" {
+			t.Fatalf("%s: ignored files touched: %v", step, got)
+		}
+	}
+	app := func(step, want string) {
+		t.Helper()
+		if got, _ := os.ReadFile(filepath.Join(root, "app.js")); string(got) != want {
+			t.Fatalf("%s: app.js = %q, want %q", step, got, want)
+		}
+	}
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	ignored("rewind #1")
+	app("rewind #1", "v1")
+	if _, err := os.Stat(filepath.Join(root, ".gitignore")); !os.IsNotExist(err) {
+		t.Fatal("rewind #1 left .gitignore")
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	ignored("undo")
+	app("undo", "v2")
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	ignored("redo")
+	app("redo", "v1")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c2.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	ignored("rewind #2")
+	app("rewind #2", "v2")
+	log, err := r.Log("", 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range log {
+		if err := r.Cat("", e.ID.String(), ".env", io.Discard); !errors.Is(err, snap.ErrNoPath) {
+			t.Errorf("checkpoint %s (%s) holds .env: %v", e.ID.Short(), e.Kind, err)
+		}
+	}
+}
+
+// F4: a file that cannot be read (here: grown past the size limit) is
+// recorded as skipped, with its previous entry carried forward, never as a
+// deletion; a rewind to that checkpoint leaves it alone, and so does one
+// to a checkpoint where a new file could not be read.
+func TestUnreadableFileIsNeverADeletion(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	big := filepath.Join(root, "big.bin")
+	writeFile(t, big, "small")
+	writeFile(t, filepath.Join(root, "other"), "o1")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, big, strings.Repeat("x", 2000))
+	writeFile(t, filepath.Join(root, "new.bin"), strings.Repeat("n", 2000))
+	res := checkpoint(t, r, snap.CheckpointOptions{MaxFileSize: 1000})
+	if len(res.Files.Deleted)+len(res.Files.Modified) != 0 || len(res.Files.Added) != 0 {
+		t.Fatalf("checkpoint of an unreadable file records changes: %+v", res.Files)
+	}
+	var unreadable []string
+	for _, s := range res.Skipped {
+		if s.Unreadable {
+			unreadable = append(unreadable, s.Path)
+		}
+	}
+	if strings.Join(unreadable, ",") != "big.bin,new.bin" {
+		t.Fatalf("skipped: %+v", res.Skipped)
+	}
+	show, err := r.Show("", "@")
+	if err != nil || len(show.Files.Deleted) != 0 {
+		t.Fatalf("show: %+v %v", show, err)
+	}
+	// Later, both are readable and hold something else.
+	writeFile(t, big, "v3")
+	writeFile(t, filepath.Join(root, "new.bin"), "n3")
+	writeFile(t, filepath.Join(root, "other"), "o3")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	rr, err := r.Rewind(ctx, snap.RewindOptions{Target: res.ID.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := snaptest.Snapshot(t, root, snaptest.SkipStore)
+	if got["big.bin"] != "v3" || got["new.bin"] != "n3" || got["other"] != "o1" {
+		t.Fatalf("rewind to a checkpoint with unreadable files: %v (%+v)", got, rr)
+	}
+}
+
+// F18: empty directories are captured and restored.
+func TestEmptyDirectoriesRestored(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	for _, d := range []string{"logs", "cache/tmp"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	writeFile(t, filepath.Join(root, "f"), "x")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	os.RemoveAll(filepath.Join(root, "logs"))
+	os.RemoveAll(filepath.Join(root, "cache"))
+	st, err := r.Status(ctx, "")
+	if err != nil || strings.Join(st.Files.Deleted, ",") != "cache/tmp/,logs/" {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"logs", "cache/tmp"} {
+		if fi, err := os.Stat(filepath.Join(root, d)); err != nil || !fi.IsDir() {
+			t.Fatalf("%s not restored: %v", d, err)
+		}
+	}
+	// And a rewind to a checkpoint without them removes them while empty.
+	os.RemoveAll(filepath.Join(root, "logs"))
+	os.MkdirAll(filepath.Join(root, "cache/tmp"), 0o755)
+	writeFile(t, filepath.Join(root, "f"), "y")
+	c2 := checkpoint(t, r, snap.CheckpointOptions{})
+	os.MkdirAll(filepath.Join(root, "made"), 0o755)
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c2.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "made")); !os.IsNotExist(err) {
+		t.Fatalf("empty directory not removed: %v", err)
+	}
+}
+
+// F10: a dry run makes the checks the real rewind makes, so it names the
+// same failures: a file that is ignored now, a directory in the way that
+// holds an ignored file.
+func TestDryRunPredictsFailures(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "config.local"), "v1")
+	writeFile(t, filepath.Join(root, "target"), "a file")
+	writeFile(t, filepath.Join(root, "a.txt"), "a1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	os.Remove(filepath.Join(root, "target"))
+	writeFile(t, filepath.Join(root, "target/x.log"), "ignored")
+	writeFile(t, filepath.Join(root, ".gitignore"), "config.local\n*.log\n")
+	writeFile(t, filepath.Join(root, "config.local"), "v2-secret")
+	writeFile(t, filepath.Join(root, "a.txt"), "a2")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	dry, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), DryRun: true})
+	if err != nil && !errors.Is(err, snap.ErrPartial) {
+		t.Fatal(err)
+	}
+	real, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
+	if !errors.Is(err, snap.ErrPartial) {
+		t.Fatalf("real rewind: %v", err)
+	}
+	paths := func(res *snap.RewindResult) string {
+		var errs []string
+		for _, e := range res.Errors {
+			errs = append(errs, e.Path+": "+e.Error)
+		}
+		return fmt.Sprintf("restored %v deleted %v errors %v", res.Restored, res.Deleted, errs)
+	}
+	if paths(dry) != paths(real) || len(real.Errors) != 2 {
+		t.Fatalf("dry run and real run differ:\n dry  %s\n real %s", paths(dry), paths(real))
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "config.local")); string(got) != "v2-secret" {
+		t.Fatal("ignored config.local overwritten")
 	}
 }

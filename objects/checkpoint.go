@@ -19,6 +19,12 @@ type Checkpoint struct {
 	// from, so a rewind can put it back.
 	StateSources map[string]string `json:"state_sources,omitempty"`
 
+	// Skipped lists the paths that existed but could not be read when the
+	// checkpoint was taken (busy, unreadable, over the size limit; a
+	// directory's path ends in "/"), sorted. Tree carries their previous
+	// entries, if any; a restore to this checkpoint leaves them alone.
+	Skipped []string `json:"skipped,omitempty"`
+
 	Session   string   `json:"session"`
 	MessageID string   `json:"message_id,omitempty"`
 	Kind      string   `json:"kind"`

@@ -8,9 +8,10 @@ type TreeReader interface {
 	ReadTree(id ID) (*Tree, error)
 }
 
-// Change is one path that differs between two trees. Directories never
-// appear: a directory added or removed shows as its files. An absent side
-// has Mode 0.
+// Change is one path that differs between two trees. A directory added or
+// removed shows as its files, except an empty directory, which has none:
+// it appears itself (Mode ModeDir, ID EmptyTree) where it exists on one
+// side only. An absent side has Mode 0.
 type Change struct {
 	Path string
 	Old  TreeEntry
@@ -22,7 +23,11 @@ func (c Change) Added() bool    { return c.Old.Mode == 0 }
 func (c Change) Deleted() bool  { return c.New.Mode == 0 }
 func (c Change) Modified() bool { return c.Old.Mode != 0 && c.New.Mode != 0 }
 
-// DiffTrees calls fn for every non-directory path whose entry differs
+// EmptyTree is the id of the tree with no entries: an empty directory.
+var EmptyTree = Hash(TypeTree, (&Tree{}).Encode())
+
+// DiffTrees calls fn for every non-directory path, and every empty
+// directory, whose entry differs
 // between trees a and b (either may be the zero ID, meaning empty), in path
 // order. Subtrees with equal ids are skipped without being read, so the cost
 // follows the size of the change, not of the tree.
@@ -84,14 +89,24 @@ func diffDir(r TreeReader, dir string, a, b ID, fn func(Change) error) error {
 		} else {
 			fileB = eb
 		}
-		// Files before the directory's contents would be wrong for a
-		// file→dir change only in order, not in content; emit the file side
-		// first so a restore deletes a file before creating a directory.
+		// An empty directory removed comes first, a file replaced by one
+		// or a directory's contents after the file side, so that a restore
+		// following the order deletes before it creates.
+		if ea.ID == EmptyTree && ea.Mode == ModeDir && eb.Mode != ModeDir {
+			if err := fn(Change{Path: p, Old: ea}); err != nil {
+				return err
+			}
+		}
 		if fileA.Mode != 0 || fileB.Mode != 0 {
 			if fileA.Mode != fileB.Mode || fileA.ID != fileB.ID {
 				if err := fn(Change{Path: p, Old: fileA, New: fileB}); err != nil {
 					return err
 				}
+			}
+		}
+		if eb.ID == EmptyTree && eb.Mode == ModeDir && ea.Mode != ModeDir {
+			if err := fn(Change{Path: p, New: eb}); err != nil {
+				return err
 			}
 		}
 		if !subA.IsZero() || !subB.IsZero() {
@@ -103,8 +118,8 @@ func diffDir(r TreeReader, dir string, a, b ID, fn func(Change) error) error {
 	return nil
 }
 
-// WalkTree calls fn for every non-directory entry beneath tree id, in path
-// order, with its slash-separated path.
+// WalkTree calls fn for every non-directory entry and every empty directory
+// beneath tree id, in path order, with its slash-separated path.
 func WalkTree(r TreeReader, id ID, fn func(path string, e TreeEntry) error) error {
 	return DiffTrees(r, ID{}, id, func(c Change) error { return fn(c.Path, c.New) })
 }

@@ -45,12 +45,26 @@ type Options struct {
 	// fstatat, read); nil means fsys.RealSys. Listing directories, reading
 	// symlinks and ignore files, and fstat are direct calls.
 	Sys fsys.Sys
+	// IgnoreTrees are stored root trees whose own .gitignore and
+	// .snapignore files apply as well as those on disk: a path ignored under
+	// any of them is not captured. A rewind captures under its target's
+	// rules too, so that it neither records nor touches what the target
+	// ignores (an .env the target's .gitignore names, say), whatever the
+	// ignore files on disk say now.
+	IgnoreTrees []objects.ID
 }
 
-// Skipped is a path that was not captured, and why.
+// Skipped is a path that was not captured, and why. A directory's path
+// ends in "/".
 type Skipped struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
+	// Unreadable: the path holds content that could not be read (it kept
+	// changing, grew past the size limit, could not be opened...), as
+	// opposed to a name or file kind snap never stores. Its entry in
+	// Options.Parent, if any, is carried into the captured tree, so the
+	// capture records no deletion; a restore leaves the path alone.
+	Unreadable bool `json:"unreadable,omitempty"`
 }
 
 // Snapshot is the result of a capture.
@@ -98,9 +112,12 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		unix.Close(fd)
 		return nil, fmt.Errorf("stat project root: %w", &os.PathError{Op: "fstat", Path: opts.Root, Err: err})
 	}
-	res := c.dir(fd, "", nil, &rootStat, rootIgnorer(opts.Root))
+	res := c.dir(fd, "", nil, &rootStat, c.rootIgnores())
 	if res.err != nil {
 		return nil, res.err
+	}
+	if res.unreadable {
+		return nil, fmt.Errorf("read project root: %s", c.skipped[len(c.skipped)-1].Reason)
 	}
 	if opts.Cache != nil {
 		opts.Cache.DropUnusedListings()
@@ -152,43 +169,83 @@ type capturer struct {
 }
 
 type dirResult struct {
-	id    objects.ID
-	size  int64
-	empty bool
-	err   error
+	id         objects.ID
+	size       int64
+	unreadable bool // the directory could not be listed (see carry)
+	err        error
 }
 
+// skip records a path that is not captured and never will be as it is (a
+// name or a kind of file snap does not store).
 func (c *capturer) skip(p, reason string) {
 	c.mu.Lock()
-	c.skipped = append(c.skipped, Skipped{p, reason})
+	c.skipped = append(c.skipped, Skipped{Path: p, Reason: reason})
 	c.mu.Unlock()
+}
+
+// unreadable records that path p (a directory's ends in "/") exists but
+// could not be read.
+func (c *capturer) unreadable(p, reason string) {
+	c.mu.Lock()
+	c.skipped = append(c.skipped, Skipped{Path: p, Reason: reason, Unreadable: true})
+	c.mu.Unlock()
+}
+
+// Kinds of entry carry looks for.
+const (
+	anyKind = iota
+	fileKind
+	dirKind
+)
+
+// carry returns the entry that name, in directory dir, had in
+// opts.Parent, for a path that could not be read: carried forward, the
+// capture records no change the user never made. It is found only when it
+// is of the kind wanted (fileKind: a file or symlink).
+func (c *capturer) carry(dir, name string, kind int) (objects.TreeEntry, bool) {
+	base := c.treeBase(dir)
+	if base.IsZero() {
+		return objects.TreeEntry{}, false
+	}
+	t, err := c.w.ReadTree(base)
+	if err != nil {
+		return objects.TreeEntry{}, false
+	}
+	e, ok := t.Find(name)
+	if !ok || kind == fileKind && e.Mode == objects.ModeDir || kind == dirKind && e.Mode != objects.ModeDir {
+		return objects.TreeEntry{}, false
+	}
+	return e, true
+}
+
+// rootIgnores is the rule set of the root: .git/info/exclude, and an empty
+// stack for each of opts.IgnoreTrees.
+func (c *capturer) rootIgnores() *ignoreSet {
+	set := &ignoreSet{disk: rootIgnorer(c.opts.Root)}
+	for _, id := range c.opts.IgnoreTrees {
+		st := storedIgnore{ig: newIgnorer(nil, nil)}
+		if t, err := c.w.ReadTree(id); err == nil {
+			st.tree = t
+		}
+		set.stored = append(set.stored, st)
+	}
+	return set
 }
 
 // dir captures the directory open at fd (rel is its path, comps its
 // components, st its stat taken before it was opened) and closes fd.
-func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *ignorer) dirResult {
+func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *ignoreSet) dirResult {
 	defer unix.Close(fd)
 	if err := c.ctx.Err(); err != nil {
 		return dirResult{err: err}
 	}
 	names, err := c.list(fd, rel, st)
 	if err != nil {
-		c.skip(rel+"/", "cannot read directory: "+errText(err))
-		return dirResult{empty: true}
+		c.unreadable(rel+"/", "cannot read directory: "+errText(err))
+		return dirResult{unreadable: true}
 	}
-
 	// Ignore files of this directory apply to its own entries.
-	var ignoreData [][]byte
-	for _, name := range ignoreFiles {
-		if i := sort.SearchStrings(names, name); i < len(names) && names[i] == name {
-			if data, err := readSmallAt(fd, name); err == nil {
-				ignoreData = append(ignoreData, data)
-			}
-		}
-	}
-	if ignoreData != nil {
-		ig = ig.child(comps, ignoreData)
-	}
+	ig = ig.enter(c.w, fd, comps, names)
 
 	entries := make([]objects.TreeEntry, 0, len(names))
 	type sub struct {
@@ -223,7 +280,10 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 		var st unix.Stat_t
 		if err := c.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if !errors.Is(err, unix.ENOENT) { // vanished during the walk: nothing to capture
-				c.skip(string(pb), "cannot stat: "+errText(err))
+				c.unreadable(string(pb), "cannot stat: "+errText(err))
+				if e, ok := c.carry(rel, name, anyKind); ok {
+					entries = append(entries, e)
+				}
 			}
 			continue
 		}
@@ -241,26 +301,30 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			p := string(pb)
 			cfd, err := c.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
-				c.skip(p+"/", "cannot open directory: "+errText(err))
+				c.unreadable(p+"/", "cannot open directory: "+errText(err))
+				if e, ok := c.carry(rel, name, dirKind); ok {
+					entries = append(entries, e)
+				}
 				continue
 			}
 			s := &sub{idx: len(entries)}
 			subs = append(subs, s)
 			entries = append(entries, objects.TreeEntry{Name: name, Mode: objects.ModeDir})
 			childComps := append(append([]string(nil), comps...), name)
+			cig := ig.sub(c.w, name)
 			select {
 			case c.sem <- struct{}{}: // never ready when c.sem is nil
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					s.res = c.dir(cfd, p, childComps, &st, ig)
+					s.res = c.dir(cfd, p, childComps, &st, cig)
 					<-c.sem
 				}()
 			default:
-				s.res = c.dir(cfd, p, childComps, &st, ig)
+				s.res = c.dir(cfd, p, childComps, &st, cig)
 			}
 		case unix.S_IFREG, unix.S_IFLNK:
-			e, ok := c.file(fd, name, pb, &st, &tally)
+			e, ok := c.file(fd, rel, name, pb, &st, &tally)
 			if ok {
 				entries = append(entries, e)
 			}
@@ -270,7 +334,9 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 	}
 	wg.Wait()
 
-	// Fill in subdirectories; drop empty ones (as git does).
+	// Fill in subdirectories (an empty one is kept: unlike git, snap
+	// restores empty directories); one that could not be listed keeps
+	// its previous entry, if any.
 	out := entries[:0]
 	var size int64
 	j := 0
@@ -281,16 +347,17 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			if r.err != nil {
 				return dirResult{err: r.err}
 			}
-			if r.empty {
-				continue
+			if r.unreadable {
+				var ok bool
+				if e, ok = c.carry(rel, e.Name, dirKind); !ok {
+					continue
+				}
+			} else {
+				e.ID, e.Size = r.id, r.size
 			}
-			e.ID, e.Size = r.id, r.size
 		}
 		size += e.Size
 		out = append(out, e)
-	}
-	if len(out) == 0 && rel != "" {
-		return dirResult{empty: true}
 	}
 	t := objects.Tree{Entries: out}
 	data := t.Encode()
@@ -403,21 +470,35 @@ func (c *capturer) add(t *tally) {
 	c.bytes.Add(t.bytes)
 }
 
-// file captures a regular file or symlink; pb is its path (a buffer the
-// caller reuses), t the tally of its directory.
-func (c *capturer) file(dirfd int, name string, pb []byte, st *unix.Stat_t, t *tally) (objects.TreeEntry, bool) {
+// file captures a regular file or symlink named name in directory dir; pb
+// is its path (a buffer the caller reuses), t the tally of its directory.
+// One that cannot be read keeps its entry of opts.Parent, if any (carry).
+func (c *capturer) file(dirfd int, dir, name string, pb []byte, st *unix.Stat_t, t *tally) (objects.TreeEntry, bool) {
+	e, ok := c.readEntry(dirfd, name, pb, st, t)
+	if ok {
+		return e, true
+	}
+	if e, ok = c.carry(dir, name, fileKind); ok {
+		t.count(e.Size)
+	}
+	return e, ok
+}
+
+// readEntry reads a regular file or symlink into the store; on failure it
+// records the path as unreadable and returns false.
+func (c *capturer) readEntry(dirfd int, name string, pb []byte, st *unix.Stat_t, t *tally) (objects.TreeEntry, bool) {
 	e := objects.TreeEntry{Name: name, Mode: objects.ModeFile, Size: st.Size}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		p := string(pb)
 		e.Mode = objects.ModeSymlink
 		target, err := readlinkAt(dirfd, name)
 		if err != nil {
-			c.skip(p, "cannot read symlink: "+errText(err))
+			c.unreadable(p, "cannot read symlink: "+errText(err))
 			return e, false
 		}
 		id, err := c.w.Put(objects.TypeBlob, []byte(target))
 		if err != nil {
-			c.skip(p, "cannot store: "+errText(err))
+			c.unreadable(p, "cannot store: "+errText(err))
 			return e, false
 		}
 		e.ID, e.Size = id, int64(len(target))
@@ -428,7 +509,7 @@ func (c *capturer) file(dirfd int, name string, pb []byte, st *unix.Stat_t, t *t
 		e.Mode = objects.ModeExec
 	}
 	if st.Size > c.opts.MaxFileSize {
-		c.skip(string(pb), fmt.Sprintf("larger than max-file-size (%d > %d bytes)", st.Size, c.opts.MaxFileSize))
+		c.unreadable(string(pb), fmt.Sprintf("larger than max-file-size (%d > %d bytes)", st.Size, c.opts.MaxFileSize))
 		return e, false
 	}
 	ist := statFromUnix(st)
@@ -449,7 +530,7 @@ func (c *capturer) file(dirfd int, name string, pb []byte, st *unix.Stat_t, t *t
 	}
 	id, rst, err := c.readFile(dirfd, name, prev)
 	if err != nil {
-		c.skip(p, errText(err))
+		c.unreadable(p, errText(err))
 		return e, false
 	}
 	if c.opts.Cache != nil {

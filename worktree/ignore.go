@@ -3,9 +3,13 @@ package worktree
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+
+	"github.com/snapcore-dev/snap/objects"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
@@ -117,4 +121,103 @@ func parsePatterns(data []byte, domain []string, lits map[string][]literalPatter
 		}
 	}
 	return ps, lits
+}
+
+// ignoreSet is every rule set a capture honours in one directory: the
+// ignore files on disk and, for each stored tree in Options.IgnoreTrees,
+// the ignore files that tree holds. A path is ignored when any set ignores
+// it.
+type ignoreSet struct {
+	disk   *ignorer
+	stored []storedIgnore
+}
+
+// storedIgnore is the rule set of a stored tree in one directory.
+type storedIgnore struct {
+	ig   *ignorer
+	tree *objects.Tree // the directory in the stored tree; nil when it has none there
+}
+
+func (s *ignoreSet) ignored(path []string, isDir bool) bool {
+	if s.disk.ignored(path, isDir) {
+		return true
+	}
+	for _, st := range s.stored {
+		if st.ig.ignored(path, isDir) {
+			return true
+		}
+	}
+	return false
+}
+
+// storedIgnoreFiles reads the ignore files a stored directory holds.
+func storedIgnoreFiles(r blobReader, t *objects.Tree) [][]byte {
+	var out [][]byte
+	for _, name := range ignoreFiles {
+		e, ok := t.Find(name)
+		if !ok || (e.Mode != objects.ModeFile && e.Mode != objects.ModeExec) || e.Size > 1<<20 {
+			continue
+		}
+		var buf bytes.Buffer
+		if _, err := r.WriteBlob(e.ID, &buf); err == nil {
+			out = append(out, buf.Bytes())
+		}
+	}
+	return out
+}
+
+// blobReader reads trees and blobs (a Writer, or the Source of a restore).
+type blobReader interface {
+	objects.TreeReader
+	WriteBlob(id objects.ID, out io.Writer) (int64, error)
+}
+
+// enter returns the rule set of directory comps (fd open on it; names its
+// entry names, sorted, or nil when unknown), given s, its parent's.
+func (s *ignoreSet) enter(r blobReader, fd int, comps, names []string) *ignoreSet {
+	var data [][]byte
+	for _, name := range ignoreFiles {
+		if i := sort.SearchStrings(names, name); names == nil || i < len(names) && names[i] == name {
+			if d, err := readSmallAt(fd, name); err == nil {
+				data = append(data, d)
+			}
+		}
+	}
+	out := s
+	if data != nil {
+		out = &ignoreSet{disk: s.disk.child(comps, data), stored: s.stored}
+	}
+	if len(s.stored) == 0 {
+		return out
+	}
+	stored := make([]storedIgnore, len(s.stored))
+	for i, st := range s.stored {
+		stored[i] = st
+		if st.tree != nil {
+			if files := storedIgnoreFiles(r, st.tree); files != nil {
+				stored[i].ig = st.ig.child(comps, files)
+			}
+		}
+	}
+	return &ignoreSet{disk: out.disk, stored: stored}
+}
+
+// sub returns the rule set to enter subdirectory name with: the stored
+// trees' directories are looked up (their ignore files are read by enter).
+func (s *ignoreSet) sub(r blobReader, name string) *ignoreSet {
+	if len(s.stored) == 0 {
+		return s
+	}
+	stored := make([]storedIgnore, len(s.stored))
+	for i, st := range s.stored {
+		stored[i] = storedIgnore{ig: st.ig}
+		if st.tree != nil {
+			if e, ok := st.tree.Find(name); ok && e.Mode == objects.ModeDir {
+				if t, err := r.ReadTree(e.ID); err == nil {
+					stored[i].tree = t
+				}
+			}
+		}
+	}
+	return &ignoreSet{disk: s.disk, stored: stored}
 }

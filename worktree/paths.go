@@ -55,7 +55,25 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 		}
 		edits[p] = e
 	}
-	id, size, _, err := applyEdits(w, base, "", edits)
+	// A directory the edits leave empty is kept, as an empty directory,
+	// while it still exists on disk.
+	isDir := func(dir string) bool {
+		fd, err := unix.Dup(rootfd)
+		for _, name := range strings.Split(dir, "/") {
+			if err != nil {
+				return false
+			}
+			var next int
+			next, err = unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			unix.Close(fd)
+			fd = next
+		}
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err == nil
+	}
+	id, size, _, err := applyEdits(w, base, "", edits, isDir)
 	if err != nil {
 		return nil, err
 	}
@@ -115,23 +133,29 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 			return nil, nil
 		}
 	}
-	ig := rootIgnorer(c.opts.Root)
+	ig := c.rootIgnores()
 	fd, err := unix.Dup(rootfd)
 	if err != nil {
 		return nil, err
 	}
+	dir := path.Dir(p)
+	if dir == "." {
+		dir = ""
+	}
+	last := comps[len(comps)-1]
 	for i, name := range comps {
-		if data := c.ignoreFilesAt(fd); data != nil {
-			ig = ig.child(comps[:i], data)
+		if i > 0 {
+			ig = ig.sub(c.w, comps[i-1])
 		}
+		ig = ig.enter(c.w, fd, comps[:i], nil)
 		var st unix.Stat_t
 		if err := c.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			unix.Close(fd)
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				return nil, nil
 			}
-			c.skip(p, "cannot stat: "+errText(err))
-			return nil, nil
+			c.unreadable(p, "cannot stat: "+errText(err))
+			return c.carried(dir, last, anyKind), nil
 		}
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 		if ig.ignored(comps[:i+1], isDir) {
@@ -144,18 +168,21 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 			case unix.S_IFDIR:
 				cfd, err := c.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if err != nil {
-					c.skip(p+"/", "cannot open directory: "+errText(err))
-					return nil, nil
+					c.unreadable(p+"/", "cannot open directory: "+errText(err))
+					return c.carried(dir, name, dirKind), nil
 				}
-				res := c.dir(cfd, p, comps, &st, ig)
-				if res.err != nil || res.empty {
+				res := c.dir(cfd, p, comps, &st, ig.sub(c.w, name))
+				if res.err != nil {
 					return nil, res.err
+				}
+				if res.unreadable {
+					return c.carried(dir, name, dirKind), nil
 				}
 				return &objects.TreeEntry{Name: name, Mode: objects.ModeDir, ID: res.id, Size: res.size}, nil
 			case unix.S_IFREG, unix.S_IFLNK:
 				var t tally
 				defer c.add(&t)
-				if e, ok := c.file(fd, name, []byte(p), &st, &t); ok {
+				if e, ok := c.file(fd, dir, name, []byte(p), &st, &t); ok {
 					return &e, nil
 				}
 				return nil, nil
@@ -175,7 +202,8 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 			// symlink) since the fstatat: the path is not in the tree.
 			// Any other failure is reported, never dropped silently.
 			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
-				c.skip(p, "cannot open directory "+strings.Join(comps[:i+1], "/")+": "+errText(err))
+				c.unreadable(p, "cannot open directory "+strings.Join(comps[:i+1], "/")+": "+errText(err))
+				return c.carried(dir, last, anyKind), nil
 			}
 			return nil, nil
 		}
@@ -184,20 +212,19 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 	return nil, nil
 }
 
-// ignoreFilesAt reads the ignore files of the directory open at fd.
-func (c *capturer) ignoreFilesAt(fd int) [][]byte {
-	var out [][]byte
-	for _, name := range ignoreFiles {
-		if data, err := readSmallAt(fd, name); err == nil {
-			out = append(out, data)
-		}
+// carried is carry for an edit-set path: the entry to keep, or nil.
+func (c *capturer) carried(dir, name string, kind int) *objects.TreeEntry {
+	if e, ok := c.carry(dir, name, kind); ok {
+		return &e
 	}
-	return out
+	return nil
 }
 
 // applyEdits returns tree id with the edits (paths relative to dir; nil
-// deletes) applied, its total size, and whether it ended up empty.
-func applyEdits(w *objects.Writer, id objects.ID, dir string, edits map[string]*objects.TreeEntry) (objects.ID, int64, bool, error) {
+// deletes) applied, its total size, and whether it ended up empty. A
+// subdirectory left empty stays, as an empty directory, when isDir says it
+// exists.
+func applyEdits(w *objects.Writer, id objects.ID, dir string, edits map[string]*objects.TreeEntry, isDir func(string) bool) (objects.ID, int64, bool, error) {
 	var t objects.Tree
 	if !id.IsZero() {
 		base, err := w.ReadTree(id)
@@ -236,15 +263,20 @@ func applyEdits(w *objects.Writer, id objects.ID, dir string, edits map[string]*
 		if e, ok := byName[name]; ok && e.Mode == objects.ModeDir {
 			subID = e.ID
 		}
-		nid, size, empty, err := applyEdits(w, subID, path.Join(dir, name)+"/", sub)
+		nid, size, empty, err := applyEdits(w, subID, path.Join(dir, name)+"/", sub, isDir)
 		if err != nil {
 			return objects.ID{}, 0, false, err
 		}
 		if empty {
-			if e, ok := byName[name]; ok && e.Mode == objects.ModeDir {
-				delete(byName, name)
+			if !isDir(path.Join(dir, name)) {
+				if e, ok := byName[name]; ok && e.Mode == objects.ModeDir {
+					delete(byName, name)
+				}
+				continue
 			}
-			continue
+			if nid, err = w.Put(objects.TypeTree, (&objects.Tree{}).Encode()); err != nil {
+				return objects.ID{}, 0, false, err
+			}
 		}
 		byName[name] = objects.TreeEntry{Name: name, Mode: objects.ModeDir, ID: nid, Size: size}
 	}

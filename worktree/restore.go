@@ -33,7 +33,16 @@ type RestoreOptions struct {
 	Root     string       // project root (absolute)
 	StoreDir string       // never written
 	Paths    []string     // when set, only these paths and what lies beneath them
-	DryRun   bool         // compute and report, change nothing
+	// Keep lists paths the restore leaves exactly as they are, whatever the
+	// trees say (a directory's path ends in "/" and covers what lies
+	// beneath): those that could not be read when current or target was
+	// captured (Skipped.Unreadable), whose content neither tree knows.
+	Keep []string
+	// DryRun computes and reports, changing nothing: every check a real
+	// restore makes before it writes (a directory in the way, a file on
+	// disk that was not captured...) is made, against the disk as the
+	// deletions would leave it, so the report names the same failures.
+	DryRun bool
 	Cache    *index.Cache // updated with the stat of every file written
 	// Trash is a directory on the same file system (inside the store)
 	// into which deleted files and the old content of replaced files are
@@ -60,10 +69,12 @@ type PathError struct {
 }
 
 // RestoreResult lists what a restore changed (or, in a dry run, would).
+// An empty directory's path ends in "/".
 type RestoreResult struct {
 	Restored []string    `json:"restored"` // written: added or modified
 	Deleted  []string    `json:"deleted"`
 	Errors   []PathError `json:"errors"`
+	Kept     []string    `json:"kept"` // differing paths left alone (RestoreOptions.Keep)
 }
 
 // Restore changes the working tree whose captured view is the tree current
@@ -88,14 +99,24 @@ type RestoreResult struct {
 // target content, never a mix, and repeating the restore from a fresh
 // capture completes it.
 func Restore(ctx context.Context, src Source, current, target objects.ID, opts RestoreOptions) (*RestoreResult, error) {
-	r := &restorer{src: src, sys: fsys.OrSys(opts.Sys), opts: opts, res: &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}},
+	r := &restorer{src: src, sys: fsys.OrSys(opts.Sys), opts: opts,
+		res:   &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}, Kept: []string{}},
 		trees: map[string]*objects.Tree{}, collisions: map[string]map[string]bool{}, target: target, start: time.Now()}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		r.storeRel = filepath.ToSlash(rel)
 	}
+	if opts.DryRun {
+		r.gone = map[string]bool{}
+	}
 	var writes, deletes []objects.Change
 	err := objects.DiffTrees(src, current, target, func(c objects.Change) error {
 		if !inPaths(c.Path, opts.Paths) {
+			return nil
+		}
+		if kept(c.Path, opts.Keep) {
+			if n := len(r.res.Kept); n == 0 || r.res.Kept[n-1] != c.Path {
+				r.res.Kept = append(r.res.Kept, c.Path)
+			}
 			return nil
 		}
 		if c.New.Mode == 0 {
@@ -127,10 +148,19 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 		}
 	}
 
-	// 1. Delete captured files the target does not have.
+	// 1. Delete captured files the target does not have, and captured
+	// empty directories (one that is no longer empty, holding what was not
+	// captured, stays).
 	emptied := map[string]bool{}
 	for _, c := range deletes {
+		if c.Old.Mode == objects.ModeDir {
+			if r.removeEmptyDir(c.Path) {
+				r.res.Deleted = append(r.res.Deleted, c.Path+"/")
+			}
+			continue
+		}
 		if opts.DryRun {
+			r.gone[c.Path] = true
 			r.res.Deleted = append(r.res.Deleted, c.Path)
 			continue
 		}
@@ -170,7 +200,10 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	written := make([]bool, len(writes))
 	var todo []int
 	for i, c := range writes {
-		if errs[i] = r.refused(c.Path); errs[i] == nil && !opts.DryRun {
+		if errs[i] = r.refused(c.Path); errs[i] == nil && opts.DryRun {
+			errs[i] = r.dryWrite(c)
+		}
+		if errs[i] == nil && !opts.DryRun {
 			todo = append(todo, i)
 		}
 	}
@@ -203,14 +236,29 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	close(next)
 	wg.Wait()
 	for i, c := range writes {
+		p := c.Path
+		if c.New.Mode == objects.ModeDir {
+			p += "/"
+		}
 		switch {
 		case errs[i] != nil:
-			r.fail(c.Path, errs[i])
+			r.fail(p, errs[i])
 		case written[i] || (opts.DryRun && cerr == nil):
-			r.res.Restored = append(r.res.Restored, c.Path)
+			r.res.Restored = append(r.res.Restored, p)
 		}
 	}
 	return r.res, cerr
+}
+
+// kept reports whether p is one of keep or lies beneath one (a directory's
+// path in keep ends in "/" and covers the directory itself too).
+func kept(p string, keep []string) bool {
+	for _, k := range keep {
+		if d, isDir := strings.CutSuffix(k, "/"); isDir && (p == d || strings.HasPrefix(p, k)) || p == k {
+			return true
+		}
+	}
+	return false
 }
 
 // parallelWrites is the number of files from which a restore writes with
@@ -226,6 +274,7 @@ type restorer struct {
 	trashfd    int // -1: no trash, unlink old content
 	storeRel   string
 	target     objects.ID
+	gone       map[string]bool            // dry run: paths the deletions would remove
 	trees      map[string]*objects.Tree   // target trees by directory path ("" = root)
 	collisions map[string]map[string]bool // per target directory: names that collide
 	start      time.Time
@@ -443,7 +492,8 @@ func (r *restorer) removeEmptyDirs(dirfd int, name, p string) error {
 	return nil
 }
 
-// write puts one file or symlink in place by temporary file and rename.
+// write puts one file, symlink or empty directory in place; a file or
+// symlink by temporary file and rename.
 func (r *restorer) write(c objects.Change) error {
 	fd, name, err := r.openParent(c.Path, true)
 	if err != nil {
@@ -452,19 +502,30 @@ func (r *restorer) write(c objects.Change) error {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	err = r.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-	replace := err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR
-	switch {
-	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+	isDir := err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+	replace := err == nil && !isDir
+	if err := r.inTheWay(c, fd, name, err == nil, isDir); err != nil {
+		return err
+	}
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return sysError("fstatat", c.Path, err)
+	}
+	if c.New.Mode == objects.ModeDir {
+		if isDir {
+			return nil
+		}
+		if err := r.sys.Mkdirat(fd, name, 0o777); err != nil && !errors.Is(err, unix.EEXIST) {
+			return sysError("mkdirat", c.Path, err)
+		}
+		return nil
+	}
+	if isDir {
 		// A directory where the target has a file: one holding nothing but
-		// empty directories (captured trees omit those) may go; anything
-		// else in it (an ignored file) stays, and so does the directory.
+		// empty directories may go; anything else in it (an ignored file)
+		// stays, and so does the directory (inTheWay said so).
 		if err := r.removeEmptyDirs(fd, name, c.Path); err != nil {
 			return fmt.Errorf("a directory is in the way: %w", err)
 		}
-	case err == nil && c.Old.Mode == 0:
-		return ErrUntracked
-	case err != nil && !errors.Is(err, unix.ENOENT):
-		return sysError("fstatat", c.Path, err)
 	}
 	tmp := TempName()
 	if c.New.Mode == objects.ModeSymlink {
@@ -503,6 +564,113 @@ func (r *restorer) write(c objects.Change) error {
 		}
 	}
 	return nil
+}
+
+// inTheWay is the check a write makes of what is on disk at its path
+// (name in the directory open at dirfd), shared by the dry run so that it
+// predicts the same failures: a file or symlink that was not captured is
+// never replaced (ErrUntracked), and a directory where the target has a
+// file must hold nothing but directories. In a dry run, paths the
+// deletions would remove count as gone.
+func (r *restorer) inTheWay(c objects.Change, dirfd int, name string, exists, isDir bool) error {
+	switch {
+	case !exists || r.gone[c.Path]:
+		return nil
+	case isDir && c.New.Mode != objects.ModeDir:
+		if err := r.onlyDirs(dirfd, name, c.Path); err != nil {
+			return fmt.Errorf("a directory is in the way: %w", err)
+		}
+	case !isDir && c.Old.Mode == 0:
+		return ErrUntracked
+	}
+	return nil
+}
+
+// onlyDirs checks that the directory name (at path p) under dirfd holds
+// nothing but directories, once the deletions (r.gone) are done.
+func (r *restorer) onlyDirs(dirfd int, name, p string) error {
+	if r.gone == nil {
+		return nil // a real restore: removeEmptyDirs checks as it removes
+	}
+	fd, err := r.sys.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return sysError("openat", p, err)
+	}
+	defer unix.Close(fd)
+	names, err := readDirNames(fd)
+	if err != nil {
+		return sysError("getdents", p, err)
+	}
+	for _, n := range names {
+		q := p + "/" + n
+		var st unix.Stat_t
+		if err := r.sys.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return sysError("fstatat", q, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if !r.gone[q] {
+				return fmt.Errorf("%s holds %s, which was not captured (ignored?)", p, n)
+			}
+			continue
+		}
+		if err := r.onlyDirs(fd, n, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dryWrite makes the checks write would make, changing nothing: the path's
+// parent directories are walked as far as they exist (what the deletions
+// would remove counts as missing; the rest would be created), and what is
+// at the path is checked as write checks it.
+func (r *restorer) dryWrite(c objects.Change) error {
+	comps := strings.Split(c.Path, "/")
+	fd, err := unix.Dup(r.rootfd)
+	if err != nil {
+		return sysError("dup", ".", err)
+	}
+	defer func() { unix.Close(fd) }()
+	for i, name := range comps[:len(comps)-1] {
+		if r.gone[strings.Join(comps[:i+1], "/")] {
+			return nil // a file the deletions remove: a directory will be made
+		}
+		next, err := r.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return nil // would be created
+		case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+			return fmt.Errorf("%w: %s", ErrNotDir, name)
+		case err != nil:
+			return sysError("openat", strings.Join(comps[:i+1], "/"), err)
+		}
+		unix.Close(fd)
+		fd = next
+	}
+	name := comps[len(comps)-1]
+	var st unix.Stat_t
+	err = r.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return sysError("fstatat", c.Path, err)
+	}
+	return r.inTheWay(c, fd, name, err == nil, err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR)
+}
+
+// removeEmptyDir removes the captured empty directory at p, if it still
+// is empty (it may hold what was not captured); in a dry run it only
+// reports whether it would.
+func (r *restorer) removeEmptyDir(p string) bool {
+	fd, name, err := r.openParent(p, false)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if r.opts.DryRun {
+		ok := r.onlyDirs(fd, name, p) == nil
+		r.gone[p] = ok
+		return ok
+	}
+	return r.sys.Unlinkat(fd, name, unix.AT_REMOVEDIR) == nil
 }
 
 // place renames the temporary file tmp to name in dirfd. A file being

@@ -169,7 +169,7 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 // replaced files' old content to delete. Failing to start it is not an
 // error of the command that triggered it. SNAP_NO_AUTO_GC=1 disables it.
 func startAutoGC(repo *snap.Repo) {
-	if os.Getenv("SNAP_NO_AUTO_GC") != "" || (!repo.NeedsGC() && repo.TrashEmpty()) {
+	if noAutoGC || os.Getenv("SNAP_NO_AUTO_GC") != "" || (!repo.NeedsGC() && repo.TrashEmpty()) {
 		return
 	}
 	self, err := os.Executable()
@@ -182,6 +182,11 @@ func startAutoGC(repo *snap.Repo) {
 		cmd.Process.Release()
 	}
 }
+
+// noAutoGC turns startAutoGC off in this package's test binary: there
+// os.Executable is the test binary, which would run the whole suite again
+// (and start more of itself) instead of a gc.
+var noAutoGC bool
 
 // parseDuration parses a duration with a day unit (see snap.ParseDuration).
 func parseDuration(s string) (time.Duration, error) { return snap.ParseDuration(s) }
