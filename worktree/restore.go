@@ -30,9 +30,9 @@ type Source interface {
 
 // RestoreOptions configure a restore.
 type RestoreOptions struct {
-	Root     string       // project root (absolute)
-	StoreDir string       // never written
-	Paths    []string     // when set, only these paths and what lies beneath them
+	Root     string   // project root (absolute)
+	StoreDir string   // never written
+	Paths    []string // when set, only these paths and what lies beneath them
 	// Keep lists paths the restore leaves exactly as they are, whatever the
 	// trees say (a directory's path ends in "/" and covers what lies
 	// beneath): those that could not be read when current or target was
@@ -43,7 +43,7 @@ type RestoreOptions struct {
 	// disk that was not captured...) is made, against the disk as the
 	// deletions would leave it, so the report names the same failures.
 	DryRun bool
-	Cache    *index.Cache // updated with the stat of every file written
+	Cache  *index.Cache // updated with the stat of every file written
 	// Trash is a directory on the same file system (inside the store)
 	// into which deleted files and the old content of replaced files are
 	// moved instead of being unlinked: freeing a file's blocks is the slowest step of a
