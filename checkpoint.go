@@ -2,13 +2,19 @@ package snap
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/snapcore-dev/snap/conversation"
@@ -38,7 +44,15 @@ type CheckpointOptions struct {
 	State       []StateDoc
 	Paths       []string // edit-set hint: only these paths are examined; the rest is inherited from the parent
 	MaxFileSize int64    // 0: the store's setting
+	// AllowEmpty records a checkpoint even when it would be identical to
+	// the head (same tree, state documents and sources; no label). Without
+	// it such a checkpoint records nothing and returns the head, Unchanged.
+	AllowEmpty bool
 }
+
+// Skipped is a path (or "state:NAME" for a state document) that a capture
+// did not record, and why.
+type Skipped = worktree.Skipped
 
 // FileChanges lists paths that differ from the parent checkpoint.
 type FileChanges struct {
@@ -58,16 +72,23 @@ type CheckpointResult struct {
 	Skipped  []worktree.Skipped `json:"skipped"`
 	NewBytes int64              `json:"new_bytes"`
 	Stats    objects.Stats      `json:"stats"`
+	// Unchanged: nothing differed from the head, so no checkpoint was
+	// recorded; ID is the head's.
+	Unchanged bool `json:"unchanged"`
 }
 
 // captured is a working tree and state documents recorded into a writer.
 type captured struct {
 	tree    objects.ID
 	state   objects.ID
-	sources map[string]string
-	docs    map[string]objects.TreeEntry
-	data    map[string][]byte // content of documents read now
+	sources map[string]string            // every document's source path; one with no entry in docs is absent
+	docs    map[string]objects.TreeEntry // the documents recorded
+	data    map[string][]byte            // content of documents read now
 	snap    *worktree.Snapshot
+	// stateSkipped: documents whose source could not be read ("state:NAME").
+	stateSkipped []worktree.Skipped
+	// excluded: project paths that are state-document sources, not files.
+	excluded []string
 }
 
 func headRef(session string) string { return "sessions/" + session + "/head" }
@@ -102,6 +123,13 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 		return nil, err
 	}
 	defer release()
+	// A rewind moving files in this project would be captured half done:
+	// wait for it (checkpoints do not exclude one another).
+	unlock, err := r.waitMoves(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	w := r.objects.NewWriter()
 	defer w.Abort()
 	// An edit-set checkpoint reads its few paths directly: loading and
@@ -123,6 +151,9 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			if c, err = r.capture(ctx, w, cache, captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize}); err != nil {
 				return nil, err
 			}
+		}
+		if parent != nil && !o.AllowEmpty && len(o.Labels) == 0 && c.same(parent) && r.headRecorded(session, parentID) {
+			return r.unchanged(session, parentID, parent, c, o)
 		}
 		res, ck, err := r.buildCheckpoint(w, session, parentID, parent, c, o)
 		if err != nil {
@@ -158,6 +189,63 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	}
 }
 
+// same reports whether c records exactly what checkpoint ck does: tree,
+// state documents and their sources, unreadable paths.
+func (c *captured) same(ck *objects.Checkpoint) bool {
+	return c.tree == ck.Tree && c.state == ck.State && maps.Equal(c.sources, ck.StateSources) &&
+		slices.Equal(c.unreadable(), ck.Skipped)
+}
+
+// unchanged answers a checkpoint identical to the head without recording
+// a new node: the head's id, Unchanged set. A message id the head does not
+// carry is recorded in the op log, so msg:ID still finds the head.
+func (r *Repo) unchanged(session string, headID objects.ID, head *objects.Checkpoint, c *captured, o CheckpointOptions) (*CheckpointResult, error) {
+	res := &CheckpointResult{ID: headID, Session: session, Kind: head.Kind, Unchanged: true, Skipped: c.skipped(),
+		State: map[string]int64{}, Files: FileChanges{Added: []string{}, Modified: []string{}, Deleted: []string{}},
+		Stats: head.Stats}
+	if len(head.Parents) > 0 {
+		p := head.Parents[0]
+		res.Parent = &p
+	}
+	for n, d := range c.docs {
+		res.State[n] = d.Size
+	}
+	res.Stats.NewBytes = 0
+	if o.MessageID != "" && o.MessageID != head.MessageID {
+		detail, _ := json.Marshal(messageDetail{MessageID: o.MessageID})
+		if err := r.refs.Append(&refs.Op{Kind: opMessage, Session: session, Checkpoint: headID, Detail: detail}); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// headRecorded reports whether the op log records the operation that made
+// id the session's head. A checkpoint whose process died between moving
+// the head and appending its record has none: an identical checkpoint is
+// then recorded after all, so the head is one the op log (and undo) knows.
+func (r *Repo) headRecorded(session string, id objects.ID) bool {
+	ops, _ := r.refs.Ops()
+	for i := len(ops) - 1; i >= 0; i-- {
+		for _, c := range ops[i].Refs {
+			if c.Name == headRef(session) && c.New == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// opMessage is the op-log record of an unchanged checkpoint that named a
+// message id: msg:ID resolves to its checkpoint. It changes no ref and is
+// not undone.
+const opMessage = "message"
+
+// messageDetail is the detail of an opMessage record.
+type messageDetail struct {
+	MessageID string `json:"message_id"`
+}
+
 // head returns the session head and its checkpoint (zero and nil when the
 // session has none yet).
 func (r *Repo) head(session string) (objects.ID, *objects.Checkpoint, error) {
@@ -177,19 +265,26 @@ func (r *Repo) head(session string) (objects.ID, *objects.Checkpoint, error) {
 
 // captureSpec says what a capture records.
 type captureSpec struct {
-	parent  *objects.Checkpoint // the session head: a delta base, and what unreadable paths keep
-	docs    []StateDoc          // state documents given now
-	paths   []string            // edit-set: only these paths are examined
-	maxSize int64               // 0: the store's setting
+	parent *objects.Checkpoint // the session head: a delta base, and what unreadable paths keep
+	docs   []StateDoc          // state documents given now
+	// sources are more documents to read from their source paths (a
+	// rewind target's), beside the parent's; they win over the parent's.
+	sources map[string]string
+	paths   []string // edit-set: only these paths are examined
+	maxSize int64    // 0: the store's setting
 	// rules are stored trees whose ignore files apply too (a rewind's
 	// target): what they ignore is neither recorded nor touched.
 	rules []objects.ID
 }
 
-// capture records the tree and the state documents. Documents not given
-// are carried over from the parent: re-read from their recorded source path
-// when it still exists (so they reflect the present), else inherited as they
-// were.
+// capture records the tree and the state documents. A document not given
+// now but recorded with a source path (by the parent, or in
+// spec.sources) is read from there again, so it reflects the present; one
+// whose source no longer exists is recorded as absent (its source kept, no
+// entry), so status shows it and a rewind to the head brings it back; one
+// whose source cannot be read is inherited as it was and reported. A
+// document read from stdin (no source) is inherited. State documents whose
+// source lies inside the project are not tree files.
 func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cache, spec captureSpec) (*captured, error) {
 	parent, docs, paths, maxSize := spec.parent, spec.docs, spec.paths, spec.maxSize
 	if maxSize <= 0 {
@@ -199,6 +294,19 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	if parent != nil {
 		wopts.Parent = parent.Tree
 	}
+	sources := map[string]string{} // every document's source path, by name
+	if parent != nil {
+		maps.Copy(sources, parent.StateSources)
+	}
+	maps.Copy(sources, spec.sources)
+	for _, d := range docs {
+		if d.Source != "" {
+			sources[d.Name] = d.Source
+		} else {
+			delete(sources, d.Name)
+		}
+	}
+	wopts.Exclude = r.inProject(sources)
 	var snap *worktree.Snapshot
 	var err error
 	if len(paths) > 0 && parent != nil {
@@ -212,7 +320,8 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	if err != nil {
 		return nil, err
 	}
-	c := &captured{tree: snap.Tree, snap: snap, sources: map[string]string{}, docs: map[string]objects.TreeEntry{}, data: map[string][]byte{}}
+	c := &captured{tree: snap.Tree, snap: snap, sources: map[string]string{}, docs: map[string]objects.TreeEntry{},
+		data: map[string][]byte{}, excluded: wopts.Exclude}
 	var pstate *objects.Tree
 	if parent != nil {
 		if pstate, err = r.objects.ReadTree(parent.State); err != nil {
@@ -247,25 +356,45 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			c.sources[d.Name] = d.Source
 		}
 	}
+	inherited := map[string]objects.TreeEntry{}
 	if pstate != nil {
 		for _, e := range pstate.Entries {
-			if _, given := c.docs[e.Name]; given {
-				continue
-			}
-			src := parent.StateSources[e.Name]
-			if src != "" {
-				if data, err := os.ReadFile(src); err == nil {
-					id, err := putDoc(e.Name, data)
-					if err != nil {
-						return nil, err
-					}
-					e.ID, e.Size = id, int64(len(data))
-					c.data[e.Name] = data
-				}
-				c.sources[e.Name] = src
-			}
-			c.docs[e.Name] = e
+			inherited[e.Name] = e
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
+		if _, given := c.docs[name]; !given {
+			inherited[name] = objects.TreeEntry{} // read below: present or absent
+		}
+	}
+	for name, e := range inherited {
+		if _, given := c.docs[name]; given {
+			continue
+		}
+		src := sources[name]
+		if src == "" {
+			c.docs[name] = e // from stdin: kept as it was
+			continue
+		}
+		c.sources[name] = src
+		data, err := readSource(src)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // absent now: recorded as such
+		case err != nil:
+			c.stateSkipped = append(c.stateSkipped, worktree.Skipped{Path: "state:" + name, Unreadable: true,
+				Reason: fmt.Sprintf("cannot read %s: %v; kept as it was", src, errors.Unwrap(err))})
+			if e.Mode != 0 {
+				c.docs[name] = e
+			}
+			continue
+		}
+		id, err := putDoc(name, data)
+		if err != nil {
+			return nil, err
+		}
+		c.docs[name] = objects.TreeEntry{Name: name, Mode: objects.ModeFile, ID: id, Size: int64(len(data))}
+		c.data[name] = data
 	}
 	names := make([]string, 0, len(c.docs))
 	for n := range c.docs {
@@ -284,6 +413,12 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		return nil, err
 	}
 	return c, nil
+}
+
+// skipped lists what the capture did not record: paths, then state
+// documents ("state:NAME"); never nil.
+func (c *captured) skipped() []worktree.Skipped {
+	return append(append([]worktree.Skipped{}, c.snap.Skipped...), c.stateSkipped...)
 }
 
 // unreadable lists the paths the capture could not read (see
@@ -309,11 +444,8 @@ func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objec
 	if len(ck.StateSources) == 0 {
 		ck.StateSources = nil
 	}
-	res := &CheckpointResult{Session: session, Kind: o.Kind, Skipped: c.snap.Skipped, State: map[string]int64{},
+	res := &CheckpointResult{Session: session, Kind: o.Kind, Skipped: c.skipped(), State: map[string]int64{},
 		Files: FileChanges{Added: []string{}, Modified: []string{}, Deleted: []string{}}}
-	if res.Skipped == nil {
-		res.Skipped = []worktree.Skipped{}
-	}
 	var parentTree objects.ID
 	if parent != nil {
 		ck.Parents = []objects.ID{parentID}
@@ -389,23 +521,86 @@ func validStateName(n string) error {
 	return nil
 }
 
-// ReadStateDoc reads a state document from path, recording its absolute
-// path as the source; path "-" reads stdin and records no source.
+// ReadStateDoc reads a state document from path (relative paths are taken
+// from the current directory), recording its absolute path as the source
+// that later checkpoints re-read and a rewind writes back to. Path "-"
+// reads stdin and records no source; so does a path under /dev or /proc
+// (/dev/stdin, /proc/self/fd/N: a stream, read once, never re-read or
+// written). Anything else must be a regular file, or a symlink to one (the
+// link is recorded, and a rewind writes through it to the file the agent
+// appends to); a missing file, a directory or a FIFO is ErrUsage.
 func ReadStateDoc(name, path string, stdin io.Reader) (StateDoc, error) {
 	if err := validStateName(name); err != nil {
 		return StateDoc{}, err
 	}
-	if path == "-" {
+	abs := path
+	if path != "-" {
+		var err error
+		if abs, err = filepath.Abs(path); err != nil {
+			return StateDoc{}, err
+		}
+	}
+	if path == "-" || isStream(abs) {
+		if path != "-" {
+			f, err := os.Open(abs)
+			if err != nil {
+				return StateDoc{}, fmt.Errorf("%w: state document %s: %v", ErrUsage, name, err)
+			}
+			defer f.Close()
+			stdin = f
+		}
+		if stdin == nil {
+			return StateDoc{}, fmt.Errorf("%w: state document %s: no stdin", ErrUsage, name)
+		}
 		data, err := io.ReadAll(stdin)
 		return StateDoc{Name: name, Data: data}, err
 	}
-	abs, err := filepath.Abs(path)
+	data, err := readSource(abs)
 	if err != nil {
-		return StateDoc{}, err
-	}
-	data, err := os.ReadFile(abs)
-	if err != nil {
-		return StateDoc{}, fmt.Errorf("state document %s: %w", name, err)
+		return StateDoc{}, fmt.Errorf("%w: state document %s: %v", ErrUsage, name, err)
 	}
 	return StateDoc{Name: name, Source: abs, Data: data}, nil
+}
+
+// isStream reports whether p names a stream rather than a file (/dev/stdin,
+// /dev/fd/N, /proc/self/fd/N, any device): read once, never recorded as a
+// source.
+func isStream(p string) bool {
+	return strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "/proc/")
+}
+
+// errNotRegular: a state document's source is not a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// readSource reads a state document from a source path: a regular file, or
+// a symlink to one, opened without blocking (a FIFO put there is refused,
+// not waited on).
+func readSource(p string) ([]byte, error) {
+	if isStream(p) {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+	}
+	return io.ReadAll(f)
+}
+
+// inProject returns the source paths that lie inside the project, relative
+// to its root: they are state documents, not tree files.
+func (r *Repo) inProject(sources map[string]string) []string {
+	var out []string
+	for _, src := range sources {
+		if rel, err := filepath.Rel(r.Root, src); err == nil && filepath.IsLocal(rel) {
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

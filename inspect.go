@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -255,9 +257,17 @@ type StatusResult struct {
 	Session string             `json:"session"`
 	Head    *objects.ID        `json:"head"`
 	Files   FileChanges        `json:"files"`
-	State   []string           `json:"state_changed"` // state documents whose source differs from the head's copy
+	State   []StateChange      `json:"state_changed"` // state documents at their sources that differ from the head's
 	Skipped []worktree.Skipped `json:"skipped"`
 	Clean   bool               `json:"clean"`
+}
+
+// StateChange is a state document that differs between two states:
+// added, modified or deleted (its source no longer exists).
+type StateChange struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Source string `json:"source,omitempty"`
 }
 
 // Status compares the working tree (and state documents at their source
@@ -276,10 +286,7 @@ func (r *Repo) Status(ctx context.Context, session string) (*StatusResult, error
 	if err != nil {
 		return nil, err
 	}
-	res := &StatusResult{Session: session, Skipped: now.snap.Skipped, State: []string{}}
-	if res.Skipped == nil {
-		res.Skipped = []worktree.Skipped{}
-	}
+	res := &StatusResult{Session: session, Skipped: now.skipped(), State: []StateChange{}}
 	var headTree objects.ID
 	if head != nil {
 		res.Head = &headID
@@ -288,10 +295,28 @@ func (r *Repo) Status(ctx context.Context, session string) (*StatusResult, error
 		if err != nil {
 			return nil, err
 		}
+		names := map[string]bool{}
 		for _, e := range pstate.Entries {
-			if cur, ok := now.docs[e.Name]; ok && cur.ID != e.ID {
-				res.State = append(res.State, e.Name)
+			names[e.Name] = true
+		}
+		for n := range now.docs {
+			names[n] = true
+		}
+		for _, n := range slices.Sorted(maps.Keys(names)) {
+			was, inHead := pstate.Find(n)
+			cur, inNow := now.docs[n]
+			sc := StateChange{Name: n, Source: now.sources[n]}
+			switch {
+			case inHead && !inNow:
+				sc.Status = "deleted"
+			case !inHead && inNow:
+				sc.Status = "added"
+			case was.ID != cur.ID:
+				sc.Status = "modified"
+			default:
+				continue
 			}
+			res.State = append(res.State, sc)
 		}
 	}
 	if res.Files, err = changes(w, headTree, now.tree, nil); err != nil {

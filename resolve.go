@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -81,14 +82,35 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		if err != nil {
 			return objects.ID{}, err
 		}
+		// An unchanged checkpoint records its message id in the op log
+		// (opMessage): the latest of either kind of record wins.
+		var latest objects.ID
+		var when int64
+		if ops, _ := r.refs.Ops(); len(ops) > 0 {
+			for _, op := range ops {
+				var d messageDetail
+				if op.Kind == opMessage && op.Session == session && json.Unmarshal(op.Detail, &d) == nil && d.MessageID == ref[4:] {
+					latest, when = op.Checkpoint, op.Time.UnixNano()
+				}
+			}
+		}
 		for i := len(list) - 1; i >= 0; i-- {
 			ck, err := r.load(&list[i])
 			if err != nil {
 				return objects.ID{}, err
 			}
 			if ck != nil && ck.MessageID == ref[4:] {
+				if !latest.IsZero() && when > ck.Time {
+					break
+				}
 				return list[i].ID, nil
 			}
+		}
+		if !latest.IsZero() {
+			if _, err := r.loadCheckpoint(latest); err != nil {
+				return objects.ID{}, fmt.Errorf("%s: %w", ref, err)
+			}
+			return latest, nil
 		}
 		return objects.ID{}, fmt.Errorf("%w: no checkpoint of session %q has message id %q", ErrNoCheckpoint, session, ref[4:])
 	}

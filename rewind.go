@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,10 +39,12 @@ type RewindOptions struct {
 	StateOut         string   // write state documents into this directory instead of their source paths
 }
 
-// StateRestored is a state document a rewind wrote.
+// StateRestored is a state document a rewind wrote, or removed (Deleted:
+// the target records it as absent).
 type StateRestored struct {
-	Name string `json:"name"`
-	Path string `json:"path"`
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Deleted bool   `json:"deleted,omitempty"`
 }
 
 // RewindResult is what Rewind reports.
@@ -162,17 +165,16 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	defer w.Abort()
 	cache := r.loadCache()
 	// The safety checkpoint must hold every state document the move may
-	// overwrite: the head's (re-read from their sources by capture) and any
-	// other the target will write back to its source path.
-	var docs []StateDoc
+	// change, as it is now (absence included): the head's, re-read from
+	// their sources, and those the target will write back to its source
+	// paths.
+	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}}
 	if scope.State && scope.StateOut == "" {
-		if docs, err = r.docsAtSources(tck, head); err != nil {
-			return nil, err
-		}
+		spec.sources = tck.StateSources
 	}
 	// Captured under the target's ignore rules as well as today's: what
 	// either ignores is neither pulled into the store nor touched.
-	now, err := r.capture(ctx, w, cache, captureSpec{parent: head, docs: docs, rules: []objects.ID{tck.Tree}})
+	now, err := r.capture(ctx, w, cache, spec)
 	if err != nil {
 		return nil, fmt.Errorf("safety checkpoint: %w", err)
 	}
@@ -187,10 +189,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		return nil, err
 	}
 	res := &RewindResult{Target: target, DryRun: dryRun, Restored: []string{}, Deleted: []string{},
-		State: []StateRestored{}, Skipped: now.snap.Skipped, Errors: []worktree.PathError{}}
-	if res.Skipped == nil {
-		res.Skipped = []worktree.Skipped{}
-	}
+		State: []StateRestored{}, Skipped: now.skipped(), Errors: []worktree.PathError{}}
 	safety, current := headID, headID // current: the head once the safety checkpoint is taken
 	if !dryRun && head != nil && (now.tree != head.Tree || now.state != head.State) && !known.IsZero() {
 		if kck, err := r.objects.ReadCheckpoint(known); err == nil && kck.Tree == now.tree && kck.State == now.state {
@@ -262,7 +261,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 	if scope.Files {
 		// Paths that could not be read, now or when the target was
 		// captured, are left as they are: neither side knows their content.
-		keep := append(now.unreadable(), tck.Skipped...)
+		keep := slices.Concat(now.unreadable(), tck.Skipped, now.excluded)
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
 			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, Keep: keep, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir()})
 		if err != nil {
@@ -283,11 +282,35 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 }
 
 // restoreState writes the target's state documents back to their source
-// paths (or into stateOut), skipping those already equal.
+// paths (or into stateOut), skipping those already equal; a document the
+// target records as absent (a source and no content) is removed from its
+// source path.
 func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut string, dryRun bool, res *RewindResult) error {
 	st, err := r.objects.ReadTree(tck.State)
 	if err != nil {
 		return err
+	}
+	if stateOut == "" {
+		for _, name := range slices.Sorted(maps.Keys(tck.StateSources)) {
+			dest := tck.StateSources[name]
+			if _, ok := st.Find(name); ok || now.sources[name] != dest {
+				continue
+			}
+			if _, present := now.docs[name]; !present {
+				continue // absent now too
+			}
+			if err := r.safeStatePath(dest); err != nil {
+				res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
+				continue
+			}
+			if !dryRun {
+				if err := os.Remove(dest); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error(), Err: err})
+					continue
+				}
+			}
+			res.State = append(res.State, StateRestored{Name: name, Path: dest, Deleted: true})
+		}
 	}
 	for _, e := range st.Entries {
 		dest := tck.StateSources[e.Name]
@@ -319,10 +342,13 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut str
 }
 
 // safeStatePath refuses state-document destinations inside the store or a
-// .git directory, and relative ones.
+// .git directory, streams and devices (/dev, /proc), and relative ones.
 func (r *Repo) safeStatePath(p string) error {
 	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 		return fmt.Errorf("state path %q is not absolute and clean", p)
+	}
+	if isStream(p) || strings.HasPrefix(p, "/sys/") {
+		return fmt.Errorf("state path %q is a device or stream, not a file; use --state-out DIR", p)
 	}
 	if p == r.StoreDir || strings.HasPrefix(p, r.StoreDir+string(filepath.Separator)) {
 		return fmt.Errorf("state path %q lies inside the store", p)
@@ -336,7 +362,19 @@ func (r *Repo) safeStatePath(p string) error {
 }
 
 // writeDoc writes a stored document to dest by temporary file and rename.
+// When dest is a symlink, the file it leads to is written (the one an agent
+// appends to) and the link stays; a dangling one is refused.
 func (r *Repo) writeDoc(id objects.ID, dest string) error {
+	if fi, err := os.Lstat(dest); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		real, err := filepath.EvalSymlinks(dest)
+		if err != nil {
+			return fmt.Errorf("%s is a symlink that leads nowhere (%v); use --state-out DIR", dest, err)
+		}
+		if err := r.safeStatePath(real); err != nil {
+			return err
+		}
+		dest = real
+	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
@@ -368,6 +406,17 @@ const (
 	moveLockName = "move.lock"
 )
 
+// waitMoves waits for a rewind, undo or redo moving files in this project
+// (bounded by gc.LockTimeout, then refs.ErrBusy) and holds further ones off
+// until the returned function is called; any number of holders share it.
+func (r *Repo) waitMoves(ctx context.Context) (func(), error) {
+	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, gc.LockTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for a rewind in progress: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
 // lockMoves serialises rewinds, undos and redos of the working tree.
 func (r *Repo) lockMoves(ctx context.Context) (func(), error) {
 	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, gc.LockTimeout)
@@ -390,27 +439,6 @@ func (r *Repo) writeJournal(m *move) error {
 		return err
 	}
 	return writeFileAtomic(r.fs, filepath.Join(r.StoreDir, journalName), data)
-}
-
-// docsAtSources reads the files at the target's state-document source
-// paths that the head does not already re-read (its own sources), so the
-// safety checkpoint holds what the move will overwrite.
-func (r *Repo) docsAtSources(tck, head *objects.Checkpoint) ([]StateDoc, error) {
-	var docs []StateDoc
-	for name, src := range tck.StateSources {
-		if head != nil && head.StateSources[name] == src {
-			continue
-		}
-		data, err := os.ReadFile(src)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // nothing there to lose
-		}
-		if err != nil {
-			return nil, fmt.Errorf("safety checkpoint: state document %s: %w", name, err)
-		}
-		docs = append(docs, StateDoc{Name: name, Source: src, Data: data})
-	}
-	return docs, nil
 }
 
 // verifyTarget reads and verifies every content object the move will write.

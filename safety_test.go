@@ -11,11 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/gc"
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
 	"github.com/snapcore-dev/snap/snaptest"
 )
 
@@ -303,5 +306,183 @@ func TestDryRunPredictsFailures(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(root, "config.local")); string(got) != "v2-secret" {
 		t.Fatal("ignored config.local overwritten")
+	}
+}
+
+// A checkpoint identical to the head records nothing unless AllowEmpty:
+// it answers the head's id, Unchanged, and its message id still resolves.
+func TestUnchangedCheckpointRecordsNothing(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{MessageID: "m1"})
+	c2 := checkpoint(t, r, snap.CheckpointOptions{MessageID: "m2", Kind: "post-tool"})
+	if !c2.Unchanged || c2.ID != c1.ID {
+		t.Fatalf("identical checkpoint: %+v", c2)
+	}
+	if id, err := r.Resolve("", "msg:m2"); err != nil || id != c1.ID {
+		t.Fatalf("msg:m2 = %v, %v", id, err)
+	}
+	c3 := checkpoint(t, r, snap.CheckpointOptions{AllowEmpty: true})
+	if c3.Unchanged || c3.ID == c1.ID {
+		t.Fatalf("--allow-empty: %+v", c3)
+	}
+	c4 := checkpoint(t, r, snap.CheckpointOptions{Labels: []string{"here"}})
+	if c4.Unchanged {
+		t.Fatal("a labelled checkpoint was not recorded")
+	}
+	log, _ := r.Log("", 0, false)
+	if len(log) != 3 {
+		t.Fatalf("log has %d checkpoints, want 3", len(log))
+	}
+	// A later real checkpoint with message id m2 wins over the record.
+	writeFile(t, filepath.Join(root, "a"), "2")
+	c5 := checkpoint(t, r, snap.CheckpointOptions{MessageID: "m2"})
+	if id, _ := r.Resolve("", "msg:m2"); id != c5.ID {
+		t.Fatalf("msg:m2 after a newer checkpoint: %v, want %v", id, c5.ID)
+	}
+}
+
+// F9: a state document whose source was deleted shows in status, a rewind
+// to the head puts it back, and the safety checkpoint records its absence,
+// so undo removes it again.
+func TestDeletedTranscriptAfterHead(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	conv := filepath.Join(t.TempDir(), "session.jsonl")
+	writeFile(t, conv, `{"type":"user","message":{"role":"user","content":"hi"}}`+"\n")
+	writeFile(t, filepath.Join(root, "a"), "1")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, conv)})
+	os.Remove(conv)
+	st, err := r.Status(ctx, "")
+	if err != nil || st.Clean || len(st.State) != 1 || st.State[0].Status != "deleted" {
+		t.Fatalf("status after deleting the transcript: %+v %v", st, err)
+	}
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: "@", ConversationOnly: true})
+	if err != nil || len(res.State) != 1 {
+		t.Fatalf("rewind @: %+v %v", res, err)
+	}
+	if _, err := os.Stat(conv); err != nil {
+		t.Fatal("rewind @ did not restore the transcript")
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(conv); !os.IsNotExist(err) {
+		t.Fatalf("undo did not return to the transcript's absence: %v", err)
+	}
+}
+
+// F5: a symlinked transcript is rewound through the link (the file the
+// agent appends to); a stream (/dev/stdin, /proc/self/fd/N) is read like
+// "-" and never recorded as a source; a FIFO is refused without blocking.
+func TestStateDocumentSources(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real.jsonl"), filepath.Join(dir, "session.jsonl")
+	writeFile(t, real, "v1\n")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "a"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, link)})
+	writeFile(t, real, "v1\nv2\n")
+	writeFile(t, filepath.Join(root, "a"), "2")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi, err)
+	}
+	if got, _ := os.ReadFile(real); string(got) != "v1\n" {
+		t.Fatalf("the file behind the link: %q, want v1", got)
+	}
+
+	stdin, err := os.Open(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	for _, p := range []string{"/dev/stdin", "/proc/self/fd/0", "-"} {
+		d, err := snap.ReadStateDoc("conversation", p, strings.NewReader("streamed\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if d.Source != "" {
+			t.Errorf("%s recorded as source %q", p, d.Source)
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, dir, filepath.Join(dir, "missing")} {
+		if _, err := snap.ReadStateDoc("conversation", p, nil); !errors.Is(err, snap.ErrUsage) {
+			t.Errorf("%s: %v, want ErrUsage", p, err)
+		}
+	}
+}
+
+// F19: a transcript inside the project is a state document, not a tree
+// file: --files-only leaves it alone and --conversation-only leaves status
+// clean.
+func TestTranscriptInsideProject(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	conv := filepath.Join(root, "chat.jsonl")
+	writeFile(t, conv, "m1\n")
+	writeFile(t, filepath.Join(root, "a"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, conv)})
+	if c1.Files.Added[0] != "a" || len(c1.Files.Added) != 1 {
+		t.Fatalf("the transcript is a tree file: %+v", c1.Files)
+	}
+	writeFile(t, conv, "m1\nm2\n")
+	writeFile(t, filepath.Join(root, "a"), "2")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), FilesOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(conv); string(got) != "m1\nm2\n" {
+		t.Fatalf("--files-only rewound the transcript: %q", got)
+	}
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), ConversationOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(conv); string(got) != "m1\n" {
+		t.Fatalf("--conversation-only: %q", got)
+	}
+	if st, err := r.Status(ctx, ""); err != nil || len(st.Files.Added)+len(st.Files.Modified)+len(st.Files.Deleted) != 0 {
+		t.Fatalf("status after --conversation-only: %+v %v", st, err)
+	}
+}
+
+// F6: a checkpoint waits for a rewind moving files in the project (here:
+// the move lock held), bounded, and fails busy rather than capturing a
+// half-moved tree.
+func TestCheckpointWaitsForMove(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "1")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, "move.lock"), 2 /* LOCK_EX */, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { gc.LockTimeout = d }(gc.LockTimeout)
+	gc.LockTimeout = 300 * time.Millisecond
+	writeFile(t, filepath.Join(root, "a"), "2")
+	start := time.Now()
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{}); !errors.Is(err, refs.ErrBusy) || time.Since(start) < 250*time.Millisecond {
+		t.Fatalf("checkpoint during a move: %v after %v", err, time.Since(start))
+	}
+	done := make(chan error)
+	gc.LockTimeout = 10 * time.Second
+	go func() { _, err := r.Checkpoint(ctx, snap.CheckpointOptions{}); done <- err }()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("checkpoint did not wait for the move: %v", err)
+	default:
+	}
+	lock.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

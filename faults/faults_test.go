@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -461,17 +462,22 @@ func skipSays(skipped []worktree.Skipped, errno syscall.Errno) bool {
 
 // minus returns st without the paths skipped (a skipped directory takes
 // everything beneath it).
-func minus(st treeState, skipped []worktree.Skipped) treeState {
+// A path the capture could not read (Unreadable) keeps what it held in
+// prev, the parent checkpoint's state: it is carried forward, never
+// recorded as deleted.
+func minus(st, prev treeState, skipped []worktree.Skipped) treeState {
+	under := func(p string, sk worktree.Skipped) bool {
+		dir := strings.TrimSuffix(sk.Path, "/")
+		return p == dir || strings.HasPrefix(p, dir+"/")
+	}
 	out := treeState{}
 	for p, e := range st {
-		keep := true
-		for _, sk := range skipped {
-			dir := strings.TrimSuffix(sk.Path, "/")
-			if p == dir || strings.HasPrefix(p, dir+"/") {
-				keep = false
-			}
+		if !slices.ContainsFunc(skipped, func(sk worktree.Skipped) bool { return under(p, sk) }) {
+			out[p] = e
 		}
-		if keep {
+	}
+	for p, e := range prev {
+		if slices.ContainsFunc(skipped, func(sk worktree.Skipped) bool { return sk.Unreadable && under(p, sk) }) {
 			out[p] = e
 		}
 	}
@@ -586,7 +592,7 @@ func checkpointAfterFault(t testing.TB, r *run) []string {
 	if head != r.fx.ck[2] {
 		// The head moved: the new checkpoint must be whole, less what the
 		// capture skipped (and said so).
-		if msg := restoresTo(t, r.l.store, head, minus(r.fx.states[3], r.skipped)); msg != "" {
+		if msg := restoresTo(t, r.l.store, head, minus(r.fx.states[3], r.fx.states[2], r.skipped)); msg != "" {
 			out = append(out, "moved head: "+msg)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -22,6 +21,7 @@ type checkpointOptions struct {
 	Kind         string
 	Paths        []string
 	MaxFileSize  string // bytes, with an optional K/M/G/T suffix
+	AllowEmpty   bool
 	Stdin        io.Reader
 }
 
@@ -47,6 +47,15 @@ document back there.
 --paths P (repeatable) is the edit-set hint of a pre-edit hook: only those
 paths are examined; the rest of the tree is inherited from the parent.
 
+A checkpoint identical to the head (same files, same state documents, no
+--label) records nothing: the head's id is printed, marked unchanged
+("unchanged": true in JSON), and -m MSG_ID still finds it. --allow-empty
+records a new checkpoint anyway.
+
+A file that cannot be read (it keeps changing, grew past --max-file-size,
+permission denied) is listed as skipped and keeps its previous version in
+the checkpoint; no rewind touches it while that is so.
+
 Examples:
    snap checkpoint -m msg_01 --summary "add parser" --conversation session.jsonl
    cat transcript.json | snap checkpoint --conversation - --kind post-tool
@@ -60,6 +69,7 @@ Examples:
 			&cli.StringFlag{Name: "kind", Usage: "why it was taken: `K` = manual (default), pre-tool, post-tool, prompt, ..."},
 			&cli.StringSliceFlag{Name: "paths", Usage: "examine only `P` (edit-set hint), inherit the rest; repeatable"},
 			&cli.StringFlag{Name: "max-file-size", Usage: "skip files larger than `N` bytes (suffixes K, M, G, T); default: the store's setting"},
+			&cli.BoolFlag{Name: "allow-empty", Usage: "record a checkpoint even when nothing differs from the head"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -75,6 +85,7 @@ Examples:
 				Kind:          c.String("kind"),
 				Paths:         c.StringSlice("paths"),
 				MaxFileSize:   c.String("max-file-size"),
+				AllowEmpty:    c.Bool("allow-empty"),
 				Stdin:         inv.stdin,
 			}, inv.stdout)
 		},
@@ -83,7 +94,7 @@ Examples:
 
 func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) error {
 	co := snap.CheckpointOptions{Session: o.session(), MessageID: o.MessageID, Summary: o.Summary,
-		Kind: o.Kind, Labels: o.Labels}
+		Kind: o.Kind, Labels: o.Labels, AllowEmpty: o.AllowEmpty}
 	if o.MaxFileSize != "" {
 		n, err := parseSize(o.MaxFileSize)
 		if err != nil {
@@ -118,6 +129,11 @@ func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) erro
 	}
 	return emit(out, o.JSON, res, func(w io.Writer) error {
 		fmt.Fprintln(w, res.ID)
+		if res.Unchanged {
+			fmt.Fprintln(w, "unchanged: nothing differs from the head, no checkpoint recorded (--allow-empty records one)")
+			writeSkipped(w, res.Skipped)
+			return nil
+		}
 		line := fmt.Sprintf("+%d ~%d -%d files, %s new", len(res.Files.Added), len(res.Files.Modified),
 			len(res.Files.Deleted), humanSize(res.NewBytes))
 		if res.Stats.Messages >= 0 {
@@ -130,11 +146,20 @@ func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) erro
 			line += ", labelled " + strings.Join(co.Labels, ", ")
 		}
 		fmt.Fprintln(w, line)
-		for _, s := range res.Skipped {
-			fmt.Fprintf(w, "skipped %s: %s\n", s.Path, s.Reason)
-		}
+		writeSkipped(w, res.Skipped)
 		return nil
 	})
+}
+
+// writeSkipped lists what a capture did not record.
+func writeSkipped(w io.Writer, skipped []snap.Skipped) {
+	for _, s := range skipped {
+		note := ""
+		if s.Unreadable {
+			note = " (its previous version is kept)"
+		}
+		fmt.Fprintf(w, "skipped %s: %s%s\n", s.Path, s.Reason, note)
+	}
 }
 
 // stateDocs reads the state documents named by --conversation and --state.
@@ -159,30 +184,21 @@ func (o checkpointOptions) stateDocs() ([]snap.StateDoc, error) {
 			return nil, usageErrorf("state document %q given twice", s.name)
 		}
 		seen[s.name] = true
-		d := snap.StateDoc{Name: s.name}
-		if s.file == "-" {
+		file := s.file
+		if file == "-" {
 			if stdinUsed != "" {
 				return nil, usageErrorf("%s and %s both read stdin; only one document may come from stdin", stdinUsed, s.flag)
 			}
 			stdinUsed = s.flag
-			if o.Stdin == nil {
-				return nil, usageErrorf("%s: no stdin", s.flag)
-			}
-			data, err := io.ReadAll(o.Stdin)
-			if err != nil {
-				return nil, fmt.Errorf("%s: reading stdin: %w", s.flag, err)
-			}
-			d.Data = data
 		} else {
-			abs, err := o.absPath(s.file)
-			if err != nil {
+			var err error
+			if file, err = o.absPath(file); err != nil {
 				return nil, err
 			}
-			data, err := os.ReadFile(abs)
-			if err != nil {
-				return nil, usageErrorf("%s: %v", s.flag, err)
-			}
-			d.Source, d.Data = abs, data
+		}
+		d, err := snap.ReadStateDoc(s.name, file, o.Stdin)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.flag, err)
 		}
 		docs = append(docs, d)
 	}

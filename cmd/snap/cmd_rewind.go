@@ -137,6 +137,10 @@ func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
 		fmt.Fprintf(w, "  %s %s\n", del, p)
 	}
 	for _, s := range res.State {
+		if s.Deleted {
+			fmt.Fprintf(w, "  %s %s: removed %s (absent in the target)\n", state, s.Name, s.Path)
+			continue
+		}
 		fmt.Fprintf(w, "  %s %s -> %s\n", state, s.Name, s.Path)
 	}
 	for _, e := range res.Errors {

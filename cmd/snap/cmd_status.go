@@ -55,7 +55,11 @@ func runStatus(ctx context.Context, o statusOptions, out io.Writer) error {
 		} else {
 			writeChanges(w, "  ", res.Files.Added, res.Files.Modified, res.Files.Deleted)
 			for _, s := range res.State {
-				fmt.Fprintf(w, "  state %s changed\n", s)
+				fmt.Fprintf(w, "  state %s %s", s.Name, s.Status)
+				if s.Source != "" {
+					fmt.Fprintf(w, " (%s)", s.Source)
+				}
+				fmt.Fprintln(w)
 			}
 		}
 		for _, s := range res.Skipped {
