@@ -52,6 +52,10 @@ type Options struct {
 	// ignores (an .env the target's .gitignore names, say), whatever the
 	// ignore files on disk say now.
 	IgnoreTrees []objects.ID
+	// Exclude lists paths (slash-separated, relative to Root) that are
+	// never captured, as the store is not: state documents kept inside the
+	// project.
+	Exclude []string
 }
 
 // Skipped is a path that was not captured, and why. A directory's path
@@ -100,9 +104,7 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		scanStart: time.Now(),
 		sem:       walkers(opts.Workers),
 	}
-	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
-		c.storeRel = filepath.ToSlash(rel)
-	}
+	c.setExcluded()
 	fd, err := unix.Open(opts.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open project root: %w", &os.PathError{Op: "open", Path: opts.Root, Err: err})
@@ -140,6 +142,18 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		Listed: int(c.listed.Load()), Skipped: c.skipped}, nil
 }
 
+// setExcluded fills c.excluded: the store, when it lies inside the root,
+// and opts.Exclude.
+func (c *capturer) setExcluded() {
+	c.excluded = map[string]bool{}
+	if rel, err := filepath.Rel(c.opts.Root, c.opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
+		c.excluded[filepath.ToSlash(rel)] = true
+	}
+	for _, p := range c.opts.Exclude {
+		c.excluded[p] = true
+	}
+}
+
 // walkers returns the semaphore bounding the extra walker goroutines: nil
 // (none) for a single worker.
 func walkers(n int) chan struct{} {
@@ -155,8 +169,8 @@ type capturer struct {
 	sys       fsys.Sys
 	w         *objects.Writer
 	scanStart time.Time
-	storeRel  string
 	sem       chan struct{}
+	excluded  map[string]bool // the store and opts.Exclude
 
 	files, read atomic.Int64
 	listed      atomic.Int64
@@ -274,7 +288,7 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			continue
 		}
 		pb = append(pb[:prefix], name...)
-		if string(pb) == c.storeRel {
+		if c.excluded[string(pb)] {
 			continue
 		}
 		var st unix.Stat_t

@@ -39,9 +39,7 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 	}
 	c := &capturer{ctx: ctx, opts: opts, sys: fsys.OrSys(opts.Sys), w: w, scanStart: time.Now(),
 		sem: walkers(workers)}
-	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
-		c.storeRel = filepath.ToSlash(rel)
-	}
+	c.setExcluded()
 	rootfd, err := unix.Open(opts.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open project root: %w", err)
@@ -129,7 +127,7 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 	comps := strings.Split(p, "/")
 	for i, name := range comps {
 		prefix := strings.Join(comps[:i+1], "/")
-		if name == ".git" || prefix == c.storeRel || objects.ValidName(name) != nil {
+		if name == ".git" || c.excluded[prefix] || objects.ValidName(name) != nil {
 			return nil, nil
 		}
 	}
