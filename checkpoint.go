@@ -110,12 +110,15 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	if o.Kind == "" {
 		o.Kind = "manual"
 	}
-	if err := refs.ValidComponent(o.Kind); err != nil {
-		return nil, fmt.Errorf("%w: kind: %v", ErrUsage, err)
+	if err := checkName("kind", o.Kind); err != nil {
+		return nil, err
+	}
+	if o.Kind == kindPreRewind {
+		return nil, fmt.Errorf("%w: kind %q is snap's own (the safety checkpoint of a rewind)", ErrUsage, o.Kind)
 	}
 	for _, l := range o.Labels {
-		if err := refs.ValidComponent(l); err != nil {
-			return nil, fmt.Errorf("%w: label: %v", ErrUsage, err)
+		if err := validLabel(l); err != nil {
+			return nil, err
 		}
 	}
 	release, err := r.writing(ctx)
@@ -508,18 +511,38 @@ func sessionName(s string) (string, error) {
 	if s == "" {
 		s = DefaultSession
 	}
-	if err := refs.ValidComponent(s); err != nil {
-		return "", fmt.Errorf("%w: session name: %v", ErrUsage, err)
-	}
-	return s, nil
+	return s, checkName("session name", s)
 }
 
-func validStateName(n string) error {
-	if err := refs.ValidComponent(n); err != nil {
-		return fmt.Errorf("%w: state document name: %v", ErrUsage, err)
+func validStateName(n string) error { return checkName("state document name", n) }
+
+// checkName checks a name (a session, label, kind or state document) is a
+// legal component: ErrUsage saying what is wrong with it otherwise.
+func checkName(what, s string) error {
+	if reason := refs.ComponentProblem(s); reason != "" {
+		return fmt.Errorf("%w: %s %q: %s", ErrUsage, what, s, reason)
 	}
 	return nil
 }
+
+// validLabel checks a label name: a legal name that cannot be mistaken for
+// another REF form — not 6 or more hex digits (an id prefix) and not
+// HEAD (the head's alias).
+func validLabel(l string) error {
+	if err := checkName("label", l); err != nil {
+		return err
+	}
+	if len(l) >= 6 && isHex(l) {
+		return fmt.Errorf("%w: label %q looks like a checkpoint id; add a letter outside a-f", ErrUsage, l)
+	}
+	if strings.EqualFold(l, "HEAD") {
+		return fmt.Errorf("%w: label %q is reserved (an alias of @)", ErrUsage, l)
+	}
+	return nil
+}
+
+// kindPreRewind is the kind of a rewind's safety checkpoint.
+const kindPreRewind = "pre-rewind"
 
 // ReadStateDoc reads a state document from path (relative paths are taken
 // from the current directory), recording its absolute path as the source

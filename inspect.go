@@ -702,8 +702,8 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 	if err != nil {
 		return objects.ID{}, err
 	}
-	if err := refs.ValidComponent(name); err != nil {
-		return objects.ID{}, fmt.Errorf("%w: label: %v", ErrUsage, err)
+	if err := validLabel(name); err != nil {
+		return objects.ID{}, err
 	}
 	release, err := r.writing(context.Background())
 	if err != nil {

@@ -71,13 +71,16 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 			return objects.ID{}, err
 		}
 		if n > len(list) {
-			return objects.ID{}, fmt.Errorf("%w: session %q has %d checkpoints, no #%d", ErrNoCheckpoint, session, len(list), n)
+			return objects.ID{}, fmt.Errorf("%w: session %q has %s, no #%d", ErrNoCheckpoint, session, countOf(len(list), "checkpoint"), n)
 		}
 		if list[n-1].expired {
 			return objects.ID{}, fmt.Errorf("#%d of session %q: %w", n, session, ErrExpired)
 		}
 		return list[n-1].ID, nil
 	case strings.HasPrefix(ref, "msg:"):
+		if ref == "msg:" {
+			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want msg:ID)", ErrUsage, ref)
+		}
 		list, err := r.sessionCheckpoints(session)
 		if err != nil {
 			return objects.ID{}, err
@@ -113,6 +116,15 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 			return latest, nil
 		}
 		return objects.ID{}, fmt.Errorf("%w: no checkpoint of session %q has message id %q", ErrNoCheckpoint, session, ref[4:])
+	}
+	// A full id is an id, whatever labels exist (one made before label
+	// names were checked may look like one).
+	if len(ref) == 2*objects.IDSize && isHex(ref) {
+		if id, err := objects.ParseID(strings.ToLower(ref)); err == nil {
+			if t, ok := r.objects.TypeOf(id); ok && t == objects.TypeCheckpoint {
+				return id, nil
+			}
+		}
 	}
 	if refs.ValidComponent(ref) == nil {
 		id, err := r.refs.Get("labels/" + ref)
@@ -165,6 +177,14 @@ func (r *Repo) loadCheckpoint(id objects.ID) (*objects.Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint %s: %w", id.Short(), ErrExpired)
 	}
 	return ck, err
+}
+
+// countOf is "1 checkpoint", "2 checkpoints".
+func countOf(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func isHex(s string) bool {

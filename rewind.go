@@ -197,7 +197,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		}
 	}
 	if !dryRun && safety == headID && (head == nil || now.tree != head.Tree || now.state != head.State) {
-		cres, _, err := r.buildCheckpoint(w, session, headID, head, now, CheckpointOptions{Kind: "pre-rewind", Summary: "before rewind to " + target.Short()})
+		cres, _, err := r.buildCheckpoint(w, session, headID, head, now, CheckpointOptions{Kind: kindPreRewind, Summary: "before rewind to " + target.Short()})
 		if err != nil {
 			return nil, err
 		}

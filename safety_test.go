@@ -486,3 +486,34 @@ func TestCheckpointWaitsForMove(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// F11: labels that look like ids or reserved words are refused, and a full
+// id names its checkpoint whatever labels exist. --kind pre-rewind is
+// snap's own.
+func TestLabelsCannotShadowRefs(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "f"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "f"), "2")
+	c2 := checkpoint(t, r, snap.CheckpointOptions{})
+	for _, l := range []string{c2.ID.String(), c2.ID.String()[:8], "abcdef", "HEAD", "head", "bad/name", "-x"} {
+		if _, err := r.Label("", "#1", l); !errors.Is(err, snap.ErrUsage) {
+			t.Errorf("label %q: %v, want ErrUsage", l, err)
+		}
+	}
+	for _, l := range []string{"v1", "abcdefg", "12345", "release-2"} {
+		if _, err := r.Label("", "#1", l); err != nil {
+			t.Errorf("label %q: %v", l, err)
+		}
+	}
+	if id, err := r.Resolve("", c2.ID.String()); err != nil || id != c2.ID {
+		t.Fatalf("full id resolves to %v, %v", id, err)
+	}
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Kind: "pre-rewind", AllowEmpty: true}); !errors.Is(err, snap.ErrUsage) {
+		t.Errorf("--kind pre-rewind: %v", err)
+	}
+	if _, err := r.Resolve("", "msg:"); !errors.Is(err, snap.ErrUsage) {
+		t.Errorf("msg: with no id: %v", err)
+	}
+	_ = c1
+}

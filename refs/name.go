@@ -62,6 +62,10 @@ func validPrefix(prefix string) error {
 	return nil
 }
 
+// ComponentProblem says what makes s an illegal name component ("" when
+// it is legal): the reason ValidComponent gives, without the error.
+func ComponentProblem(s string) string { return componentProblem(s) }
+
 func componentProblem(s string) string {
 	switch {
 	case s == "":
