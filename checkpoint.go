@@ -126,6 +126,9 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 		return nil, err
 	}
 	defer release()
+	if err := r.checkNotArchived(session); err != nil {
+		return nil, err
+	}
 	// A rewind moving files in this project would be captured half done:
 	// wait for it (checkpoints do not exclude one another).
 	unlock, err := r.waitMoves(ctx)

@@ -14,6 +14,9 @@ var (
 	// external store shared by two projects, or a command run outside the
 	// project). Nothing is read or written.
 	ErrOtherProject = errors.New("the store belongs to another project")
+	// ErrNoSession: a session named does not exist (exit 4, as an unknown
+	// ref).
+	ErrNoSession = errors.New("no such session")
 	// ErrNoCheckpoint: a REF does not name a checkpoint.
 	ErrNoCheckpoint = errors.New("no such checkpoint")
 	// ErrUsage: arguments are malformed (bad REF syntax, bad state name...).

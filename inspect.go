@@ -652,23 +652,9 @@ type SessionInfo struct {
 }
 
 // Sessions lists sessions (active first, then archived), by name, with the
-// number of checkpoints the op log recorded for each.
+// number of checkpoints log lists for each (those retention expired are
+// not counted).
 func (r *Repo) Sessions() ([]SessionInfo, error) {
-	ops, err := r.refs.Ops()
-	if err != nil && len(ops) == 0 && !errors.Is(err, refs.ErrCorrupt) {
-		return nil, err
-	}
-	counts := map[string]map[objects.ID]bool{}
-	for _, op := range ops {
-		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
-			if op.Session != "" && !id.IsZero() {
-				if counts[op.Session] == nil {
-					counts[op.Session] = map[objects.ID]bool{}
-				}
-				counts[op.Session][id] = true
-			}
-		}
-	}
 	out := []SessionInfo{}
 	for _, kind := range []string{"sessions/", "archive/"} {
 		list, err := r.refs.List(kind)
@@ -680,7 +666,16 @@ func (r *Repo) Sessions() ([]SessionInfo, error) {
 			if !ok {
 				continue
 			}
-			info := SessionInfo{Name: name, Head: ref.ID, Archived: kind == "archive/", Checkpoints: len(counts[name])}
+			info := SessionInfo{Name: name, Head: ref.ID, Archived: kind == "archive/"}
+			// Counted as log lists them: every checkpoint of the session
+			// that retention has not expired.
+			if list, err := r.sessionCheckpoints(name); err == nil {
+				for _, e := range list {
+					if !e.expired {
+						info.Checkpoints++
+					}
+				}
+			}
 			if ck, err := r.objects.ReadCheckpoint(ref.ID); err == nil {
 				info.Updated = ck.When()
 			}
@@ -731,13 +726,35 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 // ArchiveSession moves a session out of the active list (its checkpoints
 // stay until retention expires them). RemoveSession deletes its head; both
 // are recorded in the op log.
+//
+// Both are undoable: 'snap undo' in that session puts the session back.
 func (r *Repo) ArchiveSession(session string) error {
-	return r.moveSession(session, "archive/"+session+"/head", "session-archive")
+	return r.moveSession(session, archiveRef(session), opSessionArchive)
 }
 
-// RemoveSession deletes a session's head ref.
+// RemoveSession deletes a session's head ref (an active session's, else an
+// archived one's).
 func (r *Repo) RemoveSession(session string) error {
-	return r.moveSession(session, "", "session-rm")
+	return r.moveSession(session, "", opSessionRemove)
+}
+
+// Op kinds of session management.
+const (
+	opSessionArchive = "session-archive"
+	opSessionRemove  = "session-rm"
+)
+
+func archiveRef(session string) string { return "archive/" + session + "/head" }
+
+// checkNotArchived refuses to start a session whose name an archived
+// session holds: two sessions of one name would be listed twice and
+// could not both be archived.
+func (r *Repo) checkNotArchived(session string) error {
+	if _, err := r.refs.Get(archiveRef(session)); err == nil {
+		return fmt.Errorf("%w: session %q is archived: 'snap -s %s undo' brings it back if archiving it was its last operation, 'snap session rm %s' deletes it; or use another session name",
+			ErrUsage, session, session, session)
+	}
+	return nil
 }
 
 func (r *Repo) moveSession(session, to, kind string) error {
@@ -754,15 +771,22 @@ func (r *Repo) moveSession(session, to, kind string) error {
 	id, err := r.refs.Get(from)
 	if errors.Is(err, refs.ErrNotFound) {
 		if to == "" { // removing an archived session
-			from = "archive/" + session + "/head"
+			from = archiveRef(session)
 			id, err = r.refs.Get(from)
+		} else if _, aerr := r.refs.Get(to); aerr == nil {
+			return fmt.Errorf("%w: session %q is archived already", ErrUsage, session)
 		}
 	}
 	if errors.Is(err, refs.ErrNotFound) {
-		return fmt.Errorf("%w: session %q does not exist", ErrNoCheckpoint, session)
+		return fmt.Errorf("%w: %q", ErrNoSession, session)
 	}
 	if err != nil {
 		return err
+	}
+	if to != "" {
+		if _, err := r.refs.Get(to); err == nil {
+			return fmt.Errorf("%w: session %q has an archived copy already: remove it first ('snap session rm %s' removes the active one first, so archive or rename this one's work instead)", ErrUsage, session, session)
+		}
 	}
 	op := &refs.Op{Kind: kind, Session: session}
 	if to != "" {

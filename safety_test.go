@@ -517,3 +517,65 @@ func TestLabelsCannotShadowRefs(t *testing.T) {
 	}
 	_ = c1
 }
+
+// F12: archiving and removing a session are undone by undo in that
+// session; an archived name cannot be reused by accident; counts are what
+// log lists; an unknown session is "no such session".
+func TestSessionManagement(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "1")
+	c := checkpoint(t, r, snap.CheckpointOptions{Session: "ag"})
+	count := func(name string, archived bool) int {
+		t.Helper()
+		infos, err := r.Sessions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := -1
+		for _, s := range infos {
+			if s.Name == name && s.Archived == archived {
+				if n >= 0 {
+					t.Fatalf("session %s listed twice: %+v", name, infos)
+				}
+				n = s.Checkpoints
+			}
+		}
+		return n
+	}
+	for _, op := range []func(string) error{r.ArchiveSession, r.RemoveSession} {
+		if err := op("ag"); err != nil {
+			t.Fatal(err)
+		}
+		if count("ag", false) >= 0 {
+			t.Fatal("session still active")
+		}
+		if _, err := r.Undo(ctx, "ag"); err != nil {
+			t.Fatalf("undo: %v", err)
+		}
+		if id, err := r.Resolve("ag", "@"); err != nil || id != c.ID || count("ag", false) != 1 {
+			t.Fatalf("after undo: head %v %v, count %d", id, err, count("ag", false))
+		}
+	}
+	if err := r.ArchiveSession("ag"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "a"), "2")
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "ag"}); !errors.Is(err, snap.ErrUsage) {
+		t.Fatalf("checkpoint into an archived session's name: %v", err)
+	}
+	if err := r.RemoveSession("nosuch"); !errors.Is(err, snap.ErrNoSession) {
+		t.Fatalf("rm nosuch: %v", err)
+	}
+	// Counts follow retention: 5 checkpoints, gc keeps 2.
+	for i := range 5 {
+		writeFile(t, filepath.Join(root, "b"), fmt.Sprint(i))
+		checkpoint(t, r, snap.CheckpointOptions{Session: "five"})
+	}
+	if _, err := gc.Collect(ctx, r.Objects(), r.Refs(), gc.Options{Grace: 0, Policy: &gc.Policy{KeepLast: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := r.Log("five", 0, false)
+	if n := count("five", false); n != len(log) || n != 2 {
+		t.Fatalf("count %d, log lists %d, want 2", n, len(log))
+	}
+}

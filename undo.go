@@ -19,7 +19,7 @@ type UndoResult struct {
 // undoable op kinds: everything that moved refs in a session.
 func undoable(kind string) bool {
 	switch kind {
-	case "checkpoint", "rewind", "label":
+	case "checkpoint", "rewind", "label", opSessionArchive, opSessionRemove:
 		return true
 	}
 	return false

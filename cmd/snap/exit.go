@@ -81,6 +81,7 @@ var classification = []struct {
 	{isErr(objects.ErrNotFound), exitCorrupt, "object_missing"},
 	{isErr(snap.ErrPartial), exitPartial, "partial"},
 	{isErr(snap.ErrNoCheckpoint), exitNoCheckpoint, "no_checkpoint"},
+	{isErr(snap.ErrNoSession), exitNoCheckpoint, "no_session"},
 	{isErr(snap.ErrNoPath), exitNoCheckpoint, "no_path"},
 	// An ambiguous id prefix names no single checkpoint: 4, like an unknown
 	// one; the message says to give more digits.

@@ -453,7 +453,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "seq out of range", args: []string{"show", "#9"}, exit: exitNoCheckpoint, code: "no_checkpoint"},
 		{name: "unknown message id", args: []string{"show", "msg:nope"}, exit: exitNoCheckpoint, code: "no_checkpoint"},
 		{name: "empty session", args: []string{"show", "-s", "fresh"}, exit: exitNoCheckpoint, code: "no_checkpoint"},
-		{name: "unknown session", args: []string{"session", "rm", "nope"}, exit: exitNoCheckpoint, code: "no_checkpoint"},
+		{name: "unknown session", args: []string{"session", "rm", "nope"}, exit: exitNoCheckpoint, code: "no_session"},
 		{name: "no such path", args: []string{"cat", "@:nope.txt"}, exit: exitNoCheckpoint, code: "no_path"},
 		{name: "no such state document", args: []string{"cat", "@", "--state", "tasks"}, exit: exitNoCheckpoint, code: "no_path"},
 		{name: "nothing to undo", args: []string{"undo", "-s", "fresh"}, exit: exitError, code: "nothing_to_undo"},
