@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -34,7 +35,7 @@ type RewindOptions struct {
 	Target           string   // REF
 	FilesOnly        bool     // leave state documents alone
 	ConversationOnly bool     // leave the working tree alone
-	Paths            []string // restore only these paths (implies FilesOnly)
+	Paths            []string // restore only these paths (implies FilesOnly; the head stays; each must exist in the target or the tree: else ErrNoPath)
 	DryRun           bool     // report what would change, change nothing
 	StateOut         string   // write state documents into this directory instead of their source paths
 }
@@ -190,6 +191,13 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	}
 	res := &RewindResult{Target: target, DryRun: dryRun, Restored: []string{}, Deleted: []string{},
 		State: []StateRestored{}, Skipped: now.skipped(), Errors: []worktree.PathError{}}
+	// A --path that names nothing, in the target or in the tree now, is a
+	// typo: refused before anything is recorded.
+	for _, p := range scope.Paths {
+		if !inTree(w, now.tree, p) && !inTree(w, tck.Tree, p) {
+			return nil, fmt.Errorf("%w: %s is neither in checkpoint %s nor in the working tree", ErrNoPath, p, target.Short())
+		}
+	}
 	safety, current := headID, headID // current: the head once the safety checkpoint is taken
 	if !dryRun && head != nil && (now.tree != head.Tree || now.state != head.State) && !known.IsZero() {
 		if kck, err := r.objects.ReadCheckpoint(known); err == nil && kck.Tree == now.tree && kck.State == now.state {
@@ -209,6 +217,11 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		}
 		safety, current = cres.ID, cres.ID
 		res.SafetyCreated = true
+	}
+	if len(scope.Paths) > 0 && m.Kind != "undo" {
+		// Restoring some paths, like 'git checkout REF -- PATH', leaves
+		// the head where it is: the session did not go back.
+		m.NewHead = current
 	}
 	if !dryRun {
 		s := safety
@@ -238,6 +251,29 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		return res, partial(res.Errors)
 	}
 	return res, nil
+}
+
+// inTree reports whether path p ("" is the root) names an entry of tree.
+func inTree(tr objects.TreeReader, tree objects.ID, p string) bool {
+	p = strings.Trim(path.Clean("/"+p), "/")
+	if p == "" {
+		return true
+	}
+	e := objects.TreeEntry{Mode: objects.ModeDir, ID: tree}
+	for _, name := range strings.Split(p, "/") {
+		if e.Mode != objects.ModeDir {
+			return false
+		}
+		t, err := tr.ReadTree(e.ID)
+		if err != nil {
+			return false
+		}
+		var ok bool
+		if e, ok = t.Find(name); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // partial is ErrPartial wrapping the per-path errors, so that errors.Is

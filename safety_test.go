@@ -579,3 +579,36 @@ func TestSessionManagement(t *testing.T) {
 		t.Fatalf("count %d, log lists %d, want 2", n, len(log))
 	}
 }
+
+// F13: a --path rewind restores those paths and leaves the head where it
+// is; a path in neither tree is an error that records nothing.
+func TestRewindPathKeepsHead(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"a": "a1", "b": "b1"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	snaptest.WriteFiles(t, root, map[string]string{"a": "a2", "b": "b2"})
+	c2 := checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), Paths: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if head, _ := r.Resolve("", "@"); head != c2.ID {
+		t.Fatalf("head moved to %v", head)
+	}
+	st, _ := r.Status(ctx, "")
+	if strings.Join(st.Files.Modified, ",") != "a" {
+		t.Fatalf("status after --path a: %+v", st.Files)
+	}
+	ops, _ := r.Ops(0)
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), Paths: []string{"typo/not/there"}}); !errors.Is(err, snap.ErrNoPath) {
+		t.Fatalf("--path typo: %v", err)
+	}
+	if after, _ := r.Ops(0); len(after) != len(ops) {
+		t.Fatal("a refused --path rewind recorded an operation")
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["a"] != "a2" || got["b"] != "b2" {
+		t.Fatalf("undo of --path: %v", got)
+	}
+}

@@ -40,7 +40,10 @@ still are; the exit code is then 3.
 
    --files-only          leave the state documents alone
    --conversation-only   leave the working tree alone
-   --path P              restore only P (a file or directory; repeatable)
+   --path P              restore only P (a file or directory; repeatable); the
+                         session head stays where it is, as with
+                         'git checkout REF -- P'; a P in neither REF nor the
+                         working tree is an error (exit 4)
    --dry-run             show what would change, change nothing
    --state-out DIR       write the state documents into DIR instead
 

@@ -394,7 +394,10 @@ func normalizeArgs(app *cli.App, args []string) ([]string, int) {
 				return args, -1 // a command's flag before the command: leave it to urfave/cli
 			}
 			toks := []string{a}
-			if !hasValue && takesValue(def) && i+1 < len(args) {
+			// A flag's value is the next argument, unless that is one of
+			// the command's flags ("--path --json": --path lacks its value;
+			// a path that starts with a dash is given as --path=-x).
+			if !hasValue && takesValue(def) && i+1 < len(args) && !isFlagOf(app, leaf, args[i+1]) {
 				toks = append(toks, args[i+1])
 				i++
 			}
@@ -430,6 +433,18 @@ func normalizeArgs(app *cli.App, args []string) ([]string, int) {
 	out = append(out, pos...)
 	out = append(out, after...)
 	return out, dash
+}
+
+// isFlagOf reports whether a is a flag of the command leaf or a global one.
+func isFlagOf(app *cli.App, leaf *cli.Command, a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	if findFlag(app.Flags, name) != nil {
+		return true
+	}
+	return leaf != nil && findFlag(leaf.Flags, name) != nil
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {

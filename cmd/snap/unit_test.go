@@ -159,3 +159,16 @@ func TestPanicIsAnError(t *testing.T) {
 		t.Fatalf("JSON error document: %q (%v)", buf.String(), jerr)
 	}
 }
+
+// F13: "--path --json" is --path without its value, not a path "--json".
+func TestFlagValueIsNotAFlag(t *testing.T) {
+	app := newApp(&invocation{})
+	got, _ := normalizeArgs(app, []string{"snap", "rewind", "#1", "--path", "--json"})
+	if strings.Join(got, " ") != "snap rewind --json --path -- #1" {
+		t.Fatalf("normalized: %q", got)
+	}
+	got, _ = normalizeArgs(app, []string{"snap", "rewind", "#1", "--path=--json"})
+	if strings.Join(got, " ") != "snap rewind --path=--json -- #1" {
+		t.Fatalf("normalized: %q", got)
+	}
+}
