@@ -106,17 +106,29 @@ func LockFile(ctx context.Context, path string, how int, timeout time.Duration) 
 	go func() { got <- flock(f, how) }() // blocks in the kernel
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case err := <-got:
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+	var notice <-chan time.Time
+	say, _ := ctx.Value(waitNoticeKey{}).(func(string, time.Duration))
+	if say != nil {
+		nt := time.NewTimer(NoticeAfter)
+		defer nt.Stop()
+		notice = nt.C
+	}
+	for err == nil || errors.Is(err, unix.EWOULDBLOCK) {
+		select {
+		case err := <-got:
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("lock %s: %w", path, err)
+			}
+			return f, nil
+		case <-notice:
+			say(path, timeout)
+			notice = nil
+		case <-timer.C:
+			err = busy
+		case <-ctx.Done():
+			err = ctx.Err()
 		}
-		return f, nil
-	case <-timer.C:
-		err = busy
-	case <-ctx.Done():
-		err = ctx.Err()
 	}
 	// Give up: when the kernel grants the lock later, drop it at once.
 	go func() {
@@ -124,6 +136,19 @@ func LockFile(ctx context.Context, path string, how int, timeout time.Duration) 
 		f.Close()
 	}()
 	return nil, err
+}
+
+// NoticeAfter is how long a lock wait lasts before the function set with
+// WithWaitNotice is told about it.
+const NoticeAfter = time.Second
+
+type waitNoticeKey struct{}
+
+// WithWaitNotice returns a context under which a LockFile that waits longer
+// than NoticeAfter calls notice once, with the lock file and how long it
+// will wait at most (the CLI says so on a terminal).
+func WithWaitNotice(ctx context.Context, notice func(path string, max time.Duration)) context.Context {
+	return context.WithValue(ctx, waitNoticeKey{}, notice)
 }
 
 // lockShared takes the gc lock shared, waiting while a gc holds it, until

@@ -20,6 +20,9 @@ const (
 	logName     = "oplog"
 	logLockName = "oplog.lock"
 	sumLen      = 16 // hex digits of the CRC-64 after the TAB
+	// defaultOplogTimeout bounds how long Append waits for another
+	// appender (an append takes milliseconds): then ErrBusy.
+	defaultOplogTimeout = 30 * time.Second
 )
 
 var crcTable = crc64.MakeTable(crc64.ECMA)
@@ -52,8 +55,9 @@ type Op struct {
 // op.Time, then appends op to the log as one record.
 //
 // Appenders in all processes are serialised by an exclusive flock(2) on
-// dir/oplog.lock, so seqs are unique and gapless; Append blocks while another
-// appender holds it (a crashed holder releases it). Before writing, Append
+// dir/oplog.lock, so seqs are unique and gapless; Append waits while another
+// appender holds it (a crashed holder releases it), at most
+// defaultOplogTimeout, then fails with ErrBusy. Before writing, Append
 // truncates a torn tail left by a crashed append. When Append returns nil the
 // record is durable (fsync'd). On error op is left unchanged, and no record,
 // or at most a torn tail that the next Append removes, has been written: a
@@ -87,7 +91,7 @@ func (s *Store) Append(op *Op) error {
 
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
-	lock, err := flockExclusive(filepath.Join(s.dir, logLockName))
+	lock, err := flockWithin(filepath.Join(s.dir, logLockName), s.oplogTimeout)
 	if err != nil {
 		return fmt.Errorf("refs: append: %w", err)
 	}

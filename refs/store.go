@@ -36,8 +36,9 @@ type Store struct {
 	refsDir string
 	fs      fsys.FS // every file operation but flock(2) goes through it
 
-	lockTimeout time.Duration // see defaultLockTimeout; tests shorten it
-	appendMu    sync.Mutex    // orders this Store's appenders before they take the flock
+	lockTimeout  time.Duration // see defaultLockTimeout; tests shorten it
+	oplogTimeout time.Duration // see defaultOplogTimeout; tests shorten it
+	appendMu     sync.Mutex    // orders this Store's appenders before they take the flock
 }
 
 // Ref is a named pointer to an object.
@@ -63,7 +64,7 @@ func OpenFS(dir string, vfs fsys.FS) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("refs: open %s: not a directory", dir)
 	}
-	s := &Store{dir: dir, refsDir: filepath.Join(dir, "refs"), fs: vfs, lockTimeout: defaultLockTimeout}
+	s := &Store{dir: dir, refsDir: filepath.Join(dir, "refs"), fs: vfs, lockTimeout: defaultLockTimeout, oplogTimeout: defaultOplogTimeout}
 	switch err := vfs.Mkdir(s.refsDir, 0o755); {
 	case err == nil:
 		if err := vfs.SyncDir(dir); err != nil {

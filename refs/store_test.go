@@ -426,3 +426,21 @@ func increment(s *Store, name string) error {
 		}
 	}
 }
+
+// F14: an op-log append waits for another appender at most oplogTimeout,
+// then fails busy (it waited forever, deaf to Ctrl-C).
+func TestAppendWaitIsBounded(t *testing.T) {
+	s := newStore(t)
+	s.oplogTimeout = 50 * time.Millisecond
+	holder, err := flockExclusive(filepath.Join(s.dir, logLockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(&Op{Kind: "label", Session: "s"}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("append with a held op-log lock: %v, want ErrBusy", err)
+	}
+	holder.Close()
+	if err := s.Append(&Op{Kind: "label", Session: "s"}); err != nil {
+		t.Fatalf("after the holder let go: %v", err)
+	}
+}

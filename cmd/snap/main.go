@@ -15,20 +15,34 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/gc"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if isTerminal(os.Stderr) {
+		ctx = gc.WithWaitNotice(ctx, func(path string, max time.Duration) {
+			fmt.Fprintf(os.Stderr, "snap: waiting for %s, held by another snap process (at most %v; Ctrl-C stops)\n", filepath.Base(path), max)
+		})
+	}
 	tuneGC()
 	stopProfile := startProfile(os.Getenv("SNAP_CPUPROFILE"))
 	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 func init() {
