@@ -2,9 +2,16 @@ package snap
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap/fsys"
 )
 
 // A rewind killed after its safety checkpoint and journal, with some files
@@ -76,4 +83,63 @@ func TestInterruptedRewindIsCompleted(t *testing.T) {
 	if read("a") != "a2" || read("b") != "b2" || read("c") != "c2" {
 		t.Fatalf("tree after undo: a=%q b=%q c=%q", read("a"), read("b"), read("c"))
 	}
+}
+
+// F15: a rewind interrupted part way (Ctrl-C: its context cancelled) says
+// so and what to run; Interrupted reports it to read-only commands once its
+// process is gone; the next writer completes it.
+func TestInterruptedRewindIsReported(t *testing.T) {
+	root := t.TempDir()
+	sys := &cancelOnWrite{Sys: fsys.RealSys}
+	r, _, err := Init(Options{Dir: root, Sys: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := range 200 {
+		os.WriteFile(filepath.Join(root, fmt.Sprintf("f%03d", i)), []byte("v1"), 0o644)
+	}
+	c1, err := r.Checkpoint(context.Background(), CheckpointOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		os.WriteFile(filepath.Join(root, fmt.Sprintf("f%03d", i)), []byte("v2"), 0o644)
+	}
+	if _, err := r.Checkpoint(context.Background(), CheckpointOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sys.cancel = cancel // Ctrl-C as the restore writes its first file
+	_, err = r.Rewind(ctx, RewindOptions{Target: c1.ID.String()})
+	sys.cancel = nil
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "snap undo") {
+		t.Fatalf("interrupted rewind: %v", err)
+	}
+	m, err := r.Interrupted()
+	if err != nil || m == nil || m.Target != c1.ID || m.Kind != "rewind" {
+		t.Fatalf("Interrupted: %+v %v", m, err)
+	}
+	if _, err := r.Checkpoint(context.Background(), CheckpointOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := r.Interrupted(); m != nil {
+		t.Fatalf("still interrupted after a writer: %+v", m)
+	}
+	if data, _ := os.ReadFile(filepath.Join(root, "f199")); string(data) != "v1" {
+		t.Fatalf("the rewind was not completed: %q", data)
+	}
+}
+
+// cancelOnWrite calls cancel when a file is first created in the tree.
+type cancelOnWrite struct {
+	fsys.Sys
+	cancel func()
+}
+
+func (c *cancelOnWrite) Openat(dirfd int, path string, flags int, mode uint32) (int, error) {
+	if flags&unix.O_CREAT != 0 && c.cancel != nil {
+		c.cancel()
+	}
+	return c.Sys.Openat(dirfd, path, flags, mode)
 }

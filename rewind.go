@@ -232,7 +232,12 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		}
 	}
 	if err := r.restore(ctx, w, cache, tck, now, scope, dryRun, res); err != nil {
-		return res, err
+		if dryRun {
+			return res, err
+		}
+		return res, fmt.Errorf("the %s to %s stopped part way (%w; %d paths changed), so the working tree is between the two; "+
+			"the next snap command that changes the store completes it, and 'snap undo' then returns to the state before it",
+			m.Kind, target.Short(), err, len(res.Restored)+len(res.Deleted))
 	}
 	if dryRun {
 		return res, nil
@@ -300,10 +305,12 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		keep := slices.Concat(now.unreadable(), tck.Skipped, now.excluded)
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
 			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, Keep: keep, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir()})
+		if rr != nil {
+			res.Restored, res.Deleted, res.Errors = rr.Restored, rr.Deleted, rr.Errors
+		}
 		if err != nil {
 			return err
 		}
-		res.Restored, res.Deleted, res.Errors = rr.Restored, rr.Deleted, rr.Errors
 		for _, p := range rr.Kept {
 			if !slices.ContainsFunc(res.Skipped, func(s worktree.Skipped) bool { return s.Path == p }) {
 				res.Skipped = append(res.Skipped, worktree.Skipped{Path: p, Unreadable: true,
@@ -589,6 +596,40 @@ func (r *Repo) recorded(txn string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// InterruptedMove is a rewind, undo or redo that was killed or interrupted
+// after it began to change the working tree: the tree is part way between
+// the state before (Safety) and Target. The next command that changes the
+// store completes it (after which 'snap undo' returns to Safety).
+type InterruptedMove struct {
+	Kind    string     `json:"kind"` // rewind, undo, redo
+	Session string     `json:"session"`
+	Target  objects.ID `json:"target"`
+	Safety  objects.ID `json:"safety"`
+}
+
+// Interrupted reports the move a killed or interrupted process left
+// unfinished (nil when there is none, or when its process still runs).
+// Read-only commands use it to say so; they never complete it.
+func (r *Repo) Interrupted() (*InterruptedMove, error) {
+	data, err := r.fs.ReadFile(filepath.Join(r.StoreDir, journalName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	lock, err := gc.LockFile(context.Background(), filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, 0)
+	if err != nil {
+		return nil, nil // its process still runs: a move in progress, not an interrupted one
+	}
+	lock.Close()
+	var m move
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", objects.ErrCorrupt, journalName, err)
+	}
+	return &InterruptedMove{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety}, nil
 }
 
 // recoverMove completes a rewind, undo or redo that was killed after its

@@ -152,6 +152,8 @@ type globalOptions struct {
 	Session string // session name; "" means $SNAP_SESSION, else "default"
 	Dir     string // -C: the project directory, or one inside it; "" = current directory
 	Store   string // --store: explicit store path; "" means $SNAP_STORE, else found from Dir
+
+	stderr io.Writer // for warnings; nil: none
 }
 
 func (g globalOptions) session() string {
@@ -177,9 +179,20 @@ func (g globalOptions) repoOptions() snap.Options {
 	return o
 }
 
-// open opens the project's store; the caller closes it.
+// open opens the project's store; the caller closes it. A rewind that a
+// killed or interrupted process left part way is announced on stderr (a
+// command that changes the store completes it first).
 func (g globalOptions) open() (*snap.Repo, error) {
-	return snap.Open(g.repoOptions())
+	repo, err := snap.Open(g.repoOptions())
+	if err != nil {
+		return nil, err
+	}
+	if m, err := repo.Interrupted(); err == nil && m != nil && g.stderr != nil {
+		fmt.Fprintf(g.stderr, "snap: warning: a %s of session %s to %s was interrupted and left the working tree part way; "+
+			"the next command that changes the store (checkpoint, rewind, undo...) completes it, and 'snap -s %s undo' then returns to the state before it (safety checkpoint %s)\n",
+			m.Kind, m.Session, m.Target.Short(), m.Session, m.Safety.Short())
+	}
+	return repo, nil
 }
 
 // base is the directory relative paths given on the command line are
@@ -265,6 +278,7 @@ func globals(c *cli.Context) globalOptions {
 	g.Session = lookupString(c, "session")
 	g.Dir = lookupString(c, "C")
 	g.Store = lookupString(c, "store")
+	g.stderr = c.App.ErrWriter
 	return g
 }
 
