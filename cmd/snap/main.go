@@ -310,6 +310,7 @@ A typical session:
 
    snap init
    snap checkpoint -m msg_01 --summary "add parser" --conversation transcript.jsonl
+   snap checkpoint -m msg_02 --summary "add tests"
    snap log
    snap diff '#1' '#2'
    snap rewind '#1'      # a safety checkpoint is taken first
