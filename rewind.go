@@ -521,7 +521,14 @@ func (r *Repo) verifyTarget(tr objects.TreeReader, now *captured, tck *objects.C
 			go func() {
 				defer wg.Done()
 				for i := int(next.Add(1)) - 1; i < len(todo); i = int(next.Add(1)) - 1 {
-					errs[i] = check(todo[i].Path, todo[i].New.ID)
+					func() {
+						defer func() {
+							if p := recover(); p != nil { // a bug is an error, not a crash
+								errs[i] = fmt.Errorf("internal error verifying %s: %v", todo[i].Path, p)
+							}
+						}()
+						errs[i] = check(todo[i].Path, todo[i].New.ID)
+					}()
 				}
 			}()
 		}

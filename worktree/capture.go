@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -151,6 +152,16 @@ func (c *capturer) setExcluded() {
 	}
 	for _, p := range c.opts.Exclude {
 		c.excluded[p] = true
+	}
+}
+
+// recoverTo turns a panic of the goroutine it is deferred in into *err: a
+// bug in one walker or writer fails the operation with an error, as one in
+// the calling goroutine does (the CLI recovers those), instead of killing
+// the process half way.
+func recoverTo(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("internal error: %v\n%s", p, debug.Stack())
 	}
 }
 
@@ -331,8 +342,9 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					defer func() { <-c.sem }()
+					defer recoverTo(&s.res.err) // a bug is an error, not a crash of the process
 					s.res = c.dir(cfd, p, childComps, &st, cig)
-					<-c.sem
 				}()
 			default:
 				s.res = c.dir(cfd, p, childComps, &st, cig)
