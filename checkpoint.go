@@ -159,6 +159,9 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			}
 		}
 		if parent != nil && !o.AllowEmpty && len(o.Labels) == 0 && c.same(parent) && r.headRecorded(session, parentID) {
+			if cache != nil && cache.Dirty() {
+				cache.SaveFS(r.fs, r.cachePath()) // what the scan learned spares the next one
+			}
 			return r.unchanged(session, parentID, parent, c, o)
 		}
 		res, ck, err := r.buildCheckpoint(w, session, parentID, parent, c, o)
