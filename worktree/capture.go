@@ -604,8 +604,17 @@ var errChanging = errors.New("file kept changing while being read")
 // readFile stores the content of a regular file, re-reading it when its
 // stat changes during the read, so content is never stored torn. It returns
 // the stat the content belongs to.
+//
+// An unchanged stat proves nothing for a file changed within the last
+// timestamp tick: file times are coarse (a few milliseconds), so a write
+// landing in the tick the read began in leaves them as they were. Such a
+// recently changed file is read again once the tick has passed (a wait of
+// at most timestampTick), so a write during that read would show. A
+// writer stopped half way through a write for longer than that leaves the
+// file torn on disk; that is what is recorded.
 func (c *capturer) readFile(dirfd int, name string, base objects.ID) (objects.ID, index.Stat, error) {
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 4; attempt++ {
+		start := time.Now()
 		fd, err := c.sys.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return objects.ID{}, index.Stat{}, fmt.Errorf("cannot open: %w", err)
@@ -628,12 +637,21 @@ func (c *capturer) readFile(dirfd int, name string, base objects.ID) (objects.ID
 			return objects.ID{}, index.Stat{}, fmt.Errorf("cannot read: %w", err)
 		}
 		bs, as := statFromUnix(&before), statFromUnix(&after)
-		if bs == as && n == bs.Size {
+		if bs != as || n != bs.Size {
+			continue
+		}
+		changed := time.Unix(0, max(bs.Mtime, bs.Ctime))
+		if changed.Before(start.Add(-timestampTick)) {
 			return id, bs, nil
 		}
+		time.Sleep(time.Until(changed.Add(timestampTick))) // let the tick pass, then read again
 	}
 	return objects.ID{}, index.Stat{}, errChanging
 }
+
+// timestampTick bounds the granularity of file times (the kernel's coarse
+// clock ticks every 1-10 ms), with a margin.
+const timestampTick = 50 * time.Millisecond
 
 func statFromUnix(st *unix.Stat_t) index.Stat {
 	return index.Stat{
