@@ -430,6 +430,10 @@ func (r *Repo) fileDiffs(tr objects.TreeReader, a, b objects.ID, paths []string,
 		if c.New.Mode != 0 {
 			fd.NewMode = c.New.Mode.String()
 		}
+		if c.Old.Mode == objects.ModeDir || c.New.Mode == objects.ModeDir {
+			out = append(out, fd) // an empty directory: no content to compare
+			return nil
+		}
 		var oldData, newData []byte
 		var err error
 		if c.Old.Mode != 0 {

@@ -88,6 +88,9 @@ func locate(opts Options, create bool) (root, store string, err error) {
 		return "", "", err
 	}
 	if fi, err := os.Stat(dir); err != nil {
+		if opts.Dir != "" && errors.Is(err, fs.ErrNotExist) {
+			return "", "", fmt.Errorf("%w: -C %s does not exist", ErrUsage, opts.Dir)
+		}
 		return "", "", err
 	} else if !fi.IsDir() {
 		return "", "", fmt.Errorf("%w: %s is not a directory", ErrUsage, dir)

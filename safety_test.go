@@ -612,3 +612,20 @@ func TestRewindPathKeepsHead(t *testing.T) {
 		t.Fatalf("undo of --path: %v", got)
 	}
 }
+
+// Diffing across an empty directory read the directory's tree as file
+// content and failed "object corrupt" (exit 12).
+func TestDiffEmptyDirectory(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "1")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	os.Mkdir(filepath.Join(root, "e"), 0o755)
+	res, err := r.Diff(ctx, "", "", "", nil)
+	if err != nil || len(res.Files) != 1 || res.Files[0].Status != "added" || res.Files[0].NewMode != "dir" {
+		t.Fatalf("diff with a new empty directory: %+v %v", res, err)
+	}
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if res, err := r.Diff(ctx, "", "@~1", "@", nil); err != nil || len(res.Files) != 1 {
+		t.Fatalf("diff of two checkpoints: %+v %v", res, err)
+	}
+}

@@ -5,8 +5,11 @@
 //
 // # Capture
 //
-// A parallel walk that honours .gitignore at every depth, .snapignore and
-// .git/info/exclude (go-git's gitignore matcher), never enters .git at any
+// A parallel walk that honours .gitignore at every depth, .snapignore,
+// .git/info/exclude and git's global excludes file (core.excludesFile from
+// the system, user or project git configuration, else
+// $XDG_CONFIG_HOME/git/ignore or ~/.config/git/ignore; lowest precedence,
+// as in git) with go-git's gitignore matcher, never enters .git at any
 // depth (a nested repository is captured as plain files) or the store,
 // never follows a symlink (its target is stored as a blob), skips FIFOs,
 // sockets and devices without opening them and files over the size limit,
@@ -25,9 +28,14 @@
 // EmptyTrash to delete later (so do deleted files), since freeing blocks is
 // the slowest step on many file systems; many files are written by several workers; a file on disk that the current capture did not
 // include (an ignored file) is never overwritten or removed. Names are
-// checked again (objects.ValidName), entries that would collide on a
-// case-insensitive or Unicode-normalising filesystem are refused, nothing
-// is written into the store. Per-path failures are reported and do not stop
+// checked again (objects.ValidName); entries of one directory that differ
+// only in case or only in Unicode normalisation (xt_CONNMARK.h and
+// xt_connmark.h; NFC and NFD "café") are refused where the file system
+// written to would take them for one name — found out by probing the
+// directory (or its nearest existing ancestor) with a temporary file once
+// per restore, and only when the target has such names there — and
+// restored as they are where it keeps them apart (ext4, tmpfs); nothing is
+// written into the store. Per-path failures are reported and do not stop
 // the rest.
 //
 // # System calls and I/O errors

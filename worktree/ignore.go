@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapcore-dev/snap/objects"
 
+	"github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
@@ -18,8 +19,8 @@ import (
 var ignoreFiles = []string{".gitignore", ".snapignore"}
 
 // ignorer is the stack of ignore patterns in force in one directory:
-// .git/info/exclude, then every .gitignore and .snapignore from the root
-// down. Matching uses go-git's gitignore implementation.
+// git's global excludes file, .git/info/exclude, then every .gitignore and
+// .snapignore from the root down. Matching uses go-git's gitignore implementation.
 type ignorer struct {
 	patterns []gitignore.Pattern
 	matcher  gitignore.Matcher
@@ -42,14 +43,128 @@ func newIgnorer(patterns []gitignore.Pattern, lits map[string][]literalPattern) 
 	return &ignorer{patterns: patterns, matcher: gitignore.NewMatcher(patterns), literal: lits}
 }
 
-// rootIgnorer loads .git/info/exclude of the project, if any.
+// rootIgnorer is the rule set in force at the project root before any
+// ignore file of the tree: git's global excludes file (core.excludesFile,
+// see excludesFile), then the project's .git/info/exclude, which wins over
+// it, as in git.
 func rootIgnorer(root string) *ignorer {
-	data, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude"))
-	if err != nil {
+	var data []byte
+	if f := excludesFile(root); f != "" {
+		if d, err := readSmall(f); err == nil && len(d) > 0 {
+			data = append(d, '\n')
+		}
+	}
+	if d, err := readSmall(filepath.Join(root, ".git", "info", "exclude")); err == nil {
+		data = append(data, d...)
+	}
+	if len(data) == 0 {
 		return newIgnorer(nil, nil)
 	}
 	ps, lits := parsePatterns(data, nil, map[string][]literalPattern{})
 	return newIgnorer(ps, lits)
+}
+
+// readSmall reads a file of at most 1 MiB (an ignore or config file).
+func readSmall(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 1<<20))
+}
+
+// systemGitConfig is git's system-wide configuration file (tests empty it).
+var systemGitConfig = "/etc/gitconfig"
+
+// excludesFile is the path of git's global excludes file for the project at
+// root, or "" for none, found as git finds it: the last core.excludesFile
+// set in the system configuration ($GIT_CONFIG_SYSTEM, else /etc/gitconfig;
+// none with $GIT_CONFIG_NOSYSTEM), the user's ($GIT_CONFIG_GLOBAL, else
+// $XDG_CONFIG_HOME/git/config then ~/.gitconfig) or the project's
+// .git/config, with ~/ expanded and a relative path taken from the root;
+// when none sets it, $XDG_CONFIG_HOME/git/ignore ($XDG_CONFIG_HOME
+// defaults to ~/.config). Configuration files are parsed with go-git's
+// decoder; their include directives are not followed.
+func excludesFile(root string) string {
+	home, _ := os.UserHomeDir()
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	var files []string
+	if !gitEnvTrue("GIT_CONFIG_NOSYSTEM") {
+		sys := os.Getenv("GIT_CONFIG_SYSTEM")
+		if sys == "" {
+			sys = systemGitConfig
+		}
+		files = append(files, sys)
+	}
+	if g, ok := os.LookupEnv("GIT_CONFIG_GLOBAL"); ok {
+		files = append(files, g)
+	} else {
+		if xdg != "" {
+			files = append(files, filepath.Join(xdg, "git", "config"))
+		}
+		if home != "" {
+			files = append(files, filepath.Join(home, ".gitconfig"))
+		}
+	}
+	files = append(files, filepath.Join(root, ".git", "config"))
+	value, set := "", false
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		if v, ok := configExcludesFile(f); ok {
+			value, set = v, true
+		}
+	}
+	switch {
+	case !set:
+		if xdg == "" {
+			return ""
+		}
+		return filepath.Join(xdg, "git", "ignore")
+	case value == "":
+		return ""
+	case value == "~" || strings.HasPrefix(value, "~/"):
+		if home == "" {
+			return ""
+		}
+		value = filepath.Join(home, value[1:])
+	case !filepath.IsAbs(value):
+		value = filepath.Join(root, value)
+	}
+	return value
+}
+
+// configExcludesFile reads core.excludesFile from the git configuration
+// file name: its value, and whether the file sets it.
+func configExcludesFile(name string) (string, bool) {
+	data, err := readSmall(name)
+	if err != nil || !bytes.Contains(bytes.ToLower(data), []byte("excludesfile")) {
+		return "", false
+	}
+	cfg := config.New()
+	if err := config.NewDecoder(bytes.NewReader(data)).Decode(cfg); err != nil || !cfg.HasSection("core") {
+		return "", false
+	}
+	opts := cfg.Section("core").Options
+	if !opts.Has("excludesfile") {
+		return "", false
+	}
+	return opts.Get("excludesfile"), true
+}
+
+// gitEnvTrue reports whether the environment variable name holds one of
+// git's true values.
+func gitEnvTrue(name string) bool {
+	switch strings.ToLower(os.Getenv(name)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // child returns the ignorer for a directory holding the given ignore-file

@@ -59,6 +59,10 @@ type RestoreOptions struct {
 	// renameat, unlinkat); nil means fsys.RealSys. Fault-injection tests
 	// pass an fsys.Faulty.
 	Sys fsys.Sys
+
+	// probe, when set, replaces probeFolding (tests use it to restore
+	// onto a file system that folds names without having one).
+	probe func(sys fsys.Sys, dirfd int) (folding, error)
 }
 
 // PathError is a path a restore refused or failed to write.
@@ -86,9 +90,11 @@ type RestoreResult struct {
 // ever written: leading path components are opened with O_NOFOLLOW and a
 // symlink at the leaf is replaced, not followed. A path already present on
 // disk that current did not capture (an ignored file) is never overwritten.
-// Entries whose names collide on a case-insensitive or normalising
-// filesystem are refused. Per-path problems go to Errors and do not stop the
-// other paths.
+// Entries whose names would be one name on the file system written to are
+// refused: a directory's entries that differ only in case, or only in
+// Unicode normalisation (NFC/NFD), are checked by probing the directory
+// (see probeFolding) and refused only where it folds them. Per-path
+// problems go to Errors and do not stop the other paths.
 //
 // I/O errors are per-path problems too: a file whose write fails at any
 // step (creating, writing or closing its temporary file, renaming it into
@@ -101,7 +107,8 @@ type RestoreResult struct {
 func Restore(ctx context.Context, src Source, current, target objects.ID, opts RestoreOptions) (*RestoreResult, error) {
 	r := &restorer{src: src, sys: fsys.OrSys(opts.Sys), opts: opts,
 		res:   &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}, Kept: []string{}},
-		trees: map[string]*objects.Tree{}, collisions: map[string]map[string]bool{}, target: target, start: time.Now()}
+		trees: map[string]*objects.Tree{}, collisions: map[string]map[string]error{}, folds: map[string]folding{},
+		target: target, start: time.Now()}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		r.storeRel = filepath.ToSlash(rel)
 	}
@@ -274,9 +281,10 @@ type restorer struct {
 	trashfd    int // -1: no trash, unlink old content
 	storeRel   string
 	target     objects.ID
-	gone       map[string]bool            // dry run: paths the deletions would remove
-	trees      map[string]*objects.Tree   // target trees by directory path ("" = root)
-	collisions map[string]map[string]bool // per target directory: names that collide
+	gone       map[string]bool             // dry run: paths the deletions would remove
+	trees      map[string]*objects.Tree    // target trees by directory path ("" = root)
+	collisions map[string]map[string]error // per target directory: names that collide, and why
+	folds      map[string]folding          // per directory on disk: what its file system folds (see foldingOf)
 	start      time.Time
 }
 
@@ -306,7 +314,7 @@ func inPaths(p string, paths []string) bool {
 
 // Errors of a refused or failed restore path.
 var (
-	ErrCollision = errors.New("name collides with another entry on case-insensitive or normalising filesystems")
+	ErrCollision = errors.New("name collides with another entry on this case-insensitive or normalising file system")
 	ErrNotDir    = errors.New("a path component is not a directory (or is a symlink)")
 	ErrUntracked = errors.New("exists on disk but was not captured (ignored or skipped); left untouched")
 	ErrStorePath = errors.New("path lies inside the store")
@@ -314,7 +322,8 @@ var (
 )
 
 // refused checks a path to be written against the rules that do not depend
-// on the disk: legal names, not the store, no colliding names.
+// on what the disk holds: legal names, not the store, no names the file
+// system would take for one.
 func (r *restorer) refused(p string) error {
 	if r.storeRel != "" && (p == r.storeRel || strings.HasPrefix(p, r.storeRel+"/")) {
 		return ErrStorePath
@@ -328,23 +337,104 @@ func (r *restorer) refused(p string) error {
 		if err != nil {
 			return err
 		}
-		if col[name] {
-			return fmt.Errorf("%w: %q", ErrCollision, name)
+		if err := col[name]; err != nil {
+			return err
 		}
 		dir = path.Join(dir, name)
 	}
 	return nil
 }
 
-var folder = cases.Fold()
+// folding is what a file system takes for the same name: names that differ
+// only in case (caseless: vfat, ext4 and f2fs casefold directories, APFS,
+// HFS+, NTFS, SMB shares) or only in Unicode normalisation, NFC "é" against
+// NFD "e"+U+0301 (normalising: APFS, HFS+, ext4 casefold, ZFS with
+// normalization set).
+type folding struct{ caseless, normalising bool }
 
-// foldName is the key under which case-insensitive, normalising
-// filesystems compare names.
-func foldName(name string) string {
-	return folder.String(norm.NFC.String(name))
+// key is the name under which the file system stores name.
+func (f folding) key(name string, fold cases.Caser) string {
+	if f.normalising {
+		name = norm.NFC.String(name)
+	}
+	if f.caseless {
+		name = fold.String(name)
+	}
+	return name
 }
 
-func (r *restorer) collisionsIn(dir string) (map[string]bool, error) {
+// probeFolding finds out what the file system of the directory open at
+// dirfd folds: it creates an empty temporary file whose name holds an
+// upper-case letter and a precomposed "é", looks that name up with the
+// letter in lower case and with "é" decomposed, and removes it. A dry run
+// probes too: the file exists for a moment, and no capture records a name
+// starting with TempPrefix. A file system folds names per directory at
+// most (ext4's casefold attribute), and a new directory inherits its
+// parent's rule.
+func probeFolding(sys fsys.Sys, dirfd int) (folding, error) {
+	base := TempName() + "-probe-"
+	name := base + "A\u00e9"
+	fd, err := sys.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return folding{}, sysError("openat", name, err)
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	sys.Close(fd)
+	defer sys.Unlinkat(dirfd, name, 0)
+	if err != nil {
+		return folding{}, sysError("fstat", name, err)
+	}
+	same := func(other string) bool {
+		var o unix.Stat_t
+		return sys.Fstatat(dirfd, other, &o, unix.AT_SYMLINK_NOFOLLOW) == nil && o.Dev == st.Dev && o.Ino == st.Ino
+	}
+	return folding{caseless: same(base + "a\u00e9"), normalising: same(base + "Ae\u0301")}, nil
+}
+
+// foldingOf is the folding of directory dir of the target: of dir on disk
+// when it exists, else of its nearest existing ancestor, in which a restore
+// would create it. Each directory is probed once per restore, and only
+// when the target has entries there that a folding file system would take
+// for one. A probe that fails (a read-only directory, say) counts as
+// folding everything, the safe answer, and its error goes with the
+// refusal.
+func (r *restorer) foldingOf(dir string) (folding, error) {
+	fd, err := unix.Dup(r.rootfd)
+	if err != nil {
+		return folding{true, true}, sysError("dup", ".", err)
+	}
+	at := ""
+	if dir != "" {
+		for _, c := range strings.Split(dir, "/") {
+			next, err := r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				break
+			}
+			unix.Close(fd)
+			fd, at = next, path.Join(at, c)
+		}
+	}
+	defer unix.Close(fd)
+	if f, ok := r.folds[at]; ok {
+		return f, nil
+	}
+	probe := r.opts.probe
+	if probe == nil {
+		probe = probeFolding
+	}
+	f, err := probe(r.sys, fd)
+	if err != nil {
+		return folding{true, true}, err
+	}
+	r.folds[at] = f
+	return f, nil
+}
+
+// collisionsIn maps the names of target directory dir that the file system
+// written to would take for another of its entries to the error refusing
+// them.
+func (r *restorer) collisionsIn(dir string) (map[string]error, error) {
 	if c, ok := r.collisions[dir]; ok {
 		return c, nil
 	}
@@ -352,20 +442,54 @@ func (r *restorer) collisionsIn(dir string) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := map[string]bool{}
-	if t != nil {
-		first := map[string]string{}
-		for _, e := range t.Entries {
-			k := foldName(e.Name)
-			if other, ok := first[k]; ok {
-				c[other], c[e.Name] = true, true
-			} else {
-				first[k] = e.Name
-			}
-		}
-	}
+	c := map[string]error{}
 	r.collisions[dir] = c
+	if t == nil {
+		return c, nil
+	}
+	fold := cases.Fold()
+	pairs := collide(t, folding{true, true}, fold)
+	if len(pairs) == 0 {
+		return c, nil // the common case: no probe
+	}
+	f, perr := r.foldingOf(dir)
+	if perr == nil {
+		pairs = collide(t, f, fold)
+	}
+	for name, other := range pairs {
+		err := fmt.Errorf("%w: %+q and %+q", ErrCollision, other, name)
+		if perr != nil {
+			err = fmt.Errorf("%w: %+q and %+q (whether this file system folds names is unknown: %v)", ErrCollision, other, name, perr)
+		}
+		c[name] = err
+	}
 	return c, nil
+}
+
+// collide maps each entry of t that folds (under f) to the same name as an
+// earlier entry to that entry's name, and that earlier entry to it.
+func collide(t *objects.Tree, f folding, fold cases.Caser) map[string]string {
+	if !f.caseless && !f.normalising {
+		return nil
+	}
+	var out map[string]string
+	first := map[string]string{}
+	for _, e := range t.Entries {
+		k := f.key(e.Name, fold)
+		other, ok := first[k]
+		if !ok {
+			first[k] = e.Name
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		if _, ok := out[other]; !ok {
+			out[other] = e.Name
+		}
+		out[e.Name] = other
+	}
+	return out
 }
 
 // targetTree returns the target's tree at dir, nil if dir is not a

@@ -2,12 +2,16 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -83,5 +87,143 @@ func TestRestoreMovesReplacedContentToTrash(t *testing.T) {
 				t.Fatal("trash not empty after EmptyTrash")
 			}
 		})
+	}
+}
+
+// foldsHere tells independently of probeFolding whether the file system of
+// dir folds case and normalisation.
+func foldsHere(t *testing.T, dir string) folding {
+	t.Helper()
+	same := func(a, b string) bool {
+		p := filepath.Join(dir, a)
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(p)
+		fa, _ := os.Lstat(p)
+		fb, err := os.Lstat(filepath.Join(dir, b))
+		return err == nil && os.SameFile(fa, fb)
+	}
+	return folding{caseless: same("Probe", "probe"), normalising: same("caf\u00e9", "cafe\u0301")}
+}
+
+// The probe answers what the file system does, and leaves nothing behind.
+func TestProbeFolding(t *testing.T) {
+	dir := t.TempDir()
+	want := foldsHere(t, dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	got, err := probeFolding(fsys.RealSys, fd)
+	if err != nil || got != want {
+		t.Fatalf("probeFolding = %+v, %v; want %+v", got, err, want)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Fatalf("the probe left %v", names)
+	}
+}
+
+// Names that differ only in case or normalisation (the Linux kernel has
+// include/uapi/linux/netfilter/xt_CONNMARK.h and xt_connmark.h) are
+// restored where the file system keeps them apart, as ext4 and tmpfs do.
+func TestRestoreCaseAndNormalisationPairs(t *testing.T) {
+	root := t.TempDir()
+	if f := foldsHere(t, root); f.caseless || f.normalising {
+		t.Skipf("the file system of %s folds names (%+v)", root, f)
+	}
+	store := filepath.Join(root, ".snap")
+	st, err := objects.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := st.NewWriter()
+	cur := build(t, w, []node{dir("include", file("xt_CONNMARK.h", "upper"), file("xt_connmark.h", "changed"))})
+	target := build(t, w, []node{
+		dir("include", file("xt_CONNMARK.h", "upper"), file("xt_connmark.h", "lower")),
+		dir("new", file("cafe\u0301", "nfd"), file("caf\u00e9", "nfc")),
+	})
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(root, "include"), 0o755)
+	os.WriteFile(filepath.Join(root, "include", "xt_CONNMARK.h"), []byte("upper"), 0o644)
+	os.WriteFile(filepath.Join(root, "include", "xt_connmark.h"), []byte("changed"), 0o644)
+	res, err := Restore(context.Background(), st, cur, target, RestoreOptions{Root: root, StoreDir: store})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("restore: %v %+v", err, res)
+	}
+	for p, want := range map[string]string{"include/xt_CONNMARK.h": "upper", "include/xt_connmark.h": "lower",
+		"new/cafe\u0301": "nfd", "new/caf\u00e9": "nfc"} {
+		if got, err := os.ReadFile(filepath.Join(root, p)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", p, got, err, want)
+		}
+	}
+	if names, _ := os.ReadDir(root); len(names) != 3 { // .snap, include, new: no probe left behind
+		t.Errorf("root holds %v", names)
+	}
+}
+
+// A directory is probed only when the target has names there that some
+// file system would fold together, once per restore; a directory the
+// restore creates is probed as its nearest existing ancestor.
+func TestRestoreProbesOnlyWhereNamesCouldCollide(t *testing.T) {
+	root := t.TempDir()
+	store := filepath.Join(root, ".snap")
+	st, err := objects.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pair := func(n string) []node { return []node{file(n+"A", "1"), file(n+"B", "2"), file(n+"a", "3")} }
+	w := st.NewWriter()
+	plain := build(t, w, []node{dir("x", file("a", "1"), file("b", "2"))})
+	colliding := build(t, w, []node{
+		dir("exists", pair("f")...),
+		dir("made", dir("deeper", pair("g")...)),
+		dir("made2", pair("h")...),
+	})
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(root, "exists"), 0o755)
+	ino := func(p string) uint64 {
+		var st unix.Stat_t
+		unix.Stat(p, &st)
+		return st.Ino
+	}
+	var probed []uint64
+	probe := func(_ fsys.Sys, fd int) (folding, error) {
+		var st unix.Stat_t
+		unix.Fstat(fd, &st)
+		probed = append(probed, st.Ino)
+		return folding{caseless: true}, nil
+	}
+	res, err := Restore(context.Background(), st, objects.ID{}, plain, RestoreOptions{Root: root, StoreDir: store, probe: probe, DryRun: true})
+	if err != nil || len(res.Errors) > 0 || len(probed) != 0 {
+		t.Fatalf("restore without colliding names: %v %+v, probed %d directories", err, res, len(probed))
+	}
+	res, err = Restore(context.Background(), st, objects.ID{}, colliding, RestoreOptions{Root: root, StoreDir: store, probe: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{ino(filepath.Join(root, "exists")), ino(root)}
+	if len(probed) != 2 || probed[0] != want[0] || probed[1] != want[1] {
+		t.Fatalf("probed directories %v, want %v (exists/, then the root once for made/deeper/ and made2/)", probed, want)
+	}
+	var failed []string
+	for _, e := range res.Errors {
+		if !errors.Is(e.Err, ErrCollision) {
+			t.Errorf("%s: %v", e.Path, e.Error)
+		}
+		failed = append(failed, e.Path)
+	}
+	if want := []string{"exists/fA", "exists/fa", "made/deeper/gA", "made/deeper/ga", "made2/hA", "made2/ha"}; fmt.Sprint(failed) != fmt.Sprint(want) {
+		t.Fatalf("refused %v, want %v", failed, want)
+	}
+	if fmt.Sprint(res.Restored) != "[exists/fB made/deeper/gB made2/hB]" {
+		t.Fatalf("restored %v", res.Restored)
 	}
 }

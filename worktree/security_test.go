@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -93,6 +94,9 @@ func TestRestoreRefusesHostileTrees(t *testing.T) {
 		// safe: not an attack to refuse, but a case that must be handled
 		// without writing through the symlink.
 		safe bool
+		// fold, when set, is what the file system written to is made to
+		// fold (RestoreOptions.probe); else the real one is probed.
+		fold *folding
 	}{
 		{name: "dotdot", target: []node{file("..", "evil")}},
 		{name: "dotdot dir", target: []node{dir("..", file("outside.txt", "evil"))}},
@@ -116,8 +120,17 @@ func TestRestoreRefusesHostileTrees(t *testing.T) {
 		{name: "escape char", target: []node{file("a\x1b[31m", "evil")}},
 		{name: "duplicate entries", target: []node{file("a", "one"), file("a", "two")}},
 		{name: "unsorted entries", target: []node{file("b", "one"), file("a", "two")}},
-		{name: "case collision", target: []node{file("README", "one"), file("readme", "two")}},
-		{name: "unicode normalisation collision", target: []node{file("caf\u00e9", "one"), file("cafe\u0301", "two")}},
+		{name: "case collision", target: []node{file("README", "one"), file("readme", "two")}, fold: &folding{caseless: true}},
+		{name: "unicode normalisation collision", target: []node{file("cafe\u0301", "one"), file("caf\u00e9", "two")}, fold: &folding{normalising: true}},
+		{name: "case collision, deep", target: []node{dir("include", dir("linux", file("xt_CONNMARK.h", "one"), file("xt_connmark.h", "two")))}, fold: &folding{caseless: true, normalising: true}},
+		{name: "case collision, directories", target: []node{dir("Src", file("a", "one")), dir("src", file("b", "two"))}, fold: &folding{caseless: true}},
+		// Where the file system does not fold, both names are written.
+		{name: "case pair, no folding", target: []node{file("README", "one"), file("readme", "two")}, fold: &folding{},
+			allowed: []string{"README", "readme"}, safe: true},
+		{name: "normalisation pair, no folding", target: []node{file("cafe\u0301", "one"), file("caf\u00e9", "two")}, fold: &folding{},
+			allowed: []string{"caf\u00e9", "cafe\u0301"}, safe: true},
+		{name: "case pair, caseless but not normalising", target: []node{file("cafe\u0301", "one"), file("caf\u00e9", "two")}, fold: &folding{caseless: true},
+			allowed: []string{"caf\u00e9", "cafe\u0301"}, safe: true},
 		{
 			name:    "ignored symlink to outside, path beneath",
 			ignored: map[string]string{"link": "->OUTSIDE"},
@@ -202,7 +215,11 @@ func TestRestoreRefusesHostileTrees(t *testing.T) {
 			beforeOutside := listAll(t, outside, "")
 			beforeRoot := listAll(t, root, "")
 
-			res, err := Restore(context.Background(), st, cur, tgt, RestoreOptions{Root: root, StoreDir: store})
+			opts := RestoreOptions{Root: root, StoreDir: store}
+			if tc.fold != nil {
+				opts.probe = func(fsys.Sys, int) (folding, error) { return *tc.fold, nil }
+			}
+			res, err := Restore(context.Background(), st, cur, tgt, opts)
 			refused := err != nil || (res != nil && len(res.Errors) > 0)
 			if refused == tc.safe {
 				t.Fatalf("refused = %v, want %v: %+v %v", refused, !tc.safe, res, err)

@@ -158,7 +158,7 @@ func writeSkipped(w io.Writer, skipped []snap.Skipped) {
 		if s.Unreadable {
 			note = " (its previous version is kept)"
 		}
-		fmt.Fprintf(w, "skipped %s: %s%s\n", s.Path, s.Reason, note)
+		fmt.Fprintf(w, "skipped %s: %s%s\n", quotePath(s.Path), printable(s.Reason), note)
 	}
 }
 

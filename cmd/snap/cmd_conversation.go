@@ -43,7 +43,7 @@ Examples:
    snap conversation '#3' --offset 10 --limit 10 --json`,
 		Flags: withGlobals(
 			&cli.IntFlag{Name: "offset", Usage: "skip the first `N` messages"},
-			&cli.IntFlag{Name: "limit", Usage: "show at most `N` messages (default: all)"},
+			&cli.IntFlag{Name: "limit", Usage: "show at most `N` messages", DefaultText: "all"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {

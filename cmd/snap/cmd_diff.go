@@ -110,26 +110,35 @@ func writeDiff(w io.Writer, res *snap.DiffResult) error {
 		if f.Status == "deleted" {
 			b = "/dev/null"
 		}
+		qa, qb := quotePath(a), quotePath(b)
 		switch {
+		case f.OldMode == "dir" || f.NewMode == "dir":
+			if f.Status != "modified" { // a kind change says so below
+				fmt.Fprintf(w, "empty directory %s %s\n", quotePath(f.Path+"/"), f.Status)
+			}
 		case f.Binary:
-			fmt.Fprintf(w, "Binary files %s and %s differ\n", a, b)
+			fmt.Fprintf(w, "Binary files %s and %s differ\n", qa, qb)
 		case f.Patch != "":
-			io.WriteString(w, f.Patch)
-			if !strings.HasSuffix(f.Patch, "\n") {
+			patch := f.Patch
+			if head := "--- " + a + "\n+++ " + b + "\n"; (qa != a || qb != b) && strings.HasPrefix(patch, head) {
+				patch = "--- " + qa + "\n+++ " + qb + "\n" + patch[len(head):]
+			}
+			io.WriteString(w, patch)
+			if !strings.HasSuffix(patch, "\n") {
 				io.WriteString(w, "\n")
 			}
 		case f.Status == "added" || f.Status == "deleted":
-			fmt.Fprintf(w, "--- %s\n+++ %s\n(empty file %s)\n", a, b, f.Status)
+			fmt.Fprintf(w, "--- %s\n+++ %s\n(empty file %s)\n", qa, qb, f.Status)
 		}
 		if f.OldMode != "" && f.NewMode != "" && f.OldMode != f.NewMode {
-			fmt.Fprintf(w, "mode of %s: %s -> %s\n", f.Path, f.OldMode, f.NewMode)
+			fmt.Fprintf(w, "mode of %s: %s -> %s\n", quotePath(f.Path), f.OldMode, f.NewMode)
 		}
 	}
 	for _, s := range res.State {
 		switch {
 		case s.Conversation != nil:
 			d := s.Conversation
-			fmt.Fprintf(w, "=== state %s (%s): %d messages in common, -%d +%d\n", s.Name, s.Status, d.Common, len(d.Removed), len(d.Added))
+			fmt.Fprintf(w, "=== state %s (%s): %s in common, -%d +%d\n", s.Name, s.Status, plural(d.Common, "message"), len(d.Removed), len(d.Added))
 			if err := d.Format(w); err != nil {
 				return err
 			}
@@ -154,11 +163,15 @@ func writeDiffStat(w io.Writer, res *snap.DiffResult) error {
 		if f.Status != "modified" {
 			note = " (" + f.Status + ")"
 		}
-		if f.Binary {
-			fmt.Fprintf(tw, " %s\t| binary%s\n", f.Path, note)
+		if f.OldMode == "dir" || f.NewMode == "dir" {
+			fmt.Fprintf(tw, " %s\t| %s -> %s%s\n", quotePath(f.Path), orNone(f.OldMode), orNone(f.NewMode), note)
 			continue
 		}
-		fmt.Fprintf(tw, " %s\t| +%d -%d%s\n", f.Path, f.Added, f.Removed, note)
+		if f.Binary {
+			fmt.Fprintf(tw, " %s\t| binary%s\n", quotePath(f.Path), note)
+			continue
+		}
+		fmt.Fprintf(tw, " %s\t| +%d -%d%s\n", quotePath(f.Path), f.Added, f.Removed, note)
 		plus += f.Added
 		minus += f.Removed
 	}
@@ -176,4 +189,12 @@ func writeDiffStat(w io.Writer, res *snap.DiffResult) error {
 		fmt.Fprintf(w, " %s changed, %s(+), %s(-)\n", plural(len(res.Files), "file"), plural(plus, "insertion"), plural(minus, "deletion"))
 	}
 	return nil
+}
+
+// orNone is a mode for people: "-" for none.
+func orNone(mode string) string {
+	if mode == "" {
+		return "-"
+	}
+	return mode
 }

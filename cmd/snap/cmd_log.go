@@ -31,16 +31,18 @@ func logCommand(inv *invocation) *cli.Command {
 
    #seq  id  time  kind  message-id  summary  (+added ~modified -deleted)  N msgs
 
-#seq numbers the session's checkpoints from 1 (the oldest); use it as a REF
-(snap show '#3'; quote it, # starts a comment in shells). (head) marks the session head. (abandoned) marks checkpoints
-a rewind left behind — a future you can still go back to with
-'snap rewind #N'. Labels are shown in brackets.
+#seq numbers the session's checkpoints from 1 (the oldest); use it as a REF:
+snap show '#3' (quote it: # starts a comment in shells). (head) marks the
+session head, (abandoned) the checkpoints a rewind left behind — a future
+you can still go back to with snap rewind '#N'. Labels are shown in
+brackets. "-" stands for no message id, no summary, or no conversation
+recorded (in the msgs column; "messages": -1 in --json stats).
 
 Examples:
    snap log -n 10
    snap log --all --json`,
 		Flags: withGlobals(
-			&cli.IntFlag{Name: "n", Usage: "show at most `N` checkpoints"},
+			&cli.IntFlag{Name: "n", Usage: "show at most `N` checkpoints", DefaultText: "all"},
 			&cli.BoolFlag{Name: "all", Usage: "list every session, not just the current one"},
 		),
 		Action: func(c *cli.Context) error {

@@ -39,7 +39,7 @@ Examples:
    snap op log -n 5
    snap op log --json`,
 			Flags: withGlobals(
-				&cli.IntFlag{Name: "n", Usage: "show at most `N` operations"},
+				&cli.IntFlag{Name: "n", Usage: "show at most `N` operations", DefaultText: "all"},
 			),
 			Action: func(c *cli.Context) error {
 				if c.Args().Present() {

@@ -75,6 +75,9 @@ Examples:
 			if o.ConversationOnly && len(o.Paths) > 0 {
 				return usageErrorf("--path restores files; it cannot go with --conversation-only")
 			}
+			if o.StateOut != "" && (o.FilesOnly || len(o.Paths) > 0) {
+				return usageErrorf("--state-out is where state documents go; --files-only and --path restore no state document")
+			}
 			return runRewind(c.Context, o, inv.stdout)
 		},
 	}
@@ -134,23 +137,23 @@ func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
 		restore, del, state = "would restore", "would delete ", "would write  "
 	}
 	for _, p := range res.Restored {
-		fmt.Fprintf(w, "  %s %s\n", restore, p)
+		fmt.Fprintf(w, "  %s %s\n", restore, quotePath(p))
 	}
 	for _, p := range res.Deleted {
-		fmt.Fprintf(w, "  %s %s\n", del, p)
+		fmt.Fprintf(w, "  %s %s\n", del, quotePath(p))
 	}
 	for _, s := range res.State {
 		if s.Deleted {
-			fmt.Fprintf(w, "  %s %s: removed %s (absent in the target)\n", state, s.Name, s.Path)
+			fmt.Fprintf(w, "  %s %s: removed %s (absent in the target)\n", state, s.Name, quotePath(s.Path))
 			continue
 		}
-		fmt.Fprintf(w, "  %s %s -> %s\n", state, s.Name, s.Path)
+		fmt.Fprintf(w, "  %s %s -> %s\n", state, s.Name, quotePath(s.Path))
 	}
 	for _, e := range res.Errors {
-		fmt.Fprintf(w, "  FAILED   %s: %s\n", e.Path, e.Error)
+		fmt.Fprintf(w, "  FAILED   %s: %s\n", quotePath(e.Path), printable(e.Error))
 	}
 	for _, s := range res.Skipped {
-		fmt.Fprintf(w, "  skipped  %s: %s (not in the safety checkpoint)\n", s.Path, s.Reason)
+		fmt.Fprintf(w, "  skipped  %s: %s (not in the safety checkpoint)\n", quotePath(s.Path), printable(s.Reason))
 	}
 	summary := fmt.Sprintf("%s, %s deleted, %s", plural(len(res.Restored), "file")+" restored",
 		plural(len(res.Deleted), "file"), plural(len(res.State), "state document"))

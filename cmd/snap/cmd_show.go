@@ -4,36 +4,67 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	snap "github.com/snapcore-dev/snap"
 )
 
 type showOptions struct {
 	globalOptions
-	Ref string // "" is the session head
+	Ref   string // "" is the session head
+	Files bool   // list the checkpoint's files instead
+	Path  string // with Files: only what lies beneath this path (relative to the current directory)
+}
+
+type filesResult struct {
+	Checkpoint string          `json:"checkpoint"`
+	Path       string          `json:"path"` // from the project root; "" for the whole tree
+	Files      []snap.FileInfo `json:"files"`
 }
 
 func showCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "describe one checkpoint",
-		ArgsUsage: "[REF]",
+		ArgsUsage: "[REF] [--files [PATH]]",
 		Description: `Shows one checkpoint (default: the session head): id, session and #seq,
 time, kind, message id, summary, labels, parent; the files added (A),
 modified (M) and deleted (D) against its parent; its state documents with
 their sizes and the paths they were read from.
 
+--files lists every file of the checkpoint instead, one per line: mode
+(file, exec, symlink, or dir for an empty directory), size in bytes, path
+from the project root. With PATH (relative to the current directory), only
+what lies beneath it. With --json: {checkpoint, path, files: [{path, mode,
+size, id}]}.
+
 Examples:
    snap show
    snap show '#3'
-   snap show msg:msg_01 --json`,
-		Flags: withGlobals(),
+   snap show msg:msg_01 --json
+   snap show @ --files
+   snap show '#2' --files src/ --json`,
+		Flags: withGlobals(
+			&cli.BoolFlag{Name: "files", Usage: "list every file of the checkpoint (beneath PATH, when given)"},
+		),
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 1 {
-				return usageErrorf("show takes one REF, got %d arguments", c.NArg())
+			o := showOptions{globalOptions: globals(c), Ref: c.Args().First(), Files: c.Bool("files")}
+			switch {
+			case o.Files && c.NArg() > 2:
+				return usageErrorf("show --files takes a REF and one PATH, got %d arguments", c.NArg())
+			case o.Files:
+				o.Path = c.Args().Get(1)
+				if c.NArg() == 2 && o.Path == "" {
+					return usageErrorf("show --files: empty PATH")
+				}
+				return runShowFiles(c.Context, o, inv.stdout)
+			case c.NArg() > 1:
+				return usageErrorf("show takes one REF, got %d arguments (to list files: snap show REF --files PATH)", c.NArg())
 			}
-			return runShow(c.Context, showOptions{globalOptions: globals(c), Ref: c.Args().First()}, inv.stdout)
+			return runShow(c.Context, o, inv.stdout)
 		},
 	}
 }
@@ -101,7 +132,7 @@ func runShow(_ context.Context, o showOptions, out io.Writer) error {
 				} else {
 					line += "\t"
 				}
-				src := s.Source
+				src := quotePath(s.Source)
 				if src == "" {
 					src = "(stdin)"
 				}
@@ -120,12 +151,52 @@ func writeChanges(w io.Writer, prefix string, added, modified, deleted []string)
 	}
 	fmt.Fprintln(w)
 	for _, p := range added {
-		fmt.Fprintf(w, "%sA %s\n", prefix, p)
+		fmt.Fprintf(w, "%sA %s\n", prefix, quotePath(p))
 	}
 	for _, p := range modified {
-		fmt.Fprintf(w, "%sM %s\n", prefix, p)
+		fmt.Fprintf(w, "%sM %s\n", prefix, quotePath(p))
 	}
 	for _, p := range deleted {
-		fmt.Fprintf(w, "%sD %s\n", prefix, p)
+		fmt.Fprintf(w, "%sD %s\n", prefix, quotePath(p))
 	}
+}
+
+// runShowFiles lists the files of a checkpoint (show --files).
+func runShowFiles(_ context.Context, o showOptions, out io.Writer) error {
+	repo, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	dir := ""
+	if o.Path != "" {
+		paths, err := o.projectPaths(repo, []string{o.Path})
+		if err != nil {
+			return err
+		}
+		dir = paths[0]
+	}
+	id, err := repo.Resolve(o.session(), o.Ref)
+	if err != nil {
+		return err
+	}
+	files, err := repo.Files(o.session(), id.String(), dir)
+	if err != nil {
+		return err
+	}
+	res := filesResult{Checkpoint: id.String(), Path: dir, Files: files}
+	return emit(out, o.JSON, res, func(w io.Writer) error {
+		if len(files) == 0 {
+			fmt.Fprintf(w, "checkpoint %s has no files\n", id.Short())
+			return nil
+		}
+		width := 1
+		for _, f := range files {
+			width = max(width, len(strconv.FormatInt(f.Size, 10)))
+		}
+		for _, f := range files {
+			fmt.Fprintf(w, "%-7s  %*d  %s\n", f.Mode, width, f.Size, quotePath(f.Path))
+		}
+		return nil
+	})
 }

@@ -57,13 +57,13 @@ func runStatus(ctx context.Context, o statusOptions, out io.Writer) error {
 			for _, s := range res.State {
 				fmt.Fprintf(w, "  state %s %s", s.Name, s.Status)
 				if s.Source != "" {
-					fmt.Fprintf(w, " (%s)", s.Source)
+					fmt.Fprintf(w, " (%s)", quotePath(s.Source))
 				}
 				fmt.Fprintln(w)
 			}
 		}
 		for _, s := range res.Skipped {
-			fmt.Fprintf(w, "skipped %s: %s\n", s.Path, s.Reason)
+			fmt.Fprintf(w, "skipped %s: %s\n", quotePath(s.Path), printable(s.Reason))
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -136,4 +137,91 @@ func row(cells ...string) string {
 		cells = cells[:len(cells)-1]
 	}
 	return strings.Join(cells, "\t")
+}
+
+// quotePath shows a file name (or path) in text output as git shows it with
+// core.quotePath=false: as it is, unless it holds a control character, a
+// double quote, a backslash, a byte that is not UTF-8 or a character that
+// does not print (U+202E, which reverses the text after it, say); then in
+// double quotes, with \a \b \t \n \v \f \r \" \\ and three-digit octal
+// escapes for the other bytes of such characters, so nothing in a name can
+// move the cursor, recolour the terminal or pass for another name. JSON
+// output carries names as they are.
+func quotePath(p string) string {
+	if !needsQuote(p) {
+		return p
+	}
+	var b strings.Builder
+	b.Grow(len(p) + 8)
+	b.WriteByte('"')
+	for i := 0; i < len(p); {
+		r, n := utf8.DecodeRuneInString(p[i:])
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x80 && cEscape[r] != 0:
+			b.WriteByte('\\')
+			b.WriteByte(cEscape[r])
+		case r == utf8.RuneError && n <= 1, !strconv.IsPrint(r):
+			for _, c := range []byte(p[i : i+n]) {
+				fmt.Fprintf(&b, "\\%03o", c)
+			}
+		default:
+			b.WriteString(p[i : i+n])
+		}
+		i += n
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// printable makes a message (an error, a reason) safe to print: control
+// characters and characters that do not print are escaped as quotePath
+// escapes them, quotes and backslashes left as they are, since a message
+// may quote a name already (with %q).
+func printable(s string) string {
+	if !needsQuote(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r < 0x80 && cEscape[r] != 0:
+			b.WriteByte('\\')
+			b.WriteByte(cEscape[r])
+		case r == utf8.RuneError && n <= 1, !strconv.IsPrint(r):
+			for _, c := range []byte(s[i : i+n]) {
+				fmt.Fprintf(&b, "\\%03o", c)
+			}
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// cEscape maps the control characters C has a one-letter escape for to it.
+var cEscape = [0x80]byte{'\a': 'a', '\b': 'b', '\t': 't', '\n': 'n', '\v': 'v', '\f': 'f', '\r': 'r'}
+
+// needsQuote reports whether quotePath changes p.
+func needsQuote(p string) bool {
+	for i := 0; i < len(p); {
+		c := p[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			return true
+		}
+		r, n := utf8.DecodeRuneInString(p[i:])
+		if r == utf8.RuneError && n <= 1 || !strconv.IsPrint(r) {
+			return true
+		}
+		i += n
+	}
+	return false
 }

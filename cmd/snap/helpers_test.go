@@ -36,11 +36,18 @@ const convLine2 = `{"type":"assistant","message":{"id":"msg_1","role":"assistant
 const convLine3 = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]},"uuid":"u2","timestamp":"2025-01-01T10:00:02Z"}` + "\n"
 const convLine4 = `{"type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"Done."}]},"uuid":"a2","timestamp":"2025-01-01T10:00:03Z"}` + "\n"
 
-// isolate clears the environment variables the CLI reads.
+// isolate clears the environment variables the CLI reads, and gives it an
+// empty home directory, so that no git configuration of the developer's
+// (a global excludes file) reaches a capture.
 func isolate(t *testing.T) {
 	t.Helper()
 	t.Setenv("SNAP_SESSION", "")
 	t.Setenv("SNAP_STORE", "")
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig-none"))
 }
 
 // newBareProject makes an initialised project with a few files and no

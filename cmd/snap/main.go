@@ -361,6 +361,7 @@ checkpoint/ref, 10 no store, 11 store busy, 12 store corrupt.`,
 			fsckCommand(inv),
 		},
 	}
+	installHelp(app, inv)
 	var setUsage func(cmds []*cli.Command)
 	setUsage = func(cmds []*cli.Command) {
 		for _, c := range cmds {
