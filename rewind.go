@@ -240,6 +240,9 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 			m.Kind, target.Short(), err, len(res.Restored)+len(res.Deleted))
 	}
 	if dryRun {
+		if len(res.Errors) > 0 {
+			return res, partial(res.Errors) // as the real rewind would
+		}
 		return res, nil
 	}
 	if err := r.finishMove(m); err != nil {

@@ -640,7 +640,7 @@ func (c *capturer) readFile(dirfd int, name string, base objects.ID) (objects.ID
 		if bs != as || n != bs.Size {
 			continue
 		}
-		changed := time.Unix(0, max(bs.Mtime, bs.Ctime))
+		changed := time.Unix(0, bs.Mtime) // a write sets it
 		if changed.Before(start.Add(-timestampTick)) {
 			return id, bs, nil
 		}
