@@ -372,7 +372,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(sources)) {
-		if _, given := c.docs[name]; !given {
+		if _, known := inherited[name]; !known {
 			inherited[name] = objects.TreeEntry{} // read below: present or absent
 		}
 	}

@@ -199,12 +199,12 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		}
 	}
 	safety, current := headID, headID // current: the head once the safety checkpoint is taken
-	if !dryRun && head != nil && (now.tree != head.Tree || now.state != head.State) && !known.IsZero() {
-		if kck, err := r.objects.ReadCheckpoint(known); err == nil && kck.Tree == now.tree && kck.State == now.state {
+	if !dryRun && head != nil && !now.same(head) && !known.IsZero() {
+		if kck, err := r.objects.ReadCheckpoint(known); err == nil && now.same(kck) {
 			safety = known
 		}
 	}
-	if !dryRun && safety == headID && (head == nil || now.tree != head.Tree || now.state != head.State) {
+	if !dryRun && safety == headID && (head == nil || !now.same(head)) {
 		cres, _, err := r.buildCheckpoint(w, session, headID, head, now, CheckpointOptions{Kind: kindPreRewind, Summary: "before rewind to " + target.Short()})
 		if err != nil {
 			return nil, err

@@ -631,3 +631,81 @@ func TestDiffEmptyDirectory(t *testing.T) {
 		t.Fatalf("diff of two checkpoints: %+v %v", res, err)
 	}
 }
+
+// G2 (second adversarial pass): undo after rewind, undo, edits, redo
+// returns to the state before the redo — the edits made after the undo —
+// not to the state before the first rewind.
+func TestUndoOfRedoReturnsToBeforeTheRedo(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "v1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "a"), "v2")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "a"), "v3 after the undo")
+	writeFile(t, filepath.Join(root, "n"), "new")
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	got := snaptest.Snapshot(t, root, snaptest.SkipStore)
+	if got["a"] != "v3 after the undo" || got["n"] != "new" {
+		t.Fatalf("undo of the redo: %v", got)
+	}
+}
+
+// G11: a rewind while an edited file cannot be read takes a safety
+// checkpoint that says so; its undo leaves the file alone.
+func TestSafetyCheckpointRecordsUnreadable(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "big"), "v1")
+	writeFile(t, filepath.Join(root, "other"), "o1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "other"), "o2")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if err := r.ConfigSet("capture.max-file-size", "10"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "big"), "the user's edit, too big to read")
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
+	if err != nil || !res.SafetyCreated {
+		t.Fatalf("rewind with an unreadable edit: safety created %v, %v", res != nil && res.SafetyCreated, err)
+	}
+	if err := r.ConfigSet("capture.max-file-size", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "big")); string(got) != "the user's edit, too big to read" {
+		t.Fatalf("undo overwrote the unreadable edit: %q", got)
+	}
+}
+
+// G10: a transcript whose source cannot be read is kept as it was, not
+// recorded as absent; G5: a REF of more hex digits than an id is no id.
+func TestUnreadableTranscriptKeptAndLongHexRef(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	conv := filepath.Join(t.TempDir(), "c.jsonl")
+	writeFile(t, conv, "m1\n")
+	writeFile(t, filepath.Join(root, "a"), "1")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, conv)})
+	os.Remove(conv)
+	os.Mkdir(conv, 0o755) // not a file: cannot be read
+	writeFile(t, filepath.Join(root, "a"), "2")
+	res := checkpoint(t, r, snap.CheckpointOptions{})
+	var buf strings.Builder
+	if err := r.CatState("", "@", "conversation", &buf); err != nil || buf.String() != "m1\n" {
+		t.Fatalf("unreadable transcript: %q %v (skipped %+v)", buf.String(), err, res.Skipped)
+	}
+	if _, err := r.Resolve("", strings.Repeat("ab", 40)); !errors.Is(err, snap.ErrNoCheckpoint) {
+		t.Fatalf("80 hex digits: %v", err)
+	}
+}

@@ -27,7 +27,9 @@ func undoable(kind string) bool {
 
 // stacks derives the session's undo and redo stacks from the op log: every
 // undoable op pushes onto undo and clears redo; "undo X" moves X to redo;
-// "redo X" moves it back.
+// "redo X" moves it back — as the redo left it: undoing a redone rewind
+// returns to the state before the redo (its safety checkpoint and head),
+// not to the state before the original rewind.
 func (r *Repo) stacks(session string) (undo, redo []refs.Op, err error) {
 	ops, err := r.refs.Ops()
 	if err != nil && len(ops) == 0 {
@@ -47,7 +49,13 @@ func (r *Repo) stacks(session string) (undo, redo []refs.Op, err error) {
 			}
 		case op.Kind == "redo":
 			if n := len(redo); n > 0 && redo[n-1].Seq == op.Undoes {
-				undo = append(undo, redo[n-1])
+				x := redo[n-1]
+				if x.Kind == "rewind" && !op.Safety.IsZero() && len(op.Refs) > 0 && len(x.Refs) > 0 {
+					x.Safety = op.Safety
+					x.Refs = append([]refs.RefChange(nil), x.Refs...)
+					x.Refs[0].Old = op.Refs[0].Old
+				}
+				undo = append(undo, x)
 				redo = redo[:n-1]
 			}
 		case undoable(op.Kind):

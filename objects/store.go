@@ -515,6 +515,9 @@ func (s *Store) ReadChunkList(id ID) (*ChunkList, error) {
 // starts with prefix, sorted.
 func (s *Store) FindPrefix(prefix string, t Type) []ID {
 	prefix = strings.ToLower(prefix)
+	if len(prefix) > 2*IDSize {
+		return nil // longer than any id: a prefix of none
+	}
 	var out []ID
 	var raw []byte
 	if len(prefix)%2 == 0 {
