@@ -569,7 +569,13 @@ func ReadStateDoc(name, path string, stdin io.Reader) (StateDoc, error) {
 			return StateDoc{}, err
 		}
 	}
-	if path == "-" || isStream(abs) {
+	stream := path == "-" || isStream(abs)
+	if !stream {
+		if _, err := followLinks(abs); err != nil {
+			stream = true // a link (chain) to /dev/stdin and the like: a stream too
+		}
+	}
+	if stream {
 		if path != "-" {
 			f, err := os.Open(abs)
 			if err != nil {
@@ -605,7 +611,7 @@ var errNotRegular = errors.New("not a regular file")
 // a symlink to one, opened without blocking (a FIFO put there is refused,
 // not waited on).
 func readSource(p string) ([]byte, error) {
-	if isStream(p) {
+	if _, err := followLinks(p); isStream(p) || err != nil {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)

@@ -396,15 +396,56 @@ func (r *Repo) safeStatePath(p string) error {
 	if isStream(p) || strings.HasPrefix(p, "/sys/") {
 		return fmt.Errorf("state path %q is a device or stream, not a file; use --state-out DIR", p)
 	}
-	if p == r.StoreDir || strings.HasPrefix(p, r.StoreDir+string(filepath.Separator)) {
-		return fmt.Errorf("state path %q lies inside the store", p)
+	// Checked as written and as the file system resolves it: a directory
+	// on the way may be a symlink into the store, /dev or a .git.
+	real := p
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		real = filepath.Join(dir, filepath.Base(p))
 	}
-	for _, c := range strings.Split(p, string(filepath.Separator)) {
-		if objects.IsReservedName(c) && strings.EqualFold(strings.TrimRight(c, ". "), ".git") {
-			return fmt.Errorf("state path %q lies inside a .git directory", p)
+	store := r.StoreDir
+	if s, err := filepath.EvalSymlinks(store); err == nil {
+		store = s
+	}
+	for _, q := range []string{p, real} {
+		if isStream(q) || strings.HasPrefix(q, "/sys/") {
+			return fmt.Errorf("state path %q leads to a device or stream, not a file; use --state-out DIR", p)
+		}
+		for _, s := range []string{r.StoreDir, store} {
+			if q == s || strings.HasPrefix(q, s+string(filepath.Separator)) {
+				return fmt.Errorf("state path %q lies inside the store", p)
+			}
+		}
+		for _, c := range strings.Split(q, string(filepath.Separator)) {
+			if objects.IsReservedName(c) && strings.EqualFold(strings.TrimRight(c, ". "), ".git") {
+				return fmt.Errorf("state path %q lies inside a .git directory", p)
+			}
 		}
 	}
 	return nil
+}
+
+// followLinks follows the symlink at p, and the one it leads to, and so on,
+// to the path of what is not a symlink (which may not exist), refusing a
+// chain that passes through a stream or device (/dev/stdin, /proc/self/fd
+// — where a write would land on whatever the process's descriptor is).
+func followLinks(p string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		if p = filepath.Clean(target); isStream(p) {
+			return "", fmt.Errorf("%s leads to %s, a stream or device", p, target)
+		}
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", p)
 }
 
 // writeDoc writes a stored document to dest by temporary file and rename.
@@ -412,8 +453,11 @@ func (r *Repo) safeStatePath(p string) error {
 // appends to) and the link stays; a dangling one is refused.
 func (r *Repo) writeDoc(id objects.ID, dest string) error {
 	if fi, err := os.Lstat(dest); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		real, err := filepath.EvalSymlinks(dest)
+		real, err := followLinks(dest)
 		if err != nil {
+			return fmt.Errorf("%s: %v; use --state-out DIR", dest, err)
+		}
+		if _, err := os.Stat(real); err != nil {
 			return fmt.Errorf("%s is a symlink that leads nowhere (%v); use --state-out DIR", dest, err)
 		}
 		if err := r.safeStatePath(real); err != nil {

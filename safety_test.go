@@ -5,6 +5,7 @@ package snap_test
 // finding, each failing before its fix.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -707,5 +708,44 @@ func TestUnreadableTranscriptKeptAndLongHexRef(t *testing.T) {
 	}
 	if _, err := r.Resolve("", strings.Repeat("ab", 40)); !errors.Is(err, snap.ErrNoCheckpoint) {
 		t.Fatalf("80 hex digits: %v", err)
+	}
+}
+
+// G3, G4: a transcript path that leads, link by link, to /dev/stdin is a
+// stream (never recorded, never written); one that leads into the store,
+// however the project is reached, is never written.
+func TestTranscriptLinksToStreamsAndStore(t *testing.T) {
+	dir := t.TempDir()
+	t2, t1 := filepath.Join(dir, "t2"), filepath.Join(dir, "t1")
+	os.Symlink("/dev/stdin", t2)
+	os.Symlink(t2, t1)
+	d, err := snap.ReadStateDoc("conversation", t1, strings.NewReader("x\n"))
+	if err != nil || d.Source != "" {
+		t.Fatalf("t1 -> t2 -> /dev/stdin: source %q, %v", d.Source, err)
+	}
+
+	real := filepath.Join(t.TempDir(), "proj")
+	os.Mkdir(real, 0o755)
+	via := filepath.Join(t.TempDir(), "via")
+	os.Symlink(real, via)
+	r, _, err := snap.Init(snap.Options{Dir: via})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	writeFile(t, filepath.Join(real, "a"), "1")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	link := filepath.Join(dir, "session.jsonl")
+	os.Symlink(filepath.Join(real, ".snap", "oplog"), link)
+	writeFile(t, filepath.Join(real, "a"), "2")
+	c2 := checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, link)})
+	oplog, _ := os.ReadFile(filepath.Join(real, ".snap", "oplog"))
+	writeFile(t, filepath.Join(real, "a"), "3")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c2.ID.String(), ConversationOnly: true}); !errors.Is(err, snap.ErrPartial) {
+		t.Fatalf("rewind writing through a link into the store: %v", err)
+	}
+	if now, _ := os.ReadFile(filepath.Join(real, ".snap", "oplog")); !bytes.HasPrefix(now, oplog) {
+		t.Fatal("the op log was overwritten")
 	}
 }
