@@ -108,7 +108,7 @@ func locate(opts Options, create bool) (root, store string, err error) {
 		case !exists && !create:
 			return "", "", fmt.Errorf("%w at %s", ErrNoStore, store)
 		case root == "" && create:
-			return dir, store, nil
+			return realPath(dir), store, nil
 		case root == "":
 			return "", "", fmt.Errorf("%w: store %s does not record its project root (made by an older snap): run 'snap init' in the project root to record it", ErrOtherProject, store)
 		case !within(dir, root):
@@ -150,10 +150,21 @@ func recordedRoot(vfs fsys.FS, store string) (string, bool, error) {
 	return c.Root, true, nil
 }
 
-// within reports whether dir is root or lies beneath it.
+// within reports whether dir is root or lies beneath it, as the file
+// system resolves both (a symlink on the way is followed: the same
+// directory reached two ways is one, and a symlink repointed elsewhere is
+// not the root any more).
 func within(dir, root string) bool {
-	rel, err := filepath.Rel(root, dir)
+	rel, err := filepath.Rel(realPath(root), realPath(dir))
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// realPath is p with every symlink resolved (p itself when that fails).
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // Init creates the store if needed (idempotent) and opens it, recording the

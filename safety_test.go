@@ -749,3 +749,60 @@ func TestTranscriptLinksToStreamsAndStore(t *testing.T) {
 		t.Fatal("the op log was overwritten")
 	}
 }
+
+// G6: an external store records the real project root: reached through a
+// symlink or by its real path it is one project, and a symlink repointed
+// at another directory does not make that one the project.
+func TestExternalStoreRootThroughSymlinks(t *testing.T) {
+	base := t.TempDir()
+	v1, v2, cur, store := filepath.Join(base, "v1"), filepath.Join(base, "v2"), filepath.Join(base, "current"), filepath.Join(base, "store")
+	writeFile(t, filepath.Join(v1, "a"), "v1")
+	writeFile(t, filepath.Join(v2, "b"), "v2")
+	os.Symlink(v1, cur)
+	r, _, err := snap.Init(snap.Options{Dir: cur, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	for _, d := range []string{cur, v1} {
+		r, err := snap.Open(snap.Options{Dir: d, Store: store})
+		if err != nil {
+			t.Fatalf("open from %s: %v", d, err)
+		}
+		r.Close()
+	}
+	os.Remove(cur)
+	os.Symlink(v2, cur)
+	if _, err := snap.Open(snap.Options{Dir: cur, Store: store}); !errors.Is(err, snap.ErrOtherProject) {
+		t.Fatalf("open through a repointed symlink: %v, want ErrOtherProject", err)
+	}
+}
+
+// G7: another project's store kept inside this project (its SNAP_STORE)
+// is never captured, so a rewind never deletes it.
+func TestOtherStoreInsideProjectIsNotCaptured(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	other := t.TempDir()
+	writeFile(t, filepath.Join(other, "b"), "B")
+	rb, _, err := snap.Init(snap.Options{Dir: other, Store: filepath.Join(root, "stores", "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, rb, snap.CheckpointOptions{})
+	rb.Close()
+	writeFile(t, filepath.Join(root, "a"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	for _, p := range c1.Files.Added {
+		if strings.HasPrefix(p, "stores/b") {
+			t.Fatalf("captured another project's store: %v", c1.Files.Added)
+		}
+	}
+	writeFile(t, filepath.Join(root, "a"), "2")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snap.Open(snap.Options{Dir: other, Store: filepath.Join(root, "stores", "b")}); err != nil {
+		t.Fatalf("the other project's store after a rewind: %v", err)
+	}
+}

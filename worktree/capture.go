@@ -197,7 +197,20 @@ type dirResult struct {
 	id         objects.ID
 	size       int64
 	unreadable bool // the directory could not be listed (see carry)
+	store      bool // the directory is a snap store: never captured
 	err        error
+}
+
+// isStore reports whether a directory holding names (sorted) is a snap
+// store — another project's, kept here through SNAP_STORE: never captured,
+// so never deleted by a rewind either.
+func isStore(names []string) bool {
+	for _, n := range []string{"config", "packs", "refs"} {
+		if i := sort.SearchStrings(names, n); i == len(names) || names[i] != n {
+			return false
+		}
+	}
+	return true
 }
 
 // skip records a path that is not captured and never will be as it is (a
@@ -268,6 +281,10 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 	if err != nil {
 		c.unreadable(rel+"/", "cannot read directory: "+errText(err))
 		return dirResult{unreadable: true}
+	}
+	if rel != "" && isStore(names) {
+		c.skip(rel+"/", "a snap store (never captured)")
+		return dirResult{store: true}
 	}
 	// Ignore files of this directory apply to its own entries.
 	ig = ig.enter(c.w, fd, comps, names)
@@ -372,6 +389,9 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			j++
 			if r.err != nil {
 				return dirResult{err: r.err}
+			}
+			if r.store {
+				continue
 			}
 			if r.unreadable {
 				var ok bool

@@ -170,7 +170,7 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 					return c.carried(dir, name, dirKind), nil
 				}
 				res := c.dir(cfd, p, comps, &st, ig.sub(c.w, name))
-				if res.err != nil {
+				if res.err != nil || res.store {
 					return nil, res.err
 				}
 				if res.unreadable {
