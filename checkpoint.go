@@ -315,7 +315,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			delete(sources, d.Name)
 		}
 	}
-	wopts.Exclude = r.inProject(sources)
+	wopts.Exclude = r.inProject(sources, r.sessionSources())
 	var snap *worktree.Snapshot
 	var err error
 	if len(paths) > 0 && parent != nil {
@@ -628,14 +628,37 @@ func readSource(p string) ([]byte, error) {
 }
 
 // inProject returns the source paths that lie inside the project, relative
-// to its root: they are state documents, not tree files.
-func (r *Repo) inProject(sources map[string]string) []string {
-	var out []string
-	for _, src := range sources {
-		if rel, err := filepath.Rel(r.Root, src); err == nil && filepath.IsLocal(rel) {
-			out = append(out, filepath.ToSlash(rel))
+// to its root: they are state documents, not tree files. A path is compared
+// as written and as the file system resolves its directory (a transcript
+// recorded through a symlinked project path is the same file).
+func (r *Repo) inProject(sources ...map[string]string) []string {
+	seen := map[string]bool{}
+	realRoot := realPath(r.Root)
+	for _, m := range sources {
+		for _, src := range m {
+			real := filepath.Join(realPath(filepath.Dir(src)), filepath.Base(src))
+			for _, pair := range [][2]string{{r.Root, src}, {realRoot, real}} {
+				if rel, err := filepath.Rel(pair[0], pair[1]); err == nil && filepath.IsLocal(rel) {
+					seen[filepath.ToSlash(rel)] = true
+				}
+			}
 		}
 	}
-	sort.Strings(out)
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// sessionSources returns the state-document sources of every session's
+// head: a transcript one session keeps in the project is not a tree file
+// for another either, so no other session's rewind deletes it.
+func (r *Repo) sessionSources() map[string]string {
+	out := map[string]string{}
+	heads, _ := r.refs.List("sessions/")
+	for _, h := range heads {
+		if ck, err := r.objects.ReadCheckpoint(h.ID); err == nil {
+			for name, src := range ck.StateSources {
+				out[h.Name+":"+name] = src
+			}
+		}
+	}
 	return out
 }

@@ -806,3 +806,34 @@ func TestOtherStoreInsideProjectIsNotCaptured(t *testing.T) {
 		t.Fatalf("the other project's store after a rewind: %v", err)
 	}
 }
+
+// G8, G9: a transcript inside the project is not a tree file whether it was
+// recorded through a symlinked project path or by another session.
+func TestInProjectTranscriptAcrossLinksAndSessions(t *testing.T) {
+	real := filepath.Join(t.TempDir(), "preal")
+	os.Mkdir(real, 0o755)
+	link := filepath.Join(t.TempDir(), "plink")
+	os.Symlink(real, link)
+	r, _, err := snap.Init(snap.Options{Dir: real})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	writeFile(t, filepath.Join(real, "a"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{Session: "b"})
+	conv := filepath.Join(link, "t.jsonl") // recorded through the link
+	writeFile(t, conv, "m1\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "a", State: convDoc(t, conv)})
+	if st, err := r.Status(ctx, "a"); err != nil || len(st.Files.Added) != 0 {
+		t.Fatalf("status of session a: %+v %v", st, err)
+	}
+	// Session b never recorded the transcript; its rewind must not delete it.
+	writeFile(t, filepath.Join(real, "a"), "2")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "b"})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "b", Target: c1.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(real, "t.jsonl")); string(got) != "m1\n" {
+		t.Fatalf("session b's rewind deleted session a's transcript: %q", got)
+	}
+}
