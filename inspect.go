@@ -260,6 +260,9 @@ type StatusResult struct {
 	State   []StateChange      `json:"state_changed"` // state documents at their sources that differ from the head's
 	Skipped []worktree.Skipped `json:"skipped"`
 	Clean   bool               `json:"clean"`
+	// Interrupted: a rewind, undo or redo a dead process left part way
+	// (null when none): the working tree is between two states.
+	Interrupted *InterruptedMove `json:"interrupted"`
 }
 
 // StateChange is a state document that differs between two states:
@@ -287,6 +290,9 @@ func (r *Repo) Status(ctx context.Context, session string) (*StatusResult, error
 		return nil, err
 	}
 	res := &StatusResult{Session: session, Skipped: now.skipped(), State: []StateChange{}}
+	if res.Interrupted, err = r.Interrupted(); err != nil {
+		return nil, err
+	}
 	var headTree objects.ID
 	if head != nil {
 		res.Head = &headID

@@ -113,7 +113,7 @@ func TestInterruptedRewindIsReported(t *testing.T) {
 	sys.cancel = cancel // Ctrl-C as the restore writes its first file
 	_, err = r.Rewind(ctx, RewindOptions{Target: c1.ID.String()})
 	sys.cancel = nil
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "snap undo") {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "snap rewind") {
 		t.Fatalf("interrupted rewind: %v", err)
 	}
 	m, err := r.Interrupted()
@@ -142,4 +142,51 @@ func (c *cancelOnWrite) Openat(dirfd int, path string, flags int, mode uint32) (
 		c.cancel()
 	}
 	return c.Sys.Openat(dirfd, path, flags, mode)
+}
+
+// G1 (second adversarial pass): work done after an interrupted rewind is
+// recorded before the next writer completes the rewind, never lost.
+func TestRecoveryRecordsWorkDoneSince(t *testing.T) {
+	root := t.TempDir()
+	sys := &cancelOnWrite{Sys: fsys.RealSys}
+	r, _, err := Init(Options{Dir: root, Sys: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	for i := range 50 {
+		os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d", i)), []byte("v1"), 0o644)
+	}
+	c1, err := r.Checkpoint(ctx, CheckpointOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d", i)), []byte("v2"), 0o644)
+	}
+	if _, err := r.Checkpoint(ctx, CheckpointOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	sys.cancel = cancel
+	if _, err := r.Rewind(cctx, RewindOptions{Target: c1.ID.String()}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted rewind: %v", err)
+	}
+	sys.cancel = nil
+	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("written after the interruption"), 0o644)
+	if _, err := r.Checkpoint(ctx, CheckpointOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := r.Log("", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range log {
+		var buf strings.Builder
+		if r.Cat("", e.ID.String(), "notes.txt", &buf) == nil && buf.String() == "written after the interruption" {
+			return
+		}
+	}
+	t.Fatal("notes.txt, written after the interruption, is in no checkpoint")
 }

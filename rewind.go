@@ -87,12 +87,15 @@ type move struct {
 	OldHead objects.ID `json:"old_head"` // the head before the move
 	Safety  objects.ID `json:"safety"`   // the checkpoint holding the state from before
 	Current objects.ID `json:"current"`  // the head once the safety checkpoint is taken
+	// Found: the state a recovery found, recorded before it completed the
+	// move (work done after the interruption); zero when there was none.
+	Found objects.ID `json:"found,omitempty"`
 }
 
 // op is the op-log record of a completed move.
 func (m *move) op() *refs.Op {
 	detail, _ := json.Marshal(m.Scope)
-	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Undoes: m.Undoes,
+	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Checkpoint: m.Found, Undoes: m.Undoes,
 		Refs: []refs.RefChange{{Name: headRef(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
 }
 
@@ -236,8 +239,9 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 			return res, err
 		}
 		return res, fmt.Errorf("the %s to %s stopped part way (%w; %d paths changed), so the working tree is between the two; "+
-			"the next snap command that changes the store completes it, and 'snap undo' then returns to the state before it",
-			m.Kind, target.Short(), err, len(res.Restored)+len(res.Deleted))
+			"the next snap command that changes the store completes it (recording first anything changed meanwhile); "+
+			"then 'snap rewind %s' returns to the state before it",
+			m.Kind, target.Short(), err, len(res.Restored)+len(res.Deleted), m.Safety.Short())
 	}
 	if dryRun {
 		if len(res.Errors) > 0 {
@@ -731,11 +735,43 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		r.fs.Rename(path, path+".abandoned")
 		return nil
 	}
-	w := r.objects.NewDryWriter()
+	w := r.objects.NewWriter()
+	defer w.Abort()
 	cache := r.loadCache()
-	now, err := r.capture(ctx, w, cache, captureSpec{parent: head, rules: []objects.ID{tck.Tree}})
+	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}}
+	if m.Scope.State && m.Scope.StateOut == "" {
+		spec.sources = tck.StateSources
+	}
+	now, err := r.capture(ctx, w, cache, spec)
 	if err != nil {
 		return err
+	}
+	// What is there now may hold work done since the interruption: unless
+	// it is what the move started from or where it was going, it is
+	// recorded first (listed by log, kept by gc through the op log), so
+	// completing the move loses nothing.
+	// (The head is where the move left it: its safety checkpoint, or
+	// already the target when it was killed while recording itself.)
+	curID, cur, err := r.head(m.Session)
+	if err != nil {
+		return err
+	}
+	if cur != nil && !now.same(cur) && !now.same(tck) && (head == nil || !now.same(head)) {
+		found, _, err := r.buildCheckpoint(w, m.Session, curID, cur, now, CheckpointOptions{Kind: kindPreRewind,
+			Summary: "found when completing the interrupted " + m.Kind + " to " + m.Target.Short()})
+		if err != nil {
+			return err
+		}
+		if _, err := w.Commit(); err != nil {
+			return err
+		}
+		if err := r.refs.Update(headRef(m.Session), curID, found.ID); err != nil {
+			return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
+		}
+		m.Current, m.Found = found.ID, found.ID
+		if err := r.writeJournal(&m); err != nil {
+			return err
+		}
 	}
 	res := &RewindResult{}
 	if err := r.restore(ctx, w, cache, tck, now, m.Scope, false, res); err != nil {

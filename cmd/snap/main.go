@@ -189,7 +189,8 @@ func (g globalOptions) open() (*snap.Repo, error) {
 	}
 	if m, err := repo.Interrupted(); err == nil && m != nil && g.stderr != nil {
 		fmt.Fprintf(g.stderr, "snap: warning: a %s of session %s to %s was interrupted and left the working tree part way; "+
-			"the next command that changes the store (checkpoint, rewind, undo...) completes it, and 'snap -s %s undo' then returns to the state before it (safety checkpoint %s)\n",
+			"the next command that changes the store (checkpoint, rewind, undo...) completes it, recording first anything changed since; "+
+			"then 'snap -s %s rewind %s' returns to the state before it\n",
 			m.Kind, m.Session, m.Target.Short(), m.Session, m.Safety.Short())
 	}
 	return repo, nil
