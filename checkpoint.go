@@ -391,7 +391,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		case errors.Is(err, fs.ErrNotExist):
 			continue // absent now: recorded as such
 		case err != nil:
-			c.stateSkipped = append(c.stateSkipped, worktree.Skipped{Path: "state:" + name, Unreadable: true,
+			c.stateSkipped = append(c.stateSkipped, worktree.Skipped{Path: "state:" + name, Kept: true,
 				Reason: fmt.Sprintf("cannot read %s: %v; kept as it was", src, errors.Unwrap(err))})
 			if e.Mode != 0 {
 				c.docs[name] = e
@@ -435,7 +435,7 @@ func (c *captured) skipped() []worktree.Skipped {
 func (c *captured) unreadable() []string {
 	var out []string
 	for _, s := range c.snap.Skipped {
-		if s.Unreadable {
+		if s.Kept {
 			out = append(out, s.Path)
 		}
 	}

@@ -124,6 +124,9 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 			return nil, err
 		}
 	}
+	if err := r.checkNotArchived(session); err != nil {
+		return nil, err
+	}
 	m := &move{Kind: "rewind", Session: session, Target: target, NewHead: target, Scope: scope}
 	if o.DryRun {
 		return r.run(ctx, m, true)
@@ -221,9 +224,10 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		safety, current = cres.ID, cres.ID
 		res.SafetyCreated = true
 	}
-	if len(scope.Paths) > 0 && m.Kind != "undo" {
-		// Restoring some paths, like 'git checkout REF -- PATH', leaves
-		// the head where it is: the session did not go back.
+	if (len(scope.Paths) > 0 || scope.StateOut != "" && !scope.Files) && m.Kind != "undo" {
+		// Restoring some paths, like 'git checkout REF -- PATH', or
+		// exporting the state documents elsewhere leaves the head where it
+		// is: the session did not go back.
 		m.NewHead = current
 	}
 	if !dryRun {
@@ -320,7 +324,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		}
 		for _, p := range rr.Kept {
 			if !slices.ContainsFunc(res.Skipped, func(s worktree.Skipped) bool { return s.Path == p }) {
-				res.Skipped = append(res.Skipped, worktree.Skipped{Path: p, Unreadable: true,
+				res.Skipped = append(res.Skipped, worktree.Skipped{Path: p, Kept: true,
 					Reason: "could not be read when the target was checkpointed; left as it is"})
 			}
 		}
@@ -368,6 +372,9 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut str
 			dest = filepath.Join(stateOut, e.Name)
 		}
 		if dest == "" {
+			if cur, ok := now.docs[e.Name]; ok && cur.ID == e.ID {
+				continue // from stdin, and as in the target already
+			}
 			res.Errors = append(res.Errors, worktree.PathError{Path: "state:" + e.Name,
 				Error: "no recorded source path (read from stdin); use --state-out DIR"})
 			continue

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -209,7 +210,7 @@ func TestUnreadableFileIsNeverADeletion(t *testing.T) {
 	}
 	var unreadable []string
 	for _, s := range res.Skipped {
-		if s.Unreadable {
+		if s.Kept {
 			unreadable = append(unreadable, s.Path)
 		}
 	}
@@ -835,5 +836,74 @@ func TestInProjectTranscriptAcrossLinksAndSessions(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(real, "t.jsonl")); string(got) != "m1\n" {
 		t.Fatalf("session b's rewind deleted session a's transcript: %q", got)
+	}
+}
+
+// G12: a tracked file that only the target's rules ignore is kept in the
+// safety checkpoint as it was (no deletion recorded, not read again), so a
+// later rewind to that safety checkpoint does not delete it.
+func TestTargetOnlyIgnoredIsKeptInSafety(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, ".gitignore"), ".env\n")
+	writeFile(t, filepath.Join(root, "a"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	os.Remove(filepath.Join(root, ".gitignore"))
+	writeFile(t, filepath.Join(root, ".env"), "SECRET=1")
+	writeFile(t, filepath.Join(root, "a"), "2")
+	checkpoint(t, r, snap.CheckpointOptions{}) // tracks .env
+	writeFile(t, filepath.Join(root, "a"), "3") // uncheckpointed: a safety checkpoint is taken
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
+	if err != nil || !res.SafetyCreated {
+		t.Fatalf("rewind: %+v %v", res, err)
+	}
+	show, err := r.Show("", res.SafetyCheckpoint.String())
+	if err != nil || len(show.Files.Deleted) != 0 {
+		t.Fatalf("safety checkpoint records deletions: %+v %v", show.Files, err)
+	}
+	os.Remove(filepath.Join(root, ".gitignore")) // .env is not ignored any more
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: res.SafetyCheckpoint.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, ".env")); string(got) != "SECRET=1" {
+		t.Fatalf(".env after rewinding to the safety checkpoint: %q", got)
+	}
+}
+
+// G14, G16, G17, G23, G26 (second adversarial pass, minor): a .gitignore
+// with a byte-order mark keeps its first pattern; rewinding away e1/e2/
+// removes e1/ too; --conversation-only --state-out (an export) leaves the
+// head; a document read from stdin that is already as in the target is no
+// failure; a rewind into an archived session's name is refused.
+func TestSecondPassMinor(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, ".gitignore"), "\uFEFF.env\n")
+	writeFile(t, filepath.Join(root, ".env"), "secret")
+	writeFile(t, filepath.Join(root, "a"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{State: []snap.StateDoc{{Name: "notes", Data: []byte("n\n")}}})
+	if slices.Contains(c1.Files.Added, ".env") {
+		t.Fatal("a .gitignore with a BOM lost its first pattern")
+	}
+	os.MkdirAll(filepath.Join(root, "e1/e2"), 0o755)
+	writeFile(t, filepath.Join(root, "a"), "2")
+	c2 := checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()}); err != nil {
+		t.Fatalf("rewind with an unchanged stdin document: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "e1")); !os.IsNotExist(err) {
+		t.Fatalf("e1/ left behind: %v", err)
+	}
+	head, _ := r.Resolve("", "@")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c2.ID.String(), ConversationOnly: true, StateOut: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := r.Resolve("", "@"); now != head {
+		t.Fatal("an export with --state-out moved the head")
+	}
+	checkpoint(t, r, snap.CheckpointOptions{Session: "arch", AllowEmpty: true})
+	if err := r.ArchiveSession("arch"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "arch", Target: c1.ID.String()}); !errors.Is(err, snap.ErrUsage) {
+		t.Fatalf("rewind into an archived session: %v", err)
 	}
 }

@@ -462,7 +462,7 @@ func skipSays(skipped []worktree.Skipped, errno syscall.Errno) bool {
 
 // minus returns st without the paths skipped (a skipped directory takes
 // everything beneath it).
-// A path the capture could not read (Unreadable) keeps what it held in
+// A path the capture could not read (Kept) keeps what it held in
 // prev, the parent checkpoint's state: it is carried forward, never
 // recorded as deleted.
 func minus(st, prev treeState, skipped []worktree.Skipped) treeState {
@@ -477,7 +477,7 @@ func minus(st, prev treeState, skipped []worktree.Skipped) treeState {
 		}
 	}
 	for p, e := range prev {
-		if slices.ContainsFunc(skipped, func(sk worktree.Skipped) bool { return sk.Unreadable && under(p, sk) }) {
+		if slices.ContainsFunc(skipped, func(sk worktree.Skipped) bool { return sk.Kept && under(p, sk) }) {
 			out[p] = e
 		}
 	}

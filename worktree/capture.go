@@ -64,12 +64,13 @@ type Options struct {
 type Skipped struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
-	// Unreadable: the path holds content that could not be read (it kept
-	// changing, grew past the size limit, could not be opened...), as
-	// opposed to a name or file kind snap never stores. Its entry in
-	// Options.Parent, if any, is carried into the captured tree, so the
-	// capture records no deletion; a restore leaves the path alone.
-	Unreadable bool `json:"unreadable,omitempty"`
+	// Kept: the path was not read, though it may hold content worth
+	// keeping — it could not be read (it kept changing, grew past the size
+	// limit, could not be opened...), or only a rewind's target rules
+	// ignore it — as opposed to a name or file kind snap never stores. Its
+	// entry in Options.Parent, if any, is carried into the captured tree,
+	// so the capture records no change; a restore leaves the path alone.
+	Kept bool `json:"kept,omitempty"`
 }
 
 // Snapshot is the result of a capture.
@@ -225,7 +226,7 @@ func (c *capturer) skip(p, reason string) {
 // could not be read.
 func (c *capturer) unreadable(p, reason string) {
 	c.mu.Lock()
-	c.skipped = append(c.skipped, Skipped{Path: p, Reason: reason, Unreadable: true})
+	c.skipped = append(c.skipped, Skipped{Path: p, Reason: reason, Kept: true})
 	c.mu.Unlock()
 }
 
@@ -331,7 +332,19 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 		}
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 		pathBuf[len(comps)] = name
-		if ig.ignored(pathBuf, isDir) {
+		if byDisk, byStored := ig.ignored(pathBuf, isDir); byDisk {
+			continue
+		} else if byStored {
+			// Not read (a secret the target ignores is not pulled into the
+			// store), but not a deletion either: kept as it was.
+			p := string(pb)
+			if isDir {
+				p += "/"
+			}
+			c.unreadable(p, storedOnly)
+			if e, ok := c.carry(rel, name, anyKind); ok {
+				entries = append(entries, e)
+			}
 			continue
 		}
 		if err := objects.ValidName(name); err != nil {

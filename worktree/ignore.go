@@ -220,8 +220,11 @@ func parsePatterns(data []byte, domain []string, lits map[string][]literalPatter
 	var ps []gitignore.Pattern
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
+	for first := true; sc.Scan(); first = false {
 		line := strings.TrimSuffix(sc.Text(), "\r")
+		if first {
+			line = strings.TrimPrefix(line, "\uFEFF") // a byte-order mark, as git skips it
+		}
 		if line == "" || strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -253,17 +256,23 @@ type storedIgnore struct {
 	tree *objects.Tree // the directory in the stored tree; nil when it has none there
 }
 
-func (s *ignoreSet) ignored(path []string, isDir bool) bool {
+// ignored reports whether the rules on disk ignore the path, and, when
+// they do not, whether a stored tree's rules do.
+func (s *ignoreSet) ignored(path []string, isDir bool) (byDisk, byStored bool) {
 	if s.disk.ignored(path, isDir) {
-		return true
+		return true, false
 	}
 	for _, st := range s.stored {
 		if st.ig.ignored(path, isDir) {
-			return true
+			return false, true
 		}
 	}
-	return false
+	return false, false
 }
+
+// storedOnly is the Skipped reason of a path only a stored tree's rules
+// (a rewind target's) ignore.
+const storedOnly = "ignored under the rewind target's rules: left as it is"
 
 // storedIgnoreFiles reads the ignore files a stored directory holds.
 func storedIgnoreFiles(r blobReader, t *objects.Tree) [][]byte {

@@ -156,8 +156,12 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 			return c.carried(dir, last, anyKind), nil
 		}
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-		if ig.ignored(comps[:i+1], isDir) {
+		if byDisk, byStored := ig.ignored(comps[:i+1], isDir); byDisk || byStored {
 			unix.Close(fd)
+			if byStored {
+				c.unreadable(p, storedOnly)
+				return c.carried(dir, last, anyKind), nil
+			}
 			return nil, nil
 		}
 		if i == len(comps)-1 {

@@ -36,7 +36,7 @@ type RestoreOptions struct {
 	// Keep lists paths the restore leaves exactly as they are, whatever the
 	// trees say (a directory's path ends in "/" and covers what lies
 	// beneath): those that could not be read when current or target was
-	// captured (Skipped.Unreadable), whose content neither tree knows.
+	// captured (Skipped.Kept), whose content neither tree knows.
 	Keep []string
 	// DryRun computes and reports, changing nothing: every check a real
 	// restore makes before it writes (a directory in the way, a file on
@@ -163,6 +163,9 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 		if c.Old.Mode == objects.ModeDir {
 			if r.removeEmptyDir(c.Path) {
 				r.res.Deleted = append(r.res.Deleted, c.Path+"/")
+				for d := path.Dir(c.Path); d != "." && !opts.DryRun; d = path.Dir(d) {
+					emptied[d] = true // e1/ of e1/e2/ may be empty now
+				}
 			}
 			continue
 		}

@@ -155,7 +155,7 @@ func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) erro
 func writeSkipped(w io.Writer, skipped []snap.Skipped) {
 	for _, s := range skipped {
 		note := ""
-		if s.Unreadable {
+		if s.Kept {
 			note = " (its previous version is kept)"
 		}
 		fmt.Fprintf(w, "skipped %s: %s%s\n", quotePath(s.Path), printable(s.Reason), note)
