@@ -850,7 +850,7 @@ func TestTargetOnlyIgnoredIsKeptInSafety(t *testing.T) {
 	os.Remove(filepath.Join(root, ".gitignore"))
 	writeFile(t, filepath.Join(root, ".env"), "SECRET=1")
 	writeFile(t, filepath.Join(root, "a"), "2")
-	checkpoint(t, r, snap.CheckpointOptions{}) // tracks .env
+	checkpoint(t, r, snap.CheckpointOptions{})  // tracks .env
 	writeFile(t, filepath.Join(root, "a"), "3") // uncheckpointed: a safety checkpoint is taken
 	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
 	if err != nil || !res.SafetyCreated {
