@@ -30,8 +30,11 @@ const ConversationDoc = "conversation"
 // StateDoc is a named state document to record with a checkpoint.
 type StateDoc struct {
 	Name   string // "conversation", "context", "tasks", ...
-	Source string // absolute path it was read from; "" when read from stdin
-	Data   []byte
+	Source string // absolute path it is read from and written back to; "" when read from stdin
+	// Data is the content; nil with a Source: read from Source when the
+	// checkpoint is taken, streamed through the chunker (memory stays
+	// bounded whatever its size).
+	Data []byte
 }
 
 // CheckpointOptions describe one checkpoint.
@@ -83,7 +86,8 @@ type captured struct {
 	state   objects.ID
 	sources map[string]string            // every document's source path; one with no entry in docs is absent
 	docs    map[string]objects.TreeEntry // the documents recorded
-	data    map[string][]byte            // content of documents read now
+	data    map[string][]byte            // content of documents given in memory
+	files   map[string]string            // documents streamed from their source now: name → path
 	snap    *worktree.Snapshot
 	// stateSkipped: documents whose source could not be read ("state:NAME").
 	stateSkipped []worktree.Skipped
@@ -330,7 +334,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		return nil, err
 	}
 	c := &captured{tree: snap.Tree, snap: snap, sources: map[string]string{}, docs: map[string]objects.TreeEntry{},
-		data: map[string][]byte{}, excluded: wopts.Exclude}
+		data: map[string][]byte{}, files: map[string]string{}, excluded: wopts.Exclude}
 	var pstate *objects.Tree
 	if parent != nil {
 		if pstate, err = r.objects.ReadTree(parent.State); err != nil {
@@ -339,14 +343,29 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	}
 	// putDoc stores a document, reusing the parent's copy as a prefix when
 	// it only grew.
-	putDoc := func(name string, data []byte) (objects.ID, error) {
-		var base objects.ID
+	base := func(name string) objects.ID {
 		if pstate != nil {
 			if e, ok := pstate.Find(name); ok {
-				base = e.ID
+				return e.ID
 			}
 		}
-		return w.PutBytesAppend(data, base)
+		return objects.ID{}
+	}
+	putDoc := func(name string, data []byte) (objects.ID, error) { return w.PutBytesAppend(data, base(name)) }
+	// putFile streams a document from its source: a file that grew costs
+	// its new bytes, and memory stays bounded.
+	putFile := func(name, src string) (objects.TreeEntry, error) {
+		f, err := openSource(src)
+		if err != nil {
+			return objects.TreeEntry{}, err
+		}
+		defer f.Close()
+		id, n, err := w.PutFileAppend(f, base(name))
+		if err != nil {
+			return objects.TreeEntry{}, &storeError{err}
+		}
+		c.files[name] = src
+		return objects.TreeEntry{Name: name, Mode: objects.ModeFile, ID: id, Size: n}, nil
 	}
 	for _, d := range docs {
 		if err := validStateName(d.Name); err != nil {
@@ -355,15 +374,26 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		if _, dup := c.docs[d.Name]; dup {
 			return nil, fmt.Errorf("%w: state document %q given twice", ErrUsage, d.Name)
 		}
+		if d.Source != "" {
+			c.sources[d.Name] = d.Source
+		}
+		if d.Data == nil && d.Source != "" {
+			e, err := putFile(d.Name, d.Source)
+			if err != nil {
+				if se, ok := err.(*storeError); ok {
+					return nil, se.err
+				}
+				return nil, fmt.Errorf("%w: state document %s: %v", ErrUsage, d.Name, err)
+			}
+			c.docs[d.Name] = e
+			continue
+		}
 		id, err := putDoc(d.Name, d.Data)
 		if err != nil {
 			return nil, err
 		}
 		c.docs[d.Name] = objects.TreeEntry{Name: d.Name, Mode: objects.ModeFile, ID: id, Size: int64(len(d.Data))}
 		c.data[d.Name] = d.Data
-		if d.Source != "" {
-			c.sources[d.Name] = d.Source
-		}
 	}
 	inherited := map[string]objects.TreeEntry{}
 	if pstate != nil {
@@ -386,8 +416,11 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			continue
 		}
 		c.sources[name] = src
-		data, err := readSource(src)
+		doc, err := putFile(name, src)
+		var se *storeError
 		switch {
+		case errors.As(err, &se):
+			return nil, se.err
 		case errors.Is(err, fs.ErrNotExist):
 			continue // absent now: recorded as such
 		case err != nil:
@@ -398,12 +431,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			}
 			continue
 		}
-		id, err := putDoc(name, data)
-		if err != nil {
-			return nil, err
-		}
-		c.docs[name] = objects.TreeEntry{Name: name, Mode: objects.ModeFile, ID: id, Size: int64(len(data))}
-		c.data[name] = data
+		c.docs[name] = doc
 	}
 	names := make([]string, 0, len(c.docs))
 	for n := range c.docs {
@@ -475,7 +503,7 @@ func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objec
 		}
 	}
 	if doc, ok := c.docs[ConversationDoc]; ok {
-		ck.Stats.Messages = r.countMessages(doc.ID, c.data[ConversationDoc], parent)
+		ck.Stats.Messages = r.countMessages(doc.ID, c, parent)
 	}
 	for n, d := range c.docs {
 		res.State[n] = d.Size
@@ -492,8 +520,10 @@ func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objec
 }
 
 // countMessages counts the conversation's messages, reusing the parent's
-// count when the document did not change.
-func (r *Repo) countMessages(doc objects.ID, data []byte, parent *objects.Checkpoint) int {
+// count when the document did not change. A document read from its source
+// is counted by streaming the file again, a stored one by streaming it from
+// the store: memory stays bounded (-1 when it cannot be counted).
+func (r *Repo) countMessages(doc objects.ID, c *captured, parent *objects.Checkpoint) int {
 	if parent != nil && parent.Stats.Messages >= 0 {
 		if pstate, err := r.objects.ReadTree(parent.State); err == nil {
 			if e, ok := pstate.Find(ConversationDoc); ok && e.ID == doc {
@@ -501,14 +531,41 @@ func (r *Repo) countMessages(doc objects.ID, data []byte, parent *objects.Checkp
 			}
 		}
 	}
-	if data == nil {
-		var err error
-		if data, err = r.objects.ReadBlob(doc, maxDocSize); err != nil {
-			return -1
-		}
+	if data, ok := c.data[ConversationDoc]; ok {
+		return conversation.Count(data)
 	}
-	return conversation.Count(data)
+	var n int
+	var err error
+	if src, ok := c.files[ConversationDoc]; ok {
+		var f *os.File
+		if f, err = openSource(src); err == nil {
+			n, err = conversation.CountReader(f)
+			f.Close()
+		}
+	} else {
+		n, err = conversation.CountReader(r.blobReader(doc))
+	}
+	if err != nil {
+		return -1
+	}
+	return n
 }
+
+// blobReader streams stored content (verified as it is read).
+func (r *Repo) blobReader(id objects.ID) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := r.objects.WriteBlob(id, pw)
+		pw.CloseWithError(err)
+	}()
+	return pr
+}
+
+// storeError marks an error of the object store (not of a document's
+// source) while a document is streamed in.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
 
 // maxDocSize bounds how much of a state document views load into memory.
 const maxDocSize = 1 << 30
@@ -590,11 +647,12 @@ func ReadStateDoc(name, path string, stdin io.Reader) (StateDoc, error) {
 		data, err := io.ReadAll(stdin)
 		return StateDoc{Name: name, Data: data}, err
 	}
-	data, err := readSource(abs)
+	f, err := openSource(abs)
 	if err != nil {
 		return StateDoc{}, fmt.Errorf("%w: state document %s: %v", ErrUsage, name, err)
 	}
-	return StateDoc{Name: name, Source: abs, Data: data}, nil
+	f.Close()
+	return StateDoc{Name: name, Source: abs}, nil // read, streamed, by the checkpoint
 }
 
 // isStream reports whether p names a stream rather than a file (/dev/stdin,
@@ -607,10 +665,10 @@ func isStream(p string) bool {
 // errNotRegular: a state document's source is not a regular file.
 var errNotRegular = errors.New("not a regular file")
 
-// readSource reads a state document from a source path: a regular file, or
-// a symlink to one, opened without blocking (a FIFO put there is refused,
-// not waited on).
-func readSource(p string) ([]byte, error) {
+// openSource opens a state document's source path for reading: a regular
+// file, or a symlink to one, opened without blocking (a FIFO put there is
+// refused, not waited on; so is a link chain to a stream).
+func openSource(p string) (*os.File, error) {
 	if _, err := followLinks(p); isStream(p) || err != nil {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
 	}
@@ -618,13 +676,14 @@ func readSource(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+		}
 		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
 	}
-	return io.ReadAll(f)
+	return f, nil
 }
 
 // inProject returns the source paths that lie inside the project, relative

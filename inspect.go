@@ -389,9 +389,21 @@ func (r *Repo) Diff(ctx context.Context, session, from, to string, paths []strin
 		for name, d := range now.data {
 			pending[now.docs[name].ID] = d
 		}
+		fromSource := map[objects.ID]string{}
+		for name, src := range now.files {
+			fromSource[now.docs[name].ID] = src
+		}
 		read = func(id objects.ID) ([]byte, error) {
 			if d, ok := pending[id]; ok {
 				return d, nil
+			}
+			if src, ok := fromSource[id]; ok && !r.objects.Has(id) {
+				f, err := openSource(src)
+				if err != nil {
+					return nil, err
+				}
+				defer f.Close()
+				return io.ReadAll(io.LimitReader(f, maxDocSize))
 			}
 			return r.objects.ReadBlob(id, maxDocSize)
 		}
@@ -627,27 +639,38 @@ type ConversationPage struct {
 
 // Conversation returns messages [offset, offset+limit) of the conversation
 // recorded at ref (limit <= 0: all).
+//
+// The document is streamed from the store and only the page is kept in
+// memory (conversation.ParsePage), whatever the transcript's size.
 func (r *Repo) Conversation(session, ref string, offset, limit int) (*ConversationPage, error) {
-	var buf bytes.Buffer
-	if err := r.CatState(session, ref, ConversationDoc, &buf); err != nil {
-		return nil, err
-	}
-	id, _ := r.Resolve(session, ref)
-	c := conversation.Parse(buf.Bytes())
-	page := &ConversationPage{Checkpoint: id, Format: c.Format, Total: len(c.Messages), Offset: offset,
-		Messages: []conversation.Message{}, Problems: c.Problems}
-	if page.Problems == nil {
-		page.Problems = []conversation.Problem{}
-	}
 	if offset < 0 {
 		return nil, fmt.Errorf("%w: negative offset", ErrUsage)
 	}
-	if offset < len(c.Messages) {
-		end := len(c.Messages)
-		if limit > 0 && offset+limit < end {
-			end = offset + limit
-		}
-		page.Messages = c.Messages[offset:end]
+	id, ck, err := r.resolveCheckpoint(session, ref)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.objects.ReadTree(ck.State)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := st.Find(ConversationDoc)
+	if !ok {
+		return nil, fmt.Errorf("%w: state document %q (checkpoint %s has %s)", ErrNoPath, ConversationDoc, id.Short(), stateNames(st))
+	}
+	rd := r.blobReader(e.ID)
+	defer rd.Close()
+	c, total, err := conversation.ParsePage(rd, offset, limit)
+	if err != nil {
+		return nil, fmt.Errorf("conversation of %s: %w", id.Short(), err)
+	}
+	page := &ConversationPage{Checkpoint: id, Format: c.Format, Total: total, Offset: offset,
+		Messages: c.Messages, Problems: c.Problems}
+	if page.Messages == nil {
+		page.Messages = []conversation.Message{}
+	}
+	if page.Problems == nil {
+		page.Problems = []conversation.Problem{}
 	}
 	return page, nil
 }

@@ -73,3 +73,35 @@ func TestParseLargeTranscript(t *testing.T) {
 		t.Errorf("Count %d, Parse %d, problems %v", n, len(c.Messages), c.Problems)
 	}
 }
+
+func BenchmarkParsePageJSONL4MB(b *testing.B) {
+	data := bigTranscript(b, 4<<20)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, err := ParsePage(bytes.NewReader(data), 0, 2); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCountReaderJSONL4MB(b *testing.B) {
+	data := bigTranscript(b, 4<<20)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := CountReader(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParsePageGemini(b *testing.B) {
+	data := fixture(b, "gemini_ab2b9748b105_session.json")
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, _, err := ParsePage(bytes.NewReader(data), 0, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

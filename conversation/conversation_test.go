@@ -75,19 +75,24 @@ func problemText(c *Conversation) string {
 	return b.String()
 }
 
-func TestParse(t *testing.T) {
-	type tc struct {
-		name         string
-		data         string
-		file         string
-		format       Format
-		roles        []string
-		problems     int      // exact number of Problems, -1 for "at least one"
-		problemLines []int    // Lines of the Problems, in order, when set
-		problemHas   []string // substrings of the Problems' text
-		check        func(t *testing.T, c *Conversation)
-	}
-	cases := []tc{
+// parseCase is a document of TestParse and what its view must be.
+type parseCase struct {
+	name         string
+	data         string
+	file         string
+	format       Format
+	roles        []string
+	problems     int      // exact number of Problems, -1 for "at least one"
+	problemLines []int    // Lines of the Problems, in order, when set
+	problemHas   []string // substrings of the Problems' text
+	check        func(t *testing.T, c *Conversation)
+}
+
+// parseCases are TestParse's documents (ParsePage and CountReader are
+// checked against Parse and Count on them too).
+func parseCases() []parseCase {
+	type tc = parseCase
+	return []tc{
 		// Unknown and empty.
 		{name: "empty", data: "", format: FormatUnknown, problems: 1, problemHas: []string{"empty document"}},
 		{name: "whitespace only", data: " \n\t\r\n", format: FormatUnknown, problems: 1},
@@ -304,7 +309,10 @@ func TestParse(t *testing.T) {
 			data:       "{\"type\":\"user\",\"message\":\"oops\"}\n{\"type\":\"assistant\",\"message\":[1]}\n{\"type\":\"assistant\",\"message\":[2]}\n",
 		},
 	}
-	for _, tc := range cases {
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range parseCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			data := []byte(tc.data)
 			if tc.file != "" {

@@ -19,17 +19,21 @@ func addFixtureSeeds(f *testing.F) {
 	}
 }
 
+// fuzzParseSeeds are the seeds FuzzParse and FuzzParsePage add to their
+// corpus in testdata.
+var fuzzParseSeeds = []string{
+	"",
+	"[]",
+	`{"messages":[{"type":"user","content":"hi"},{"type":"gemini","content":"yo","toolCalls":[{"id":"1","name":"w","args":{}}]}]}`,
+	"{\"type\":\"assistant\",\"message\":{\"id\":\"m\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}}\n{\"type\":\"assistant\",\"message\":{\"id\":\"m\",\"content\":\"b\"}}\n",
+	`{"type":"user","message":{"content":"a"}}{"type":"user","message":{"content":"b"}}`,
+	`[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"ok"}]`,
+}
+
 // FuzzParse checks that Parse never panics, always returns a well-formed view
 // that Count agrees with, and never changes its input.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{
-		"",
-		"[]",
-		`{"messages":[{"type":"user","content":"hi"},{"type":"gemini","content":"yo","toolCalls":[{"id":"1","name":"w","args":{}}]}]}`,
-		"{\"type\":\"assistant\",\"message\":{\"id\":\"m\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}}\n{\"type\":\"assistant\",\"message\":{\"id\":\"m\",\"content\":\"b\"}}\n",
-		`{"type":"user","message":{"content":"a"}}{"type":"user","message":{"content":"b"}}`,
-		`[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"ok"}]`,
-	} {
+	for _, s := range fuzzParseSeeds {
 		f.Add([]byte(s))
 	}
 	addFixtureSeeds(f)

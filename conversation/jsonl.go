@@ -100,10 +100,14 @@ func (h *recordHead) classify() recordKind {
 }
 
 // eachRecord calls fn for every JSON object of a JSONL document, with its
-// 1-based line number and bytes. Broken lines are passed to problem; a line
-// holding several values run together yields each object among them, up to
-// the first syntax error.
+// 1-based line number and bytes. Broken lines are passed to problem (which
+// may be nil); a line holding several values run together yields each
+// object among them, up to the first syntax error.
 func eachRecord(data []byte, problem func(line int, msg string), fn func(line int, rec []byte, h *recordHead)) {
+	var lp func(int, lineProblem)
+	if problem != nil {
+		lp = func(line int, p lineProblem) { problem(line, p.String()) }
+	}
 	lineNo := 0
 	for len(data) > 0 {
 		lineNo++
@@ -114,39 +118,73 @@ func eachRecord(data []byte, problem func(line int, msg string), fn func(line in
 		} else {
 			line, data, last = data, nil, true
 		}
-		n := 0
-		for pos := skipSpace(line, 0); pos < len(line); pos = skipSpace(line, pos) {
-			var h recordHead
-			var end int
-			var err error
-			if line[pos] == '{' {
-				h, end, err = scanRecord(line, pos)
-			} else {
-				end, err = skipValue(line, pos, 0)
-			}
-			if err != nil {
-				msg := err.Error()
-				if se, ok := err.(*scanError); ok && se.eof() && last {
-					msg = "truncated last line: unexpected end of input"
-				}
-				if n > 0 {
-					msg = fmt.Sprintf("after %d JSON value(s): %s", n, msg)
-				}
-				problem(lineNo, "invalid JSON: "+msg)
-				break
-			}
-			n++
-			if n == 2 {
-				problem(lineNo, "several JSON values run together on one line; each was read")
-			}
-			if line[pos] != '{' {
-				problem(lineNo, fmt.Sprintf("JSON value %d on the line is %s, not an object; skipped", n, valueKind(line[pos:end])))
-			} else {
-				fn(lineNo, line[pos:end], &h)
-			}
-			pos = end
-		}
+		recordsOnLine(line, lineNo, last, lp, fn)
 	}
+}
+
+// lineProblem is a Problem of one line of a JSONL document, formatted on
+// demand (String).
+type lineProblem struct {
+	err     error  // the line's JSON is invalid after n values
+	n       int    // values read before err; for kind, the value's ordinal
+	last    bool   // err is on the last line, which no newline ends
+	several bool   // several values run together
+	kind    string // the JSON type of a value that is not an object
+}
+
+func (p lineProblem) String() string {
+	switch {
+	case p.err != nil:
+		msg := p.err.Error()
+		if se, ok := p.err.(*scanError); ok && se.eof() && p.last {
+			msg = "truncated last line: unexpected end of input"
+		}
+		if p.n > 0 {
+			msg = fmt.Sprintf("after %d JSON value(s): %s", p.n, msg)
+		}
+		return "invalid JSON: " + msg
+	case p.several:
+		return "several JSON values run together on one line; each was read"
+	}
+	return fmt.Sprintf("JSON value %d on the line is %s, not an object; skipped", p.n, p.kind)
+}
+
+// recordsOnLine is eachRecord for one line (without its newline; last when
+// no newline ends it); problem may be nil. It reports whether the line
+// starts, after white space, with a complete JSON object (detect's
+// lineIsRecord).
+func recordsOnLine(line []byte, lineNo int, last bool, problem func(line int, p lineProblem), fn func(line int, rec []byte, h *recordHead)) (record bool) {
+	n := 0
+	for pos := skipSpace(line, 0); pos < len(line); pos = skipSpace(line, pos) {
+		var h recordHead
+		var end int
+		var err error
+		if line[pos] == '{' {
+			h, end, err = scanRecord(line, pos)
+		} else {
+			end, err = skipValue(line, pos, 0)
+		}
+		if err != nil {
+			if problem != nil {
+				problem(lineNo, lineProblem{err: err, n: n, last: last})
+			}
+			break
+		}
+		n++
+		if n == 2 && problem != nil {
+			problem(lineNo, lineProblem{several: true})
+		}
+		if line[pos] != '{' {
+			if problem != nil {
+				problem(lineNo, lineProblem{n: n, kind: valueKind(line[pos:end])})
+			}
+		} else {
+			record = record || n == 1
+			fn(lineNo, line[pos:end], &h)
+		}
+		pos = end
+	}
+	return record
 }
 
 type unknownStat struct {
@@ -286,7 +324,7 @@ func (m *Message) addClaudeContent(msg []byte) {
 func countJSONL(data []byte) int {
 	n := 0
 	seen := map[string]struct{}{}
-	eachRecord(data, func(int, string) {}, func(_ int, _ []byte, h *recordHead) {
+	eachRecord(data, nil, func(_ int, _ []byte, h *recordHead) {
 		switch h.classify() {
 		case recClaude:
 			if h.typ == "assistant" && h.msgID != "" {

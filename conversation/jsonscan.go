@@ -18,39 +18,45 @@ import (
 // maxDepth bounds nesting, as encoding/json does.
 const maxDepth = 10000
 
-// scanError is a syntax error found by the scanner.
+// scanError is a syntax error found by the scanner. Its message is
+// formatted only when asked for: ParsePage reads many lines of an object
+// document as JSONL in case the document turns out to be JSONL.
 type scanError struct {
-	off int
-	msg string // empty for unexpected end of input
+	off     int
+	msg     string // "exceeded max depth", or empty
+	c       byte   // the unexpected byte, when context is set
+	context string // where c was unexpected; msg and context empty for unexpected end of input
 }
 
 func (e *scanError) Error() string {
+	if e.context != "" {
+		var q string
+		switch c := e.c; {
+		case c == '\'':
+			q = `'\''`
+		case c == '"':
+			q = `'"'`
+		case c >= 0x20 && c < 0x7f:
+			q = "'" + string(rune(c)) + "'"
+		default:
+			q = fmt.Sprintf("%q", []byte{c})
+		}
+		return fmt.Sprintf("invalid character %s %s at byte %d", q, e.context, e.off+1)
+	}
 	if e.msg == "" {
 		return "truncated: unexpected end of input"
 	}
 	return fmt.Sprintf("%s at byte %d", e.msg, e.off+1)
 }
 
-func (e *scanError) eof() bool { return e.msg == "" }
+func (e *scanError) eof() bool { return e.msg == "" && e.context == "" }
 
 // errAt reports an unexpected byte at b[i], or the end of input.
 func errAt(b []byte, i int, context string) error {
 	if i >= len(b) {
 		return &scanError{off: i}
 	}
-	c := b[i]
-	var q string
-	switch {
-	case c == '\'':
-		q = `'\''`
-	case c == '"':
-		q = `'"'`
-	case c >= 0x20 && c < 0x7f:
-		q = "'" + string(rune(c)) + "'"
-	default:
-		q = fmt.Sprintf("%q", []byte{c})
-	}
-	return &scanError{off: i, msg: "invalid character " + q + " " + context}
+	return &scanError{off: i, c: b[i], context: context}
 }
 
 func skipSpace(b []byte, i int) int {

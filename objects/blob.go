@@ -1,6 +1,7 @@
 package objects
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	chunkers "github.com/PlakarKorp/go-cdc-chunkers"
 	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc" // registers "fastcdc-v1.0.0"
+	"github.com/zeebo/blake3"
 )
 
 // Content-defined chunking parameters. Changing them changes how new content
@@ -125,46 +127,195 @@ func (w *Writer) putChunks(r io.Reader, refs []ChunkRef, base func(chunk []byte)
 // object is stored never changes its id: the ids are those of the same
 // append stored whole.
 func (w *Writer) PutBytesAppend(data []byte, base ID) (ID, error) {
-	if base.IsZero() {
-		return w.PutBytes(data)
+	id, _, err := w.putAppend(&memSource{data: data}, base)
+	return id, err
+}
+
+// PutFileAppend is PutBytesAppend for content read from f, from its
+// current offset to EOF: the same ids and the same objects stored the same
+// way, but the content is streamed. Memory is bounded by a few chunk
+// buffers plus 64 bytes per chunk of base (the bytes each starts and ends
+// with, which choose delta bases), whatever the size of the content;
+// content of at most SmallBlobMax bytes is read whole. The prefix is
+// verified as it is read; when it is not base's content, f is sought back
+// to where it started and the content is stored whole, as PutBytes would.
+// It returns the id and the length of the content.
+func (w *Writer) PutFileAppend(f io.ReadSeeker, base ID) (ID, int64, error) {
+	start, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return ID{}, 0, err
 	}
-	if len(data) <= SmallBlobMax {
-		return w.PutDelta(TypeBlob, data, base)
+	br := fileReaderPool.Get().(*bufio.Reader)
+	br.Reset(f)
+	defer func() {
+		br.Reset(nil)
+		fileReaderPool.Put(br)
+	}()
+	return w.putAppend(&fileSource{f: f, br: br, start: start}, base)
+}
+
+// appendSource is content that putAppend reads once, front to back (and
+// from the start again when it stores the content whole).
+type appendSource interface {
+	// peek returns the next n bytes (n <= peekMax) without consuming them:
+	// fewer only at the end of the content. The slice is valid until the
+	// next call.
+	peek(n int) ([]byte, error)
+	// discard consumes n bytes that peek returned.
+	discard(n int)
+	// rest returns a reader of the content after what was consumed.
+	rest() io.Reader
+	// whole returns a reader of the whole content.
+	whole() (io.Reader, error)
+}
+
+// peekMax is the most an appendSource peeks at once: the small-content
+// decision (SmallBlobMax+1) and whole chunks (chunkMax) fit.
+const peekMax = 256 << 10
+
+var fileReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, peekMax) }}
+
+// memSource is content in memory: peeks are slices of it, copying nothing.
+type memSource struct {
+	data []byte
+	off  int
+}
+
+func (m *memSource) peek(n int) ([]byte, error) { return m.data[m.off:min(m.off+n, len(m.data))], nil }
+func (m *memSource) discard(n int)              { m.off += n }
+func (m *memSource) rest() io.Reader            { return bytes.NewReader(m.data[m.off:]) }
+func (m *memSource) whole() (io.Reader, error)  { return bytes.NewReader(m.data), nil }
+
+// fileSource is content read from a file through a buffer of peekMax bytes.
+type fileSource struct {
+	f     io.ReadSeeker
+	br    *bufio.Reader
+	start int64
+}
+
+func (s *fileSource) peek(n int) ([]byte, error) {
+	b, err := s.br.Peek(n)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return b, err
+}
+func (s *fileSource) discard(n int)   { _, _ = s.br.Discard(n) }
+func (s *fileSource) rest() io.Reader { return s.br }
+func (s *fileSource) whole() (io.Reader, error) {
+	if _, err := s.f.Seek(s.start, io.SeekStart); err != nil {
+		return nil, err
+	}
+	s.br.Reset(s.f)
+	return s.br, nil
+}
+
+// putAppend is PutBytesAppend and PutFileAppend: see there.
+func (w *Writer) putAppend(src appendSource, base ID) (ID, int64, error) {
+	head, err := src.peek(SmallBlobMax + 1)
+	if err != nil {
+		return ID{}, 0, err
+	}
+	if len(head) <= SmallBlobMax {
+		id, err := w.PutDelta(TypeBlob, head, base) // Put when base is zero
+		return id, int64(len(head)), err
+	}
+	consumed := false
+	whole := func() (ID, int64, error) {
+		r := src.rest()
+		if consumed {
+			var err error
+			if r, err = src.whole(); err != nil {
+				return ID{}, 0, err
+			}
+		}
+		return w.putChunked(r)
+	}
+	if base.IsZero() {
+		return whole()
 	}
 	prev, err := w.s.readContent(base)
 	if err != nil {
-		return w.PutBytes(data)
+		return whole()
 	}
 	leaves := prev.leaves
-	var off uint64
-	for _, c := range leaves {
-		if off+c.Size > uint64(len(data)) || Hash(TypeBlob, data[off:off+c.Size]) != c.ID {
-			return w.PutBytes(data)
+	bases := appendBases{leaves: leaves, anchors: make([]leafAnchors, len(leaves))}
+	// A last leaf smaller than chunkMin is re-chunked with the new bytes:
+	// tail holds its bytes.
+	retainTail := len(leaves) > 0 && leaves[len(leaves)-1].Size < chunkMin
+	var tail []byte
+	h := blake3.New()
+	var id ID
+	var kept int64
+	for i, c := range leaves {
+		h.Reset()
+		h.Write(blobTag[:])
+		a := &bases.anchors[i]
+		retain := retainTail && i == len(leaves)-1
+		for left := c.Size; left > 0; {
+			b, err := src.peek(int(min(left, peekMax)))
+			if err != nil {
+				return ID{}, 0, err
+			}
+			if len(b) == 0 {
+				return whole() // the content is shorter than base
+			}
+			h.Write(b)
+			if left == c.Size && c.Size >= anchorLen {
+				copy(a.head[:], b)
+			}
+			// The last anchorLen bytes of the leaf, which may straddle two
+			// peeks of a leaf larger than peekMax.
+			if n := len(b); n >= anchorLen {
+				copy(a.tail[:], b[n-anchorLen:])
+			} else {
+				copy(a.tail[:], a.tail[n:])
+				copy(a.tail[anchorLen-n:], b)
+			}
+			if retain {
+				tail = append(tail, b...)
+			}
+			left -= uint64(len(b))
+			src.discard(len(b))
+			consumed = true
 		}
-		off += c.Size
+		if h.Sum(id[:0]); id != c.ID {
+			return whole()
+		}
+		kept += int64(c.Size)
 	}
-	bases := appendBases{old: data[:off], leaves: prev.leaves}
-	if n := len(leaves); n > 0 && leaves[n-1].Size < chunkMin {
-		off -= leaves[n-1].Size
-		leaves = leaves[:n-1]
+	r := src.rest()
+	if retainTail {
+		// A full slice expression: putChunks appends to leaves, and must
+		// not overwrite the last leaf, which bases still offers.
+		leaves = leaves[: len(leaves)-1 : len(leaves)-1]
+		kept -= int64(len(tail))
+		r = io.MultiReader(bytes.NewReader(tail), r)
 	}
-	refs, _, err := w.putChunks(bytes.NewReader(data[off:]), leaves, bases.pick)
+	refs, n, err := w.putChunks(r, leaves, bases.pick)
 	if err != nil {
-		return ID{}, err
+		return ID{}, 0, err
 	}
-	return w.putLists(refs, 0, prev.lists)
+	id, err = w.putLists(refs, 0, prev.lists)
+	return id, kept + n, err
 }
+
+var blobTag = [1]byte{byte(TypeBlob)}
 
 // anchorLen is how many bytes at a chunk's start (or end) must equal an old
 // chunk's for PutBytesAppend to take that chunk as the delta base.
 const anchorLen = 32
 
-// appendBases picks delta bases for the chunks PutBytesAppend adds: old is
-// the previous content, the concatenation of leaves.
+// appendBases picks delta bases for the chunks PutBytesAppend adds: leaves
+// are the previous content's chunks, anchors the bytes each starts and ends
+// with (meaningful for chunks of at least anchorLen bytes).
 type appendBases struct {
-	old    []byte
-	leaves []ChunkRef
-	starts []int // start offsets of leaves in old, computed on first use
+	leaves  []ChunkRef
+	anchors []leafAnchors
+}
+
+type leafAnchors struct {
+	head, tail [anchorLen]byte
 }
 
 // pick returns the newest old chunk that starts with the same anchorLen
@@ -181,22 +332,14 @@ func (b *appendBases) pick(chunk []byte) ID {
 	if len(chunk) < anchorLen {
 		return b.leaves[n-1].ID
 	}
-	if b.starts == nil {
-		b.starts = make([]int, n)
-		off := 0
-		for i, c := range b.leaves {
-			b.starts[i] = off
-			off += int(c.Size)
-		}
-	}
 	head, tail := chunk[:anchorLen], chunk[len(chunk)-anchorLen:]
 	for i := n - 1; i >= 0; i-- {
-		if s := b.starts[i]; b.leaves[i].Size >= anchorLen && bytes.Equal(b.old[s:s+anchorLen], head) {
+		if b.leaves[i].Size >= anchorLen && bytes.Equal(b.anchors[i].head[:], head) {
 			return b.leaves[i].ID
 		}
 	}
 	for i := n - 1; i >= 0; i-- {
-		if e := b.starts[i] + int(b.leaves[i].Size); b.leaves[i].Size >= anchorLen && bytes.Equal(b.old[e-anchorLen:e], tail) {
+		if b.leaves[i].Size >= anchorLen && bytes.Equal(b.anchors[i].tail[:], tail) {
 			return b.leaves[i].ID
 		}
 	}

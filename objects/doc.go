@@ -54,6 +54,28 @@
 // so Info, Stats and StoredBytes need no read. Repack keeps every base a
 // surviving delta needs (see Repack).
 //
+// # Growing documents
+//
+// A state document (a transcript) mostly grows. Writer.PutBytesAppend
+// (content in memory) and Writer.PutFileAppend (content read from an
+// io.ReadSeeker) store a new version on the id of the previous one, base:
+// when base's content is a prefix of the new content, verified chunk by
+// chunk against base's chunk ids as the content is read, base's chunks are
+// kept as they are and only what follows is chunked (with base's last
+// chunk, when it is under the minimum chunk size), so an append costs its
+// new bytes and a few rewritten chunk lists. New chunks and rewritten lists
+// are stored as deltas on base's where that pays (see PutBytesAppend). When
+// base is not a prefix (an edit, a shrink, a missing base), the content is
+// stored whole, as PutBytes would, PutFileAppend seeking back to where it
+// started. Both share one implementation: for the same content and base
+// they return the same id and store the same records, and the id is always
+// that of the content stored whole. PutFileAppend holds a 256 KiB read
+// buffer, the chunker's buffer and 64 bytes per chunk of base (the bytes
+// each starts and ends with, which pick delta bases), never the content:
+// storing a 256 MiB document, or appending 16 MiB to it, grows the heap by
+// about 15 MiB, 6 MiB of it live (TestPutFileAppendMemory). Content of at
+// most SmallBlobMax is read whole.
+//
 // # Durability and concurrency
 //
 // A Writer streams new objects into tmp/pack-* and Commit writes the index,
