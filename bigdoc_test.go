@@ -16,7 +16,7 @@ import (
 )
 
 // F8: a state document is streamed through the chunker, and a page of the
-// conversation view streamed from the store: checkpointing a 96 MiB
+// conversation view streamed from the store: checkpointing a 192 MiB
 // transcript, appending to it, and reading two of its messages each grow
 // the heap by a fixed amount (~60 MiB of encoder tables and buffers), far
 // less than the document (they read it whole: 830 MB of
