@@ -907,3 +907,21 @@ func TestSecondPassMinor(t *testing.T) {
 		t.Fatalf("rewind into an archived session: %v", err)
 	}
 }
+
+// Found by the model harness: a --path restore removed the directories
+// above the path that it left empty, outside what it was asked to restore.
+func TestRewindPathLeavesParentDirectories(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "1")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "src/build/b/y"), "y")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), Paths: []string{"src/build/b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "src/build/b")); !os.IsNotExist(err) {
+		t.Fatalf("src/build/b not removed: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "src/build")); err != nil || !fi.IsDir() {
+		t.Fatalf("src/build, outside --path, was removed: %v", err)
+	}
+}

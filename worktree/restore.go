@@ -163,7 +163,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 		if c.Old.Mode == objects.ModeDir {
 			if r.removeEmptyDir(c.Path) {
 				r.res.Deleted = append(r.res.Deleted, c.Path+"/")
-				for d := path.Dir(c.Path); d != "." && !opts.DryRun; d = path.Dir(d) {
+				for d := path.Dir(c.Path); d != "." && !opts.DryRun && inPaths(d, opts.Paths); d = path.Dir(d) {
 					emptied[d] = true // e1/ of e1/e2/ may be empty now
 				}
 			}
@@ -179,7 +179,9 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 			continue
 		}
 		r.res.Deleted = append(r.res.Deleted, c.Path)
-		for d := path.Dir(c.Path); d != "."; d = path.Dir(d) {
+		// Directories it leaves empty go too, within the paths restored
+		// (a --path restore leaves the directories above it alone).
+		for d := path.Dir(c.Path); d != "." && inPaths(d, opts.Paths); d = path.Dir(d) {
 			emptied[d] = true
 		}
 	}
