@@ -70,14 +70,6 @@ func when(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-// short is the short form of an id (12 hex digits); "-" for none.
-func short(id *objects.ID) string {
-	if id == nil || id.IsZero() {
-		return "-"
-	}
-	return id.Short()
-}
-
 // truncate cuts s to about n bytes on a rune boundary, marking the cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
