@@ -325,7 +325,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		for _, p := range rr.Kept {
 			if !slices.ContainsFunc(res.Skipped, func(s worktree.Skipped) bool { return s.Path == p }) {
 				res.Skipped = append(res.Skipped, worktree.Skipped{Path: p, Kept: true,
-					Reason: "could not be read when the target was checkpointed; left as it is"})
+					Reason: "could not be read when the target was checkpointed"})
 			}
 		}
 	}

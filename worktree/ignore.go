@@ -272,7 +272,7 @@ func (s *ignoreSet) ignored(path []string, isDir bool) (byDisk, byStored bool) {
 
 // storedOnly is the Skipped reason of a path only a stored tree's rules
 // (a rewind target's) ignore.
-const storedOnly = "ignored under the rewind target's rules: left as it is"
+const storedOnly = "ignored under the rewind target's rules"
 
 // storedIgnoreFiles reads the ignore files a stored directory holds.
 func storedIgnoreFiles(r blobReader, t *objects.Tree) [][]byte {

@@ -153,7 +153,11 @@ func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
 		fmt.Fprintf(w, "  FAILED   %s: %s\n", quotePath(e.Path), printable(e.Error))
 	}
 	for _, s := range res.Skipped {
-		fmt.Fprintf(w, "  skipped  %s: %s (not in the safety checkpoint)\n", quotePath(s.Path), printable(s.Reason))
+		note := " (not in the safety checkpoint)"
+		if s.Kept {
+			note = " (left as it is)"
+		}
+		fmt.Fprintf(w, "  skipped  %s: %s%s\n", quotePath(s.Path), printable(s.Reason), note)
 	}
 	summary := fmt.Sprintf("%s, %s deleted, %s", plural(len(res.Restored), "file")+" restored",
 		plural(len(res.Deleted), "file"), plural(len(res.State), "state document"))
