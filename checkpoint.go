@@ -283,6 +283,9 @@ type captureSpec struct {
 	// sources are more documents to read from their source paths (a
 	// rewind target's), beside the parent's; they win over the parent's.
 	sources map[string]string
+	// exclude: more state-document sources (a rewind target's, whatever
+	// its scope) that are not tree files.
+	exclude map[string]string
 	paths   []string // edit-set: only these paths are examined
 	maxSize int64    // 0: the store's setting
 	// rules are stored trees whose ignore files apply too (a rewind's
@@ -319,7 +322,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			delete(sources, d.Name)
 		}
 	}
-	wopts.Exclude = r.inProject(sources, r.sessionSources())
+	wopts.Exclude = r.inProject(sources, spec.exclude, r.sessionSources())
 	var snap *worktree.Snapshot
 	var err error
 	if len(paths) > 0 && parent != nil {

@@ -175,7 +175,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	// change, as it is now (absence included): the head's, re-read from
 	// their sources, and those the target will write back to its source
 	// paths.
-	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}}
+	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources}
 	if scope.State && scope.StateOut == "" {
 		spec.sources = tck.StateSources
 	}
@@ -745,7 +745,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	w := r.objects.NewWriter()
 	defer w.Abort()
 	cache := r.loadCache()
-	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}}
+	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources}
 	if m.Scope.State && m.Scope.StateOut == "" {
 		spec.sources = tck.StateSources
 	}

@@ -925,3 +925,57 @@ func TestRewindPathLeavesParentDirectories(t *testing.T) {
 		t.Fatalf("src/build, outside --path, was removed: %v", err)
 	}
 }
+
+// M1 (model harness): the undo of a --files-only rewind leaves a
+// transcript kept in the project alone (its target records it as a source
+// though the head it runs from does not).
+func TestUndoFilesOnlyKeepsInProjectTranscript(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "f"), "a")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	conv := filepath.Join(root, "chat.jsonl")
+	writeFile(t, conv, `{"role":"user","content":"hi"}`+"\n")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, conv)})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1", FilesOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(conv); err != nil {
+		t.Fatalf("undo deleted the transcript: %v", err)
+	}
+}
+
+// M2 (model harness): undoing a rewind whose previous head retention has
+// removed is refused; it moved the head to a checkpoint that no longer
+// exists (status then failed "object not found", fsck reported damage).
+func TestUndoRefusesExpiredHead(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	for i := range 2 {
+		writeFile(t, filepath.Join(root, "f"), fmt.Sprint(i+1))
+		checkpoint(t, r, snap.CheckpointOptions{}) // A, B
+	}
+	writeFile(t, filepath.Join(root, "f"), "3")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1"}); err != nil { // head A; before: B
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		writeFile(t, filepath.Join(root, "f"), fmt.Sprint(i+4))
+		checkpoint(t, r, snap.CheckpointOptions{}) // C, D
+	}
+	for range 2 {
+		if _, err := r.Undo(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := gc.Collect(ctx, r.Objects(), r.Refs(), gc.Options{Grace: 0, Policy: &gc.Policy{KeepLast: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); !errors.Is(err, snap.ErrNoCheckpoint) {
+		t.Fatalf("undo to an expired head: %v", err)
+	}
+	if _, err := r.Status(ctx, ""); err != nil {
+		t.Fatalf("status after the refused undo: %v", err)
+	}
+}

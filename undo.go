@@ -116,6 +116,12 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 		if target.IsZero() {
 			return nil, fmt.Errorf("%w: op %d has no checkpoint to return to", objects.ErrCorrupt, op.Seq)
 		}
+		// The head goes back to a checkpoint retention may have removed
+		// since: refused, as for a checkpoint's undo, rather than a head
+		// naming nothing.
+		if !newHead.IsZero() && !r.objects.Has(newHead) {
+			return nil, fmt.Errorf("%w: cannot %s op %d: the head it returns to, %s, was expired by retention", ErrNoCheckpoint, kind, op.Seq, newHead.Short())
+		}
 		rr, err := r.run(ctx, &move{Kind: kind, Session: session, Target: target, NewHead: newHead, Known: known,
 			Undoes: op.Seq, Scope: scope}, false)
 		res.Rewind = rr
