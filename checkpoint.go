@@ -658,11 +658,17 @@ func ReadStateDoc(name, path string, stdin io.Reader) (StateDoc, error) {
 	return StateDoc{Name: name, Source: abs}, nil // read, streamed, by the checkpoint
 }
 
-// isStream reports whether p names a stream rather than a file (/dev/stdin,
-// /dev/fd/N, /proc/self/fd/N, any device): read once, never recorded as a
-// source.
+// isStream reports whether p names a process's stream rather than a file
+// (/dev/stdin, /dev/fd/N, /proc/self/fd/N): read once, never recorded as a
+// source. Other paths are files only when they are regular files (a
+// device or FIFO is refused by openSource); a file under /dev/shm is a
+// file.
 func isStream(p string) bool {
-	return strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "/proc/")
+	switch p {
+	case "/dev/stdin", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	return strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/")
 }
 
 // errNotRegular: a state document's source is not a regular file.

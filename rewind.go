@@ -404,7 +404,7 @@ func (r *Repo) safeStatePath(p string) error {
 	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 		return fmt.Errorf("state path %q is not absolute and clean", p)
 	}
-	if isStream(p) || strings.HasPrefix(p, "/sys/") {
+	if isStream(p) || strings.HasPrefix(p, "/sys/") || strings.HasPrefix(p, "/dev/") && !strings.HasPrefix(p, "/dev/shm/") {
 		return fmt.Errorf("state path %q is a device or stream, not a file; use --state-out DIR", p)
 	}
 	// Checked as written and as the file system resolves it: a directory
@@ -418,7 +418,7 @@ func (r *Repo) safeStatePath(p string) error {
 		store = s
 	}
 	for _, q := range []string{p, real} {
-		if isStream(q) || strings.HasPrefix(q, "/sys/") {
+		if isStream(q) || strings.HasPrefix(q, "/sys/") || strings.HasPrefix(q, "/dev/") && !strings.HasPrefix(q, "/dev/shm/") {
 			return fmt.Errorf("state path %q leads to a device or stream, not a file; use --state-out DIR", p)
 		}
 		for _, s := range []string{r.StoreDir, store} {

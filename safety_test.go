@@ -979,3 +979,25 @@ func TestUndoRefusesExpiredHead(t *testing.T) {
 		t.Fatalf("status after the refused undo: %v", err)
 	}
 }
+
+// M6 (model harness): a file that today's rules ignore but that already
+// holds the target's content is no failure (every such rewind exited 3).
+// M7: a transcript under /dev/shm is a file, not a stream.
+func TestIgnoredButSameIsNoFailure(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "x"), "x1\n")
+	writeFile(t, filepath.Join(root, "f"), "f\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, ".gitignore"), "x*\n")
+	if res, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil || len(res.Errors) != 0 {
+		t.Fatalf("rewind with an ignored file already as in the target: %+v %v", res, err)
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		p := filepath.Join("/dev/shm", fmt.Sprintf("snap-test-%d.jsonl", os.Getpid()))
+		writeFile(t, p, "m\n")
+		defer os.Remove(p)
+		if d, err := snap.ReadStateDoc("conversation", p, nil); err != nil || d.Source != p {
+			t.Fatalf("a transcript under /dev/shm: source %q, %v", d.Source, err)
+		}
+	}
+}

@@ -253,6 +253,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 			p += "/"
 		}
 		switch {
+		case errors.Is(errs[i], errAlready):
 		case errs[i] != nil:
 			r.fail(p, errs[i])
 		case written[i] || (opts.DryRun && cerr == nil):
@@ -710,9 +711,53 @@ func (r *restorer) inTheWay(c objects.Change, dirfd int, name string, exists, is
 			return fmt.Errorf("a directory is in the way: %w", err)
 		}
 	case !isDir && c.Old.Mode == 0:
+		if r.holds(dirfd, name, c.New) {
+			return errAlready // not captured, but already as in the target: nothing to do, nothing failed
+		}
 		return ErrUntracked
 	}
 	return nil
+}
+
+// errAlready: a path a restore may not write already holds what it would
+// have written.
+var errAlready = errors.New("already as in the target")
+
+// holds reports whether name in dirfd (a file or symlink) already is the
+// entry e: same kind, exec bit and content (files of at most
+// objects.SmallBlobMax bytes are compared; larger ones never are).
+func (r *restorer) holds(dirfd int, name string, e objects.TreeEntry) bool {
+	var st unix.Stat_t
+	if r.sys.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	var data []byte
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		target, err := readlinkAt(dirfd, name)
+		if err != nil || e.Mode != objects.ModeSymlink {
+			return false
+		}
+		data = []byte(target)
+	case unix.S_IFREG:
+		exec := st.Mode&0o100 != 0
+		if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec || exec != (e.Mode == objects.ModeExec) ||
+			st.Size != e.Size || st.Size > objects.SmallBlobMax {
+			return false
+		}
+		fd, err := r.sys.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		data, err = io.ReadAll(io.LimitReader(fsys.FdReader(r.sys, fd), objects.SmallBlobMax+1))
+		r.sys.Close(fd)
+		if err != nil {
+			return false
+		}
+	default:
+		return false
+	}
+	return objects.Hash(objects.TypeBlob, data) == e.ID
 }
 
 // onlyDirs checks that the directory name (at path p) under dirfd holds
