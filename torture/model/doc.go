@@ -1,0 +1,136 @@
+// Package model is a model-based random test of snap: it runs seeded
+// random sequences of operations against real project directories and
+// stores, through the root package's Go API (snap.Init, Checkpoint,
+// Rewind, Undo, Redo, Label, gc.Collect as `snap gc` runs it), and after
+// every step checks the real state against a small reference model of what
+// snap promises. Once per step it also runs one random read-only command of
+// the real CLI (built once by TestMain). It has no code of its own: the
+// harness is tests.
+//
+// # The model
+//
+// The disk is scanned before and after every snap operation (every path
+// below the project root except the store: files with content and exec
+// bit, symlinks with their target, directories, FIFOs). The model keeps,
+// for every checkpoint the store holds, what it must record, per session
+// the head and the undo and redo stacks, the labels, and which checkpoints
+// retention expired. Its own reading of the ignore rules (ignore_test.go:
+// .gitignore at every depth, .snapignore after it, .git/info/exclude) is
+// written from gitignore(5) and checked against `git check-ignore` by
+// TestIgnoreMatcherAgainstGit. The promises checked:
+//
+//  1. A checkpoint records exactly the files, symlinks and directories
+//     that are not ignored (nor in .git, the store, or a state document's
+//     source inside the project), with content, exec bit and link target,
+//     read back through the objects layer; a file that cannot be read
+//     (no permission; over capture.max-file-size, 8192 here) is reported
+//     skipped, listed in the checkpoint's Skipped and keeps its previous
+//     entry: it is never recorded as deleted (a FIFO is skipped, not kept).
+//     In a rewind's safety checkpoint, what only the target's rules ignore
+//     is kept the same way. State documents: those given,
+//     then every recorded source read again (absent when the file is gone).
+//     An edit-set checkpoint (Paths) records the parent with those paths
+//     captured again. A checkpoint identical to its head records nothing
+//     (Unchanged) unless AllowEmpty.
+//  2. A rewind to T (and an undo or redo, which are moves to the safety
+//     checkpoint or back to T) leaves every protected path as it was —
+//     ignored under the rules on disk before it or under T's own ignore
+//     files, unreadable now or when T was recorded, a FIFO, in .git, the
+//     store, a state-document source in the project — and every other path
+//     exactly as in T (present iff in T). Where a protected path stands in
+//     the way of T's entry, the move may report that path failed, and only
+//     those. FilesOnly leaves the state documents alone, ConversationOnly
+//     every file; Paths restores only beneath those paths (each must exist
+//     in T or the tree, else ErrNoPath) and leaves the head where it was.
+//     What the move reports (restored, deleted) is what changed on disk;
+//     its safety checkpoint records the state before it (under T's rules
+//     too); a dry run predicts the real run exactly and changes nothing.
+//  3. Undo right after a move gives back the whole disk — ignored files
+//     included — and the state-document sources exactly as before it; redo
+//     right after that undo gives back the state after the move.
+//  4. Heads, labels and the undo/redo stacks follow the operations
+//     (including undo of checkpoints and labels, refused when a ref moved
+//     since); gc expires exactly what the retention policy says, keeps
+//     heads, labels and the last N of each session whole.
+//  5. Every read-only command exits 0, or the documented code where the
+//     model says so (4 for a REF or path that does not exist), never
+//     panics, never changes the working tree; `cat` prints what the model
+//     says; status, diff --json, diff REF REF2 and show list the changes
+//     the model computes; `fsck --full` is clean every 25 steps and at the
+//     end.
+//  6. A rewind that restores state documents puts the target's back at
+//     their source paths (and removes those it records as absent).
+//
+// # Operations
+//
+// Weighted and seeded (ops_test.go). Files and directories from a small
+// alphabet (a, b, src, node_modules, build; x, y, z.txt, main.go, app.log,
+// keep.log, .env, run.sh) up to 4 levels deep, so paths collide: write,
+// append, rm, mv, chmod +x/-x, symlinks (dangling, absolute, up and out),
+// empty directories, file↔directory swaps, FIFOs, files over the size
+// limit, chmod 000 (skipped as root, where it does not stop reads),
+// .gitignore/.snapignore edits at any depth (a pool of rules with
+// negations, anchors, **, dir-only), .git/info/exclude, files inside .git
+// directories; a JSONL transcript that grows, is replaced, deleted, or
+// moves into the project or out of it; a tasks state document. Snap
+// operations in two sessions (default, s2) of the main project, and a
+// second project with its own store: checkpoints (with or without the
+// transcript and tasks documents, labels, Paths, AllowEmpty), rewinds to
+// any checkpoint ever made (abandoned and expired ones too; REF as id,
+// prefix, label, @, @~1; full, files-only, conversation-only or paths;
+// 30% preceded by the same rewind with DryRun), undo, redo, label, gc
+// (store policy; keep-last 3, keep-within 0, grace 0; grace 0) and fsck.
+//
+// # Failures and shrinking
+//
+// Every broken promise has a category (the Cat of a failure), among them:
+// record-files, record-state, record-skipped, record-parent, skipped-report,
+// skipped-recorded-deleted, checkpoint-unchanged, editset-ignored-dir (a
+// checkpoint's record); safety (a move's safety checkpoint); move-content,
+// protected-changed, protected-written, state-doc, state-doc-missing,
+// move-error, spurious-error, move-report, paths-missing (a move's
+// result); undo-not-exact, redo-not-exact, undo-expired, undo-stack, head
+// (undo, redo and refs); dry-run; gc-retention, gc-lost; changed-tree (an
+// operation that must not touch the tree did); cli-exit:CMD,
+// cli-output:CMD, cli-panic, status-missing-doc, fsck; api-error;
+// ignore-gogit (the cause is that go-git's matcher, which snap uses, reads
+// a rule differently from git: the model reads rules as git does and uses
+// go-git only to name this cause). A run
+// stops at the first failing step, then shrinks the sequence: read-only
+// commands dropped, then delta debugging over the ops (a candidate counts
+// when it fails with the same category), within SNAP_MODEL_SHRINK_SECONDS
+// (default 60, 300 in long mode). The minimal sequence is printed and written to
+// $SNAP_MODEL_OUT (default $TMPDIR/snap-model-failures) as seed<N>-<cat>.json
+// (replayable) and seed<N>-<cat>.sh (the same as CLI commands, best
+// effort; needs jq). Ops name checkpoints by the op that made them (C@17:
+// the checkpoint, or safety checkpoint, of op 17; when that op was removed,
+// the newest made before it), so a sequence still replays, and mostly means
+// the same, after ops are removed. FINDINGS-model.md lists what it found.
+//
+// # Running
+//
+//	go test ./torture/model/                       # CI: 400 steps (150 with -short)
+//	go test ./torture/model/ -model.long -timeout 1h   # 10,000 steps (also SNAP_MODEL=long)
+//	SNAP_MODEL_SEED=N go test ./torture/model/     # repeat a run (every run logs its seed)
+//	SNAP_MODEL_STEPS=N                             # any number of steps
+//	SNAP_MODEL_REPLAY=file.json go test ./torture/model/ -run TestReplay -v
+//	                                               # replay a failure (SNAP_MODEL_SHRINK=1 shrinks it again)
+//
+// The default (CI) run replays a fixed seed (ciSeed), so that CI fails on
+// a change in snap, not on the draw; the long mode and
+// SNAP_MODEL_SEED=random explore new seeds. knownBugs lists the categories
+// of the open findings (M3-M5 of FINDINGS-model.md), left unchecked until
+// they are fixed.
+//
+// More knobs: SNAP_MODEL_KNOWN=cat1,cat2 stops checking those categories
+// (to explore past a bug being fixed; knownBugs in harness_test.go is the
+// same list in code, empty in the repository); SNAP_MODEL_KEEP_GOING=1 goes
+// on after a failure, checking each category until it first fails, and
+// shrinks each; SNAP_MODEL_NO_SHRINK=1; SNAP_MODEL_TRACE=1 logs every op.
+//
+// The model adapts to engine behaviour probed once at start (TestMain logs
+// it): whether empty directories are recorded, whether a state document
+// whose source is gone is recorded as absent, whether a state document
+// inside the project is excluded from the tree; and, by reflection,
+// whether CheckpointResult has Unchanged and CheckpointOptions AllowEmpty.
+package model

@@ -1,0 +1,514 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Op is one step of a run. Ops are plain data (JSON in a replay file):
+// everything random is decided when the op is generated, so a sequence
+// replays the same way, and an op whose precondition no longer holds
+// (after the shrinker removed earlier ops) does nothing.
+type Op struct {
+	ID   int    `json:"id"` // its step in the generated run: kept when the shrinker removes others
+	Kind string `json:"kind"`
+	Proj int    `json:"proj,omitempty"` // 0: the main project, 1: the second one
+
+	Path  string `json:"path,omitempty"`
+	Path2 string `json:"path2,omitempty"`
+	Data  string `json:"data,omitempty"`
+	Exec  bool   `json:"exec,omitempty"`
+	Del   bool   `json:"del,omitempty"` // ignore/exclude/tasks: remove the file
+
+	Session string `json:"session,omitempty"`
+	Conv    bool   `json:"conv,omitempty"`  // checkpoint: pass the transcript
+	Tasks   bool   `json:"tasks,omitempty"` // checkpoint: pass the tasks document
+	Label   string `json:"label,omitempty"`
+	// AllowEmpty: record even an unchanged checkpoint (when the API has
+	// CheckpointOptions.AllowEmpty).
+	AllowEmpty bool     `json:"allow_empty,omitempty"`
+	Paths      []string `json:"paths,omitempty"`
+	// Target names a checkpoint by the op that made it (its ID; C@17 in
+	// listings): a checkpoint, or a rewind's, undo's or redo's safety
+	// checkpoint. When that op is gone (shrinking), the newest checkpoint
+	// made before it is taken.
+	Target int    `json:"target,omitempty"`
+	Form   string `json:"form,omitempty"`  // how the REF is written: id, prefix, label, @, @~1
+	Scope  string `json:"scope,omitempty"` // rewind: full, files, conv, paths
+	DryRun bool   `json:"dry_run,omitempty"`
+	Policy int    `json:"policy,omitempty"` // gc: 0 store policy, 1 keep-last 3 keep-within 0 grace 0, 2 grace 0
+
+	CLI *CLIOp `json:"cli,omitempty"` // read-only CLI command run after the op
+}
+
+// CLIOp is a read-only command of the real binary.
+type CLIOp struct {
+	Cmd     string `json:"cmd"`
+	Session string `json:"session,omitempty"`
+	Target  int    `json:"target,omitempty"`
+	Target2 int    `json:"target2,omitempty"`
+	Form    string `json:"form,omitempty"`
+	Pick    int    `json:"pick,omitempty"`    // cat: which path of the checkpoint (modulo), -1: one it does not have
+	Variant int    `json:"variant,omitempty"` // text or --json
+}
+
+func (o Op) String() string {
+	var b strings.Builder
+	if o.Proj != 0 {
+		fmt.Fprintf(&b, "[p%d] ", o.Proj+1)
+	}
+	b.WriteString(o.Kind)
+	q := func(s string) string {
+		if len(s) > 40 {
+			return fmt.Sprintf("%q...(%d bytes)", s[:40], len(s))
+		}
+		return fmt.Sprintf("%q", s)
+	}
+	switch o.Kind {
+	case "write":
+		fmt.Fprintf(&b, " %s %s", o.Path, q(o.Data))
+		if o.Exec {
+			b.WriteString(" +x")
+		}
+	case "append":
+		fmt.Fprintf(&b, " %s %s", o.Path, q(o.Data))
+	case "rm", "mkdir", "fifo", "unreadable", "readable", "swap":
+		fmt.Fprintf(&b, " %s", o.Path)
+	case "mv":
+		fmt.Fprintf(&b, " %s -> %s", o.Path, o.Path2)
+	case "chmod":
+		if o.Exec {
+			fmt.Fprintf(&b, " +x %s", o.Path)
+		} else {
+			fmt.Fprintf(&b, " -x %s", o.Path)
+		}
+	case "symlink":
+		fmt.Fprintf(&b, " %s -> %q", o.Path, o.Data)
+	case "big":
+		fmt.Fprintf(&b, " %s (%d bytes)", o.Path, len(o.Data))
+	case "ignore", "exclude", "gitfile":
+		fmt.Fprintf(&b, " %s", o.Path)
+		if o.Del {
+			b.WriteString(" (removed)")
+		} else {
+			fmt.Fprintf(&b, " = %s", q(o.Data))
+		}
+	case "transcript":
+		fmt.Fprintf(&b, " %s", o.Path)
+		if o.Data != "" {
+			fmt.Fprintf(&b, " %s", q(o.Data))
+		}
+	case "tasks":
+		if o.Del {
+			b.WriteString(" (removed)")
+		} else {
+			fmt.Fprintf(&b, " = %s", q(o.Data))
+		}
+	case "checkpoint":
+		fmt.Fprintf(&b, " -s %s", o.Session)
+		if o.Conv {
+			b.WriteString(" --conversation")
+		}
+		if o.Tasks {
+			b.WriteString(" --state tasks")
+		}
+		if o.Label != "" {
+			fmt.Fprintf(&b, " --label %s", o.Label)
+		}
+		if o.AllowEmpty {
+			b.WriteString(" --allow-empty")
+		}
+		for _, p := range o.Paths {
+			fmt.Fprintf(&b, " --paths %q", p)
+		}
+	case "rewind":
+		fmt.Fprintf(&b, " -s %s C@%d (as %s) %s", o.Session, o.Target, o.Form, o.Scope)
+		for _, p := range o.Paths {
+			fmt.Fprintf(&b, " --path %q", p)
+		}
+		if o.DryRun {
+			b.WriteString(" (dry run first)")
+		}
+	case "undo", "redo":
+		fmt.Fprintf(&b, " -s %s", o.Session)
+	case "label":
+		fmt.Fprintf(&b, " -s %s C@%d (as %s) %s", o.Session, o.Target, o.Form, o.Label)
+	case "gc":
+		fmt.Fprintf(&b, " %s", []string{"store policy", "keep-last 3 keep-within 0 grace 0", "grace 0"}[o.Policy])
+	}
+	if o.CLI != nil {
+		fmt.Fprintf(&b, "; then cli %s", o.CLI)
+	}
+	return b.String()
+}
+
+func (c *CLIOp) String() string {
+	s := c.Cmd
+	if c.Session != "" && c.Session != "default" {
+		s += " -s " + c.Session
+	}
+	switch c.Cmd {
+	case "show", "conversation", "cat-state":
+		s += fmt.Sprintf(" C@%d(as %s)", c.Target, c.Form)
+	case "cat":
+		s += fmt.Sprintf(" C@%d(as %s):path#%d", c.Target, c.Form, c.Pick)
+	case "diff2":
+		s += fmt.Sprintf(" C@%d C@%d", c.Target, c.Target2)
+	}
+	if c.Variant == 1 {
+		s += " --json"
+	}
+	return s
+}
+
+// ---------------------------------------------------------------------------
+// Generation.
+
+var (
+	dirNames  = []string{"a", "b", "src", "node_modules", "build"}
+	fileNames = []string{"x", "y", "z.txt", "main.go", "app.log", "keep.log", ".env", "run.sh"}
+	// rulePool: ignore rules, many of them matching names of the alphabet.
+	rulePool = []string{
+		".env", "node_modules/", "*.log", "!keep.log", "build/", "/x", "a/y", "**/z.txt", "*.sh",
+		"b", "!.env", "src/", "main.go", "# comment", "x*", "!main.go", "/a/", "a/**", "**/build",
+		"*.jsonl", "y", "!y", "z.*", "src/*.go", "!src/", "?",
+	}
+	symlinkTargets = []string{"x", "../x", "a", "nowhere", "/etc/hostname", "../../outside", "src/main.go", "."}
+	labelNames     = []string{"l1", "l2", "l3"}
+)
+
+func randPath(rng *rand.Rand, maxDepth int) string {
+	var comps []string
+	for i := rng.IntN(maxDepth + 1); i > 0; i-- {
+		comps = append(comps, dirNames[rng.IntN(len(dirNames))])
+	}
+	comps = append(comps, fileNames[rng.IntN(len(fileNames))])
+	return strings.Join(comps, "/")
+}
+
+func randDir(rng *rand.Rand, maxDepth int) string {
+	var comps []string
+	for i := 1 + rng.IntN(maxDepth); i > 0; i-- {
+		comps = append(comps, dirNames[rng.IntN(len(dirNames))])
+	}
+	return strings.Join(comps, "/")
+}
+
+var words = []string{"alpha", "beta", "gamma", "delta", "func main() {}", "package main", "TODO", "x = 1", "secret=42", ""}
+
+func randContent(rng *rand.Rand) string {
+	switch rng.IntN(10) {
+	case 0:
+		return ""
+	case 1:
+		return string([]byte{0, 1, 2, byte(rng.IntN(256))}) // binary
+	case 2:
+		return fmt.Sprintf("v%d\n", rng.IntN(10)) // same size as other versions
+	}
+	var b strings.Builder
+	for i := 1 + rng.IntN(4); i > 0; i-- {
+		b.WriteString(words[rng.IntN(len(words))])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func convLine(rng *rand.Rand, n int) string {
+	switch rng.IntN(12) {
+	case 0:
+		return "not json at all\n"
+	case 1:
+		return fmt.Sprintf(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","name":"Edit","input":{"file":"x"}}]},"n":%d}`+"\n", n)
+	}
+	role := []string{"user", "assistant"}[rng.IntN(2)]
+	return fmt.Sprintf(`{"type":%q,"message":{"role":%q,"content":"message %d"}}`+"\n", role, role, n)
+}
+
+// genState is what the generator looks at: the disk and the model.
+type genState struct {
+	disk tree
+	p    *project
+}
+
+// existing picks an existing path of the given kinds ("" any), or "".
+func (g *genState) existing(rng *rand.Rand, kinds string) string {
+	var c []string
+	for p, e := range g.disk {
+		if hasGit(p) || p == "chat.jsonl" {
+			continue
+		}
+		if kinds == "" || strings.IndexByte(kinds, e.K) >= 0 {
+			c = append(c, p)
+		}
+	}
+	if len(c) == 0 {
+		return ""
+	}
+	sort.Strings(c)
+	return c[rng.IntN(len(c))]
+}
+
+func (g *genState) pathFor(rng *rand.Rand, kinds string) string {
+	if rng.IntN(10) < 6 {
+		if p := g.existing(rng, kinds); p != "" {
+			return p
+		}
+	}
+	return randPath(rng, 3)
+}
+
+type weighted struct {
+	kind string
+	w    int
+}
+
+var opWeights = []weighted{
+	{"write", 16}, {"append", 4}, {"rm", 5}, {"mv", 4}, {"chmod", 3}, {"symlink", 3}, {"mkdir", 2},
+	{"swap", 2}, {"fifo", 1}, {"big", 2}, {"unreadable", 2}, {"readable", 1}, {"ignore", 9},
+	{"exclude", 1}, {"gitfile", 1}, {"transcript", 7}, {"tasks", 1},
+	{"checkpoint", 16}, {"rewind", 11}, {"undo", 5}, {"redo", 3}, {"label", 1}, {"gc", 2},
+}
+
+func pick(rng *rand.Rand, ws []weighted) string {
+	total := 0
+	for _, w := range ws {
+		total += w.w
+	}
+	n := rng.IntN(total)
+	for _, w := range ws {
+		if n < w.w {
+			return w.kind
+		}
+		n -= w.w
+	}
+	return ws[0].kind
+}
+
+// gen makes the next op.
+func gen(rng *rand.Rand, g *genState) Op {
+	op := Op{Kind: pick(rng, opWeights), Proj: g.p.idx}
+	switch op.Kind {
+	case "write":
+		op.Path = g.pathFor(rng, "fx")
+		op.Data = randContent(rng)
+		op.Exec = rng.IntN(6) == 0
+	case "append":
+		op.Path = g.pathFor(rng, "fx")
+		op.Data = randContent(rng)
+	case "rm":
+		op.Path = g.pathFor(rng, "")
+	case "mv":
+		op.Path = g.pathFor(rng, "")
+		if rng.IntN(2) == 0 {
+			op.Path2 = randDir(rng, 2)
+		} else {
+			op.Path2 = randPath(rng, 2)
+		}
+	case "chmod":
+		op.Path = g.pathFor(rng, "fx")
+		op.Exec = rng.IntN(2) == 0
+	case "symlink":
+		op.Path = g.pathFor(rng, "fxl")
+		op.Data = symlinkTargets[rng.IntN(len(symlinkTargets))]
+	case "mkdir":
+		op.Path = randDir(rng, 3)
+	case "swap":
+		op.Path = g.pathFor(rng, "fxld")
+		op.Data = randContent(rng)
+	case "fifo":
+		op.Path = randPath(rng, 2)
+	case "big":
+		op.Path = g.pathFor(rng, "fx")
+		op.Data = strings.Repeat(fmt.Sprintf("big %d\n", rng.IntN(100)), maxFileSize/6+1+rng.IntN(50))
+	case "unreadable", "readable":
+		op.Path = g.pathFor(rng, "fx")
+	case "ignore":
+		dir := ""
+		if rng.IntN(3) > 0 {
+			if d := g.existing(rng, "d"); d != "" {
+				dir = d
+			}
+		}
+		name := ".gitignore"
+		if rng.IntN(4) == 0 {
+			name = ".snapignore"
+		}
+		op.Path = join(dir, name)
+		old := ""
+		if e, ok := g.disk[op.Path]; ok && (e.K == 'f' || e.K == 'x') {
+			old = e.Data
+		}
+		op.Data, op.Del = editRules(rng, old)
+	case "exclude":
+		op.Path = ".git/info/exclude"
+		old := ""
+		if e, ok := g.disk[op.Path]; ok {
+			old = e.Data
+		}
+		op.Data, op.Del = editRules(rng, old)
+	case "gitfile":
+		dir := ""
+		if rng.IntN(2) == 0 {
+			dir = randDir(rng, 2)
+		}
+		op.Path = join(dir, ".git/"+[]string{"HEAD", "config", "objects/ab"}[rng.IntN(3)])
+		op.Data = randContent(rng)
+	case "transcript":
+		size := -1
+		if data, ok := readOutside(g.p.convPath()); ok {
+			size = len(data)
+		}
+		switch n := rng.IntN(20); {
+		case size < 0 || n < 13 && size < maxFileSize*3/4:
+			op.Path = "append"
+			for i := 1 + rng.IntN(3); i > 0; i-- {
+				op.Data += convLine(rng, rng.IntN(1000))
+			}
+		case n < 16:
+			op.Path = "replace"
+			op.Data = convLine(rng, rng.IntN(1000)) + convLine(rng, rng.IntN(1000))
+		case n < 18:
+			op.Path = "delete"
+		default:
+			op.Path = "move"
+		}
+	case "tasks":
+		if rng.IntN(5) == 0 {
+			op.Del = true
+		} else {
+			op.Data = fmt.Sprintf(`{"tasks":[{"id":%d,"done":%v}]}`, rng.IntN(10), rng.IntN(2) == 0)
+		}
+	case "checkpoint":
+		op.Session = randSession(rng)
+		op.Conv = rng.IntN(10) < 7
+		op.Tasks = rng.IntN(5) == 0
+		if rng.IntN(7) == 0 {
+			op.Label = labelNames[rng.IntN(len(labelNames))]
+		}
+		op.AllowEmpty = rng.IntN(8) == 0
+		if rng.IntN(7) == 0 {
+			for i := 1 + rng.IntN(2); i > 0; i-- {
+				if rng.IntN(3) == 0 {
+					op.Paths = append(op.Paths, randPath(rng, 2))
+				} else {
+					p := g.existing(rng, "")
+					if p == "" {
+						p = randPath(rng, 1)
+					}
+					op.Paths = append(op.Paths, p)
+				}
+			}
+		}
+	case "rewind":
+		op.Session = randSession(rng)
+		op.Target, op.Form = randTarget(rng, g)
+		switch n := rng.IntN(20); {
+		case n < 11:
+			op.Scope = "full"
+		case n < 14:
+			op.Scope = "files"
+		case n < 16:
+			op.Scope = "conv"
+		default:
+			op.Scope = "paths"
+			for i := 1 + rng.IntN(2); i > 0; i-- {
+				if rng.IntN(2) == 0 {
+					op.Paths = append(op.Paths, randDir(rng, 1))
+				} else if p := g.existing(rng, ""); p != "" {
+					op.Paths = append(op.Paths, p)
+				} else {
+					op.Paths = append(op.Paths, randPath(rng, 2))
+				}
+			}
+		}
+		op.DryRun = rng.IntN(10) < 3
+	case "undo", "redo":
+		op.Session = randSession(rng)
+	case "label":
+		op.Session = randSession(rng)
+		op.Target, op.Form = randTarget(rng, g)
+		op.Label = labelNames[rng.IntN(len(labelNames))]
+	case "gc":
+		op.Policy = rng.IntN(3)
+	}
+	op.CLI = genCLI(rng, g)
+	return op
+}
+
+func randSession(rng *rand.Rand) string {
+	if rng.IntN(5) == 0 {
+		return "s2"
+	}
+	return "default"
+}
+
+// randTarget picks a checkpoint (mostly recent ones) by the op that made
+// it, and a REF form.
+func randTarget(rng *rand.Rand, g *genState) (int, string) {
+	n := len(g.p.cks)
+	t := 0
+	if n > 0 {
+		i := rng.IntN(n)
+		if rng.IntN(2) == 0 {
+			i = n - 1 - rng.IntN(min(n, 4))
+		}
+		t = g.p.cks[i].origin
+	}
+	forms := []string{"id", "id", "id", "prefix", "prefix", "label", "@", "@~1"}
+	return t, forms[rng.IntN(len(forms))]
+}
+
+// editRules returns new content for an ignore file: a rule added or
+// removed, a new set, or the file removed.
+func editRules(rng *rand.Rand, old string) (string, bool) {
+	lines := strings.Split(strings.TrimSuffix(old, "\n"), "\n")
+	if old == "" {
+		lines = nil
+	}
+	switch n := rng.IntN(10); {
+	case n < 5 || len(lines) == 0:
+		lines = append(lines, rulePool[rng.IntN(len(rulePool))])
+	case n < 7:
+		i := rng.IntN(len(lines))
+		lines = append(lines[:i], lines[i+1:]...)
+	case n < 9:
+		lines = nil
+		for i := 1 + rng.IntN(3); i > 0; i-- {
+			lines = append(lines, rulePool[rng.IntN(len(rulePool))])
+		}
+	default:
+		return "", true
+	}
+	if len(lines) == 0 {
+		return "", false
+	}
+	return strings.Join(lines, "\n") + "\n", false
+}
+
+var cliWeights = []weighted{
+	{"log", 3}, {"log-all", 2}, {"show", 4}, {"status", 6}, {"diff", 4}, {"diff2", 3}, {"diff-stat", 2},
+	{"diff-json", 4}, {"cat", 6}, {"cat-state", 3}, {"conversation", 3}, {"sessions", 2}, {"op-log", 2}, {"fsck", 1},
+}
+
+func genCLI(rng *rand.Rand, g *genState) *CLIOp {
+	c := &CLIOp{Cmd: pick(rng, cliWeights), Session: randSession(rng), Variant: rng.IntN(2)}
+	c.Target, c.Form = randTarget(rng, g)
+	c.Target2, _ = randTarget(rng, g)
+	c.Pick = rng.IntN(1000)
+	if rng.IntN(6) == 0 {
+		c.Pick = -1
+	}
+	return c
+}
+
+// parentDirs lists the directories above p.
+func parentDirs(p string) []string {
+	var out []string
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		out = append(out, d)
+	}
+	return out
+}
