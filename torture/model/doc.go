@@ -123,8 +123,8 @@
 // they are fixed.
 //
 // More knobs: SNAP_MODEL_KNOWN=cat1,cat2 stops checking those categories
-// (to explore past a bug being fixed; knownBugs in harness_test.go is the
-// same list in code, empty in the repository); SNAP_MODEL_KEEP_GOING=1 goes
+// for one run, beside knownBugs (to explore past a bug being fixed);
+// SNAP_MODEL_KEEP_GOING=1 goes
 // on after a failure, checking each category until it first fails, and
 // shrinks each; SNAP_MODEL_NO_SHRINK=1; SNAP_MODEL_TRACE=1 logs every op.
 //

@@ -363,13 +363,12 @@ func expectCapture(d tree, o capOpts) capExp {
 			ce.unreadable = append(ce.unreadable, p)
 			if e.K == 'd' {
 				keptDirs = append(keptDirs, p)
-				for q, pe := range o.parent {
-					if q == p && pe.K == 'd' || strings.HasPrefix(q, p+"/") && o.parent.isDir(p) {
-						ce.files[q] = pe
-					}
+			}
+			// Whatever the parent had there, of any kind.
+			for q, pe := range o.parent {
+				if q == p || strings.HasPrefix(q, p+"/") {
+					ce.files[q] = pe
 				}
-			} else {
-				carry(p)
 			}
 			continue
 		}
@@ -671,6 +670,9 @@ type moveExp struct {
 	mayFail   map[string]bool   // paths the move may report as failed (protected ones it cannot write)
 	protected map[string]bool   // paths on disk before that were protected
 	why       map[string]string // why a path is protected
+	// optionalDirs: target directories holding nothing but kept paths,
+	// which the move may create or not (the kept paths stay as they are).
+	optionalDirs map[string]bool
 	safety    capExp            // the safety capture
 	safetyDoc map[string]doc
 	docWrites map[string]bool // document sources the move writes (paths relative to root when inside)
@@ -688,7 +690,8 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope)
 	if h != nil {
 		hfiles = h.files
 	}
-	me := moveExp{mayFail: map[string]bool{}, protected: map[string]bool{}, docWrites: map[string]bool{}, why: map[string]string{}}
+	me := moveExp{mayFail: map[string]bool{}, protected: map[string]bool{}, docWrites: map[string]bool{}, why: map[string]string{},
+		optionalDirs: map[string]bool{}}
 	rt := recordRules(T.files)
 	// The safety capture, under T's rules too: the head's documents read
 	// again, and those at the target's sources.
@@ -742,6 +745,10 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope)
 	// them: left as it is with them.
 	keptOnly := func(q string) bool {
 		if e, ok := T.files[q]; !ok || e.K != 'd' {
+			return false
+		}
+		if e, on := d0[q]; on && e.K != 'd' {
+			me.optionalDirs[q] = true // a file in its way goes, as any other
 			return false
 		}
 		isKept := func(r string) bool {

@@ -799,6 +799,15 @@ func (r *runner) checkMove(p *project, what string, d0 tree, o0 outState, me mov
 	if !feat.emptyDirs {
 		got = d1.nonDirs()
 	}
+	if len(me.optionalDirs) > 0 {
+		want, got = want.clone(), got.clone()
+		for q := range me.optionalDirs {
+			if got[q].K == 'd' || got[q] == (ent{}) {
+				delete(want, q)
+				delete(got, q)
+			}
+		}
+	}
 	for _, line := range diffTrees(want, got, 20) {
 		q := line[:strings.Index(line, ":")]
 		cat := "move-content"
