@@ -12,7 +12,6 @@ import (
 	"github.com/snapcore-dev/snap/objects"
 
 	"github.com/go-git/go-git/v5/plumbing/format/config"
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
 // Ignore files read in every directory, lowest precedence first.
@@ -20,15 +19,15 @@ var ignoreFiles = []string{".gitignore", ".snapignore"}
 
 // ignorer is the stack of ignore patterns in force in one directory:
 // git's global excludes file, .git/info/exclude, then every .gitignore and
-// .snapignore from the root down. Matching uses go-git's gitignore implementation.
+// .snapignore from the root down, matched as git matches them (see
+// wildmatch.go): the last pattern that matches a path decides.
 type ignorer struct {
-	patterns []gitignore.Pattern
-	matcher  gitignore.Matcher
+	patterns []pattern
 	// literal is set when every pattern is a plain name ("build",
 	// "*.o" is not one, nor "/x", "a/b" or "!x"): then a path is ignored
 	// iff one of its components below the pattern's directory is that
 	// name (a directory, for "name/"), which a map answers without
-	// go-git's per-component glob matching.
+	// trying every pattern.
 	literal map[string][]literalPattern
 }
 
@@ -39,8 +38,8 @@ type literalPattern struct {
 	dirOnly bool
 }
 
-func newIgnorer(patterns []gitignore.Pattern, lits map[string][]literalPattern) *ignorer {
-	return &ignorer{patterns: patterns, matcher: gitignore.NewMatcher(patterns), literal: lits}
+func newIgnorer(patterns []pattern, lits map[string][]literalPattern) *ignorer {
+	return &ignorer{patterns: patterns, literal: lits}
 }
 
 // rootIgnorer is the rule set in force at the project root before any
@@ -177,16 +176,16 @@ func (ig *ignorer) child(domain []string, files [][]byte) *ignorer {
 			lits[k] = append([]literalPattern(nil), v...)
 		}
 	}
-	var add []gitignore.Pattern
+	var add []pattern
 	for _, data := range files {
-		var ps []gitignore.Pattern
+		var ps []pattern
 		ps, lits = parsePatterns(data, domain, lits)
 		add = append(add, ps...)
 	}
 	if len(add) == 0 {
 		return ig
 	}
-	ps := make([]gitignore.Pattern, 0, len(ig.patterns)+len(add))
+	ps := make([]pattern, 0, len(ig.patterns)+len(add))
 	ps = append(append(ps, ig.patterns...), add...)
 	return newIgnorer(ps, lits)
 }
@@ -210,14 +209,19 @@ func (ig *ignorer) ignored(path []string, isDir bool) bool {
 		}
 		return false
 	}
-	return ig.matcher.Match(path, isDir)
+	for i := len(ig.patterns) - 1; i >= 0; i-- {
+		if p := &ig.patterns[i]; p.match(path, isDir) {
+			return !p.negate
+		}
+	}
+	return false
 }
 
 // parsePatterns parses an ignore file of the directory domain. lits, when
 // not nil, collects its plain-name patterns; it comes back nil once any
 // pattern is not one (see ignorer.literal).
-func parsePatterns(data []byte, domain []string, lits map[string][]literalPattern) ([]gitignore.Pattern, map[string][]literalPattern) {
-	var ps []gitignore.Pattern
+func parsePatterns(data []byte, domain []string, lits map[string][]literalPattern) ([]pattern, map[string][]literalPattern) {
+	var ps []pattern
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for first := true; sc.Scan(); first = false {
@@ -225,17 +229,17 @@ func parsePatterns(data []byte, domain []string, lits map[string][]literalPatter
 		if first {
 			line = strings.TrimPrefix(line, "\uFEFF") // a byte-order mark, as git skips it
 		}
-		if line == "" || strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+		p, ok := parsePattern(line, domain)
+		if !ok {
 			continue
 		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
+		ps = append(ps, p)
 		if lits != nil {
-			name, dirOnly := strings.CutSuffix(line, "/")
-			if name == "" || strings.ContainsAny(name, "*?[]\\/!# \t") {
+			if !p.nodir || p.negate || p.literal < len(p.text) {
 				lits = nil
 				continue
 			}
-			lits[name] = append(lits[name], literalPattern{depth: len(domain), dirOnly: dirOnly})
+			lits[p.text] = append(lits[p.text], literalPattern{depth: len(domain), dirOnly: p.dirOnly})
 		}
 	}
 	return ps, lits

@@ -92,10 +92,7 @@
 // result); undo-not-exact, redo-not-exact, undo-expired, undo-stack, head
 // (undo, redo and refs); dry-run; gc-retention, gc-lost; changed-tree (an
 // operation that must not touch the tree did); cli-exit:CMD,
-// cli-output:CMD, cli-panic, status-missing-doc, fsck; api-error;
-// ignore-gogit (the cause is that go-git's matcher, which snap uses, reads
-// a rule differently from git: the model reads rules as git does and uses
-// go-git only to name this cause). A run
+// cli-output:CMD, cli-panic, status-missing-doc, fsck; api-error. A run
 // stops at the first failing step, then shrinks the sequence: read-only
 // commands dropped, then delta debugging over the ops (a candidate counts
 // when it fails with the same category), within SNAP_MODEL_SHRINK_SECONDS

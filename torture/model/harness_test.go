@@ -18,7 +18,6 @@ import (
 var knownBugs = map[string]string{
 	"protected-written":   "M3: a rewind creates a path the rules in force ignore, and its undo keeps it",
 	"editset-ignored-dir": "M4: an edit-set checkpoint records an ignored directory",
-	"ignore-gogit":        "M5: go-git's matcher differs from git (a negated directory rule re-includes what is beneath)",
 }
 
 // ciSeed is the seed of the default (CI) run: 400 steps that pass with

@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
 // The model's own reading of git's ignore rules (gitignore(5)), written
@@ -22,7 +20,6 @@ import (
 
 // pattern is one line of an ignore file.
 type pattern struct {
-	line     string // the line as written (for goGitIgnored)
 	base     string // directory of the ignore file ("" = root, also for .git/info/exclude)
 	neg      bool   // "!pattern"
 	dirOnly  bool   // "pattern/"
@@ -40,7 +37,7 @@ func parseIgnore(base, data string) []pattern {
 			continue
 		}
 		line = strings.TrimRight(line, " ")
-		p := pattern{base: base, src: line, line: line}
+		p := pattern{base: base, src: line}
 		if strings.HasPrefix(line, "!") {
 			p.neg, line = true, line[1:]
 		}
@@ -195,44 +192,6 @@ func (rs *ruleSet) ignored(p string, isDir bool) bool {
 		}
 	}
 	return rs.ignoredHere(p, isDir)
-}
-
-// goGitIgnored is how go-git's gitignore matcher (which snap uses) reads
-// the same rules, checked the way snap's walk does (each directory before
-// it is entered). It only names a failure whose cause is that the two
-// readings differ (category ignore-gogit); the model itself is git's.
-func (rs *ruleSet) goGitIgnored(p string, isDir bool) bool {
-	comps := strings.Split(p, "/")
-	for k := 1; k <= len(comps); k++ {
-		dir := strings.Join(comps[:k-1], "/")
-		var gps []gitignore.Pattern
-		for _, pt := range rs.in(dir) {
-			var domain []string
-			if pt.base != "" {
-				domain = strings.Split(pt.base, "/")
-			}
-			gps = append(gps, gitignore.ParsePattern(pt.line, domain))
-		}
-		if gitignore.NewMatcher(gps).Match(comps[:k], k < len(comps) || isDir) {
-			return true
-		}
-	}
-	return false
-}
-
-// dirStar reports whether a "DIR/**" rule in force ignores everything
-// in directory p though not p itself.
-func (rs *ruleSet) dirStar(p string) bool {
-	dir := path.Dir(p)
-	if dir == "." {
-		dir = ""
-	}
-	for _, pt := range rs.in(dir) {
-		if !pt.neg && strings.HasSuffix(pt.src, "/**") && pt.match(p+"/x", false) && !pt.match(p, true) {
-			return true
-		}
-	}
-	return false
 }
 
 func join(dir, name string) string {

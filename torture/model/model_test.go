@@ -259,38 +259,8 @@ type capExp struct {
 	// FIFO: a kind snap never stores) are also recorded in the checkpoint.
 	skipped    map[string]string
 	unreadable []string // sorted
-	// dirStar: directories recorded although a "DIR/**" rule ignores all
-	// they hold (git does not ignore DIR itself; go-git's matcher does).
-	dirStar map[string]bool
-	// goGit: paths git and go-git's matcher (snap's) read differently.
-	goGit map[string]bool
 	// ignoredDirs: directories on disk that are ignored.
 	ignoredDirs map[string]bool
-}
-
-// diverges reports whether p, or a directory above it, is read
-// differently by git and by go-git's matcher.
-func (ce capExp) diverges(p string) bool {
-	for q := p; q != "."; q = path.Dir(q) {
-		if ce.goGit[q] || ce.dirStar[q] {
-			return true
-		}
-	}
-	return false
-}
-
-// divergesAround: p, a directory above it or a path beneath it is read
-// differently by git and go-git (a move decides p by what it holds).
-func (ce capExp) divergesAround(p string) bool {
-	if ce.diverges(p) {
-		return true
-	}
-	for q := range ce.goGit {
-		if strings.HasPrefix(q, p+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // capOpts are what a capture takes besides the disk.
@@ -305,7 +275,7 @@ type capOpts struct {
 // entry: it is never recorded as deleted.
 func expectCapture(d tree, o capOpts) capExp {
 	rs := diskRules(d)
-	ce := capExp{files: tree{}, skipped: map[string]string{}, dirStar: map[string]bool{}, goGit: map[string]bool{},
+	ce := capExp{files: tree{}, skipped: map[string]string{},
 		ignoredDirs: map[string]bool{}}
 	carry := func(p string) {
 		if e, ok := o.parent[p]; ok && e.K != 'd' {
@@ -342,14 +312,6 @@ func expectCapture(d tree, o capOpts) capExp {
 	}
 	for _, p := range d.paths() {
 		e := d[p]
-		if !hasGit(p) && rs.ignored(p, e.K == 'd') != rs.goGitIgnored(p, e.K == 'd') {
-			ce.goGit[p] = true
-		}
-		for _, r := range o.rules {
-			if !hasGit(p) && r.ignored(p, e.K == 'd') != r.goGitIgnored(p, e.K == 'd') {
-				ce.goGit[p] = true
-			}
-		}
 		if hasGit(p) || excluded(p) || rs.ignored(p, e.K == 'd') || underKept(p) {
 			if e.K == 'd' {
 				ce.ignoredDirs[p] = true
@@ -376,9 +338,6 @@ func expectCapture(d tree, o capOpts) capExp {
 		case 'd':
 			if feat.emptyDirs {
 				ce.files[p] = ent{K: 'd'}
-				if rs.dirStar(p) {
-					ce.dirStar[p] = true
-				}
 			}
 		case 'f', 'x':
 			switch {
@@ -419,8 +378,7 @@ func expectEditSet(d tree, o capOpts, paths []string) capExp {
 	if len(norm) == 0 || norm[0] == "" {
 		return full
 	}
-	out := capExp{files: o.parent.clone(), skipped: map[string]string{}, dirStar: full.dirStar, goGit: full.goGit,
-		ignoredDirs: full.ignoredDirs}
+	out := capExp{files: o.parent.clone(), skipped: map[string]string{}, ignoredDirs: full.ignoredDirs}
 	under := func(p, q string) bool { return p == q || strings.HasPrefix(p, q+"/") }
 	for _, q := range norm {
 		for p := range out.files {
@@ -673,9 +631,9 @@ type moveExp struct {
 	// optionalDirs: target directories holding nothing but kept paths,
 	// which the move may create or not (the kept paths stay as they are).
 	optionalDirs map[string]bool
-	safety    capExp            // the safety capture
-	safetyDoc map[string]doc
-	docWrites map[string]bool // document sources the move writes (paths relative to root when inside)
+	safety       capExp // the safety capture
+	safetyDoc    map[string]doc
+	docWrites    map[string]bool // document sources the move writes (paths relative to root when inside)
 }
 
 // expectMove computes what a move to target T within sc leaves, from the

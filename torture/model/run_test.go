@@ -452,23 +452,16 @@ func recordMatches(exp capExp, got tree) bool { return len(recordDiff(exp, got))
 
 func recordDiff(exp capExp, got tree) []string { return diffTrees(exp.files, got, 12) }
 
-// recordDiffCat names the cause of a record difference: the ignore rules
-// read differently by git and go-git, an ignored directory an edit-set
-// records, or (any other) record-files.
+// recordDiffCat names the cause of a record difference: an ignored
+// directory an edit-set records, or (any other) record-files.
 func recordDiffCat(exp capExp, d []string) string {
-	dirStar, ignoredDir := true, true
 	for _, line := range d {
 		q := line[:strings.Index(line, ":")]
-		dirStar = dirStar && exp.diverges(q)
-		ignoredDir = ignoredDir && exp.ignoredDirs[q] && strings.HasSuffix(line, "unexpected (d)")
+		if !exp.ignoredDirs[q] || !strings.HasSuffix(line, "unexpected (d)") {
+			return "record-files"
+		}
 	}
-	switch {
-	case dirStar:
-		return "ignore-gogit"
-	case ignoredDir:
-		return "editset-ignored-dir"
-	}
-	return "record-files"
+	return "editset-ignored-dir"
 }
 
 // verifyRecord reads checkpoint rec.id back and compares it with the
@@ -499,20 +492,7 @@ func (r *runner) verifyRecord(p *project, rec *ckRec, exp capExp, what string) {
 	}
 	sort.Strings(skipped)
 	if fmt.Sprint(skipped) != fmt.Sprint(exp.unreadable) {
-		cat := "ignore-gogit"
-		in := map[string]int{}
-		for _, s := range skipped {
-			in[s]++
-		}
-		for _, s := range exp.unreadable {
-			in[s]--
-		}
-		for s, n := range in {
-			if n != 0 && !exp.divergesAround(s) {
-				cat = "record-skipped"
-			}
-		}
-		r.failf(cat, "%s %s records unreadable paths %v, the model expects %v", what, rec.id.Short(), skipped, exp.unreadable)
+		r.failf("record-skipped", "%s %s records unreadable paths %v, the model expects %v", what, rec.id.Short(), skipped, exp.unreadable)
 	}
 	rec.skipped = append([]string(nil), ck.Skipped...)
 	if parent != rec.parent {
@@ -545,13 +525,7 @@ func (r *runner) checkSkipped(what string, got []worktree.Skipped, exp capExp) {
 	if len(missing)+len(extra) > 0 {
 		sort.Strings(missing)
 		sort.Strings(extra)
-		cat := "ignore-gogit"
-		for _, p := range append(append([]string{}, missing...), extra...) {
-			if !exp.divergesAround(p) {
-				cat = "skipped-report"
-			}
-		}
-		r.failf(cat, "%s: skipped paths not reported: %v; reported but not expected: %v", what, missing, extra)
+		r.failf("skipped-report", "%s: skipped paths not reported: %v; reported but not expected: %v", what, missing, extra)
 	}
 }
 
@@ -768,11 +742,7 @@ func (r *runner) resyncAfterUnmodelled(p *project, session string) {
 func (r *runner) checkMove(p *project, what string, d0 tree, o0 outState, me moveExp, tgt, h *ckRec, session string, res *snap.RewindResult, err error) (ok bool, d1 tree, o1 outState) {
 	d1, o1 = r.mustScan(p), p.scanOut()
 	if err != nil && !errors.Is(err, snap.ErrPartial) {
-		cat := "api-error"
-		if errors.Is(err, snap.ErrNoPath) && len(me.safety.goGit)+len(me.safety.dirStar) > 0 {
-			cat = "ignore-gogit" // a --path the engine's matcher ignores
-		}
-		r.failf(cat, "%s: %v", what, err)
+		r.failf("api-error", "%s: %v", what, err)
 		if diff := diffTrees(d0, d1, 5); len(diff) > 0 {
 			r.failf("move-failed-changed", "%s failed (%v) but changed the tree:\n  %s", what, err, strings.Join(diff, "\n  "))
 		}
@@ -812,8 +782,6 @@ func (r *runner) checkMove(p *project, what string, d0 tree, o0 outState, me mov
 		q := line[:strings.Index(line, ":")]
 		cat := "move-content"
 		switch {
-		case me.safety.divergesAround(q):
-			cat = "ignore-gogit"
 		case me.protected[q]:
 			cat = "protected-changed"
 			line += " [protected: " + me.why[q] + "]"
@@ -831,12 +799,6 @@ func (r *runner) checkMove(p *project, what string, d0 tree, o0 outState, me mov
 		}
 		r.failf(cat, "%s: %s", what, line)
 	}
-	reportCat := func(q string) string {
-		if me.safety.divergesAround(q) {
-			return "ignore-gogit"
-		}
-		return "move-report"
-	}
 	if !o1.equal(me.out) {
 		cat := "state-doc"
 		for k, v := range me.out {
@@ -853,7 +815,7 @@ func (r *runner) checkMove(p *project, what string, d0 tree, o0 outState, me mov
 		q = strings.TrimSuffix(q, "/") // a directory
 		reported[q] = true
 		if e, ok := d1[q]; !ok || !e.same(tgt.files[q]) || dir != (e.K == 'd') {
-			r.failf(reportCat(q), "%s reports %s restored, but it holds %v (target %v)", what, q, d1[q], tgt.files[q])
+			r.failf("move-report", "%s reports %s restored, but it holds %v (target %v)", what, q, d1[q], tgt.files[q])
 		}
 	}
 	for _, q := range res.Deleted {
@@ -861,7 +823,7 @@ func (r *runner) checkMove(p *project, what string, d0 tree, o0 outState, me mov
 		q = strings.TrimSuffix(q, "/")
 		reported[q] = true
 		if e, ok := d1[q]; ok && dir == (e.K == 'd') {
-			r.failf(reportCat(q), "%s reports %s deleted, but it is there (%v)", what, q, e)
+			r.failf("move-report", "%s reports %s deleted, but it is there (%v)", what, q, e)
 		}
 	}
 	// A directory made or removed with what it holds shows as its files.
@@ -884,12 +846,12 @@ func (r *runner) checkMove(p *project, what string, d0 tree, o0 outState, me mov
 	}
 	for q, e := range d1 {
 		if e0, ok := d0[q]; (!ok || !e0.same(e)) && !covered(q, e) {
-			r.failf(reportCat(q), "%s changed %s (%v -> %v) without reporting it", what, q, d0[q], e)
+			r.failf("move-report", "%s changed %s (%v -> %v) without reporting it", what, q, d0[q], e)
 		}
 	}
 	for q, e := range d0 {
 		if _, ok := d1[q]; !ok && !covered(q, e) {
-			r.failf(reportCat(q), "%s removed %s without reporting it", what, q)
+			r.failf("move-report", "%s removed %s without reporting it", what, q)
 		}
 	}
 	// The safety checkpoint holds the state from before.
@@ -900,16 +862,7 @@ func (r *runner) checkMove(p *project, what string, d0 tree, o0 outState, me mov
 	sid := *res.SafetyCheckpoint
 	if known, ok := p.byID[sid]; ok {
 		if d := recordDiff(me.safety, known.files); len(d) > 0 || !docsEqual(known.docs, me.safetyDoc) {
-			cat := "safety"
-			if len(d) > 0 && docsEqual(known.docs, me.safetyDoc) {
-				cat = "ignore-gogit"
-				for _, line := range d {
-					if q := line[:strings.Index(line, ":")]; !me.safety.diverges(q) {
-						cat = "safety"
-					}
-				}
-			}
-			r.failf(cat, "%s used %s as its safety checkpoint, but the model's record of it differs from the state before:\n  %s\n  docs %s vs %s",
+			r.failf("safety", "%s used %s as its safety checkpoint, but the model's record of it differs from the state before:\n  %s\n  docs %s vs %s",
 				what, known, strings.Join(d, "\n  "), docsString(known.docs), docsString(me.safetyDoc))
 		}
 		if res.SafetyCreated {
