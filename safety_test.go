@@ -1001,3 +1001,41 @@ func TestIgnoredButSameIsNoFailure(t *testing.T) {
 		}
 	}
 }
+
+// M4 (model harness): an edit-set checkpoint of a path inside an ignored
+// directory records what a full capture would, nothing: it recorded the
+// ignored directory (empty), and the next checkpoint "deleted" it.
+func TestEditSetBelowIgnoredDirectory(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "node_modules/\n", "main.go": "m\n", "src/node_modules/x.js": "x\n"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	for _, paths := range [][]string{{"src/node_modules/x.js"}, {"src/node_modules"}, {"src/node_modules/new/y.js"}} {
+		res, err := r.Checkpoint(ctx, snap.CheckpointOptions{Paths: paths})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Unchanged {
+			t.Fatalf("edit-set %v inside an ignored directory recorded a checkpoint: %+v", paths, res.Files)
+		}
+	}
+}
+
+// M5 (model harness): a negated directory rule re-includes the directory,
+// not what other rules ignore beneath it (go-git's matcher re-included
+// it all, so the secret was captured and a rewind could delete it).
+func TestNegatedDirectoryKeepsIgnoredBeneath(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "*.log\n!src/\n", "src/lib/debug.log": "secret\n", "src/a.go": "a\n"})
+	res := checkpoint(t, r, snap.CheckpointOptions{})
+	if slices.Contains(res.Files.Added, "src/lib/debug.log") {
+		t.Fatalf("an ignored file under a re-included directory was captured: %v", res.Files.Added)
+	}
+	writeFile(t, filepath.Join(root, "src/main.go/z.txt"), "notes\n")
+	writeFile(t, filepath.Join(root, ".gitignore"), "z.*\n!main.go\n")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil && !errors.Is(err, snap.ErrPartial) {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "src/main.go/z.txt")); err != nil || string(b) != "notes\n" {
+		t.Fatalf("a rewind deleted a file git ignores: %q %v", b, err)
+	}
+}

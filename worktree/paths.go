@@ -47,11 +47,11 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 	defer unix.Close(rootfd)
 	edits := map[string]*objects.TreeEntry{}
 	for _, p := range rels {
-		e, err := c.examine(rootfd, p)
+		at, e, err := c.examine(rootfd, p)
 		if err != nil {
 			return nil, err
 		}
-		edits[p] = e
+		edits[at] = e
 	}
 	// A directory the edits leave empty is kept, as an empty directory,
 	// while it still exists on disk.
@@ -121,16 +121,26 @@ func normalizePaths(root string, paths []string) ([]string, error) {
 	return kept, nil
 }
 
-// examine captures one path: its new tree entry, or nil when it should not
-// be in the tree.
-func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
+// examine captures one path: where the tree changes (p, or the first
+// directory above it that is not captured: .git, an ignored directory)
+// and the new tree entry there, nil when nothing is to be there.
+func (c *capturer) examine(rootfd int, p string) (at string, e *objects.TreeEntry, err error) {
 	comps := strings.Split(p, "/")
 	for i, name := range comps {
 		prefix := strings.Join(comps[:i+1], "/")
 		if name == ".git" || c.excluded[prefix] || objects.ValidName(name) != nil {
-			return nil, nil
+			return prefix, nil, nil
 		}
 	}
+	e, err = c.examineAt(rootfd, p, comps, &at)
+	if at == "" {
+		at = p
+	}
+	return at, e, err
+}
+
+// examineAt is examine's walk; it sets *at when the change is above p.
+func (c *capturer) examineAt(rootfd int, p string, comps []string, at *string) (*objects.TreeEntry, error) {
 	ig := c.rootIgnores()
 	fd, err := unix.Dup(rootfd)
 	if err != nil {
@@ -157,10 +167,12 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 		}
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 		if byDisk, byStored := ig.ignored(comps[:i+1], isDir); byDisk || byStored {
+			// Not captured, nor anything beneath: the change is here.
 			unix.Close(fd)
+			*at = strings.Join(comps[:i+1], "/")
 			if byStored {
-				c.unreadable(p, storedOnly)
-				return c.carried(dir, last, anyKind), nil
+				c.unreadable(*at, storedOnly)
+				return c.carried(strings.Join(comps[:i], "/"), name, anyKind), nil
 			}
 			return nil, nil
 		}

@@ -16,8 +16,7 @@ import (
 // why): open findings (FINDINGS-model.md), to be fixed and removed from
 // here. SNAP_MODEL_KNOWN=cat1,cat2 adds categories for one run.
 var knownBugs = map[string]string{
-	"protected-written":   "M3: a rewind creates a path the rules in force ignore, and its undo keeps it",
-	"editset-ignored-dir": "M4: an edit-set checkpoint records an ignored directory",
+	"protected-written": "M3: a rewind creates a path the rules in force ignore, and its undo keeps it",
 }
 
 // ciSeed is the seed of the default (CI) run: 400 steps that pass with
