@@ -58,7 +58,11 @@ type RewindResult struct {
 	State            []StateRestored      `json:"state"`
 	Skipped          []worktree.Skipped   `json:"skipped"`
 	Errors           []worktree.PathError `json:"errors"`
-	DryRun           bool                 `json:"dry_run"`
+	// Created: what the rewind created though the ignore rules in force
+	// ignored it (see worktree.RestoreResult.Created); its undo removes
+	// these again while they are as it wrote them.
+	Created []string `json:"created,omitempty"`
+	DryRun  bool     `json:"dry_run"`
 }
 
 // rewindScope is what a rewind (and so its undo and redo) touches; it is
@@ -69,6 +73,18 @@ type rewindScope struct {
 	Paths    []string `json:"paths,omitempty"`
 	StateOut string   `json:"state_out,omitempty"`
 	Txn      string   `json:"txn,omitempty"` // identifies the operation, for crash recovery
+	// An undo's: what the rewind it undoes created though the ignore
+	// rules ignored it, and that rewind's target, which it was written
+	// from (worktree.RestoreOptions.UndoCreated).
+	UndoCreated []string    `json:"undo_created,omitempty"`
+	UndoFrom    *objects.ID `json:"undo_from,omitempty"`
+}
+
+// moveDetail is the op-log detail of a move: its scope, and what its
+// restore created though the ignore rules ignored it (RewindResult.Created).
+type moveDetail struct {
+	rewindScope
+	Created []string `json:"created,omitempty"`
 }
 
 // move describes one rewind, undo or redo of a rewind: what to restore,
@@ -90,11 +106,13 @@ type move struct {
 	// Found: the state a recovery found, recorded before it completed the
 	// move (work done after the interruption); zero when there was none.
 	Found objects.ID `json:"found,omitempty"`
+	// Created: set from the restore (RewindResult.Created), for the op log.
+	Created []string `json:"created,omitempty"`
 }
 
 // op is the op-log record of a completed move.
 func (m *move) op() *refs.Op {
-	detail, _ := json.Marshal(m.Scope)
+	detail, _ := json.Marshal(moveDetail{m.Scope, m.Created})
 	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Checkpoint: m.Found, Undoes: m.Undoes,
 		Refs: []refs.RefChange{{Name: headRef(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
 }
@@ -253,6 +271,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		}
 		return res, nil
 	}
+	m.Created = res.Created
 	if err := r.finishMove(m); err != nil {
 		if len(res.Errors) > 0 {
 			// Report the paths that failed first, as well.
@@ -314,10 +333,17 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		// Paths that could not be read, now or when the target was
 		// captured, are left as they are: neither side knows their content.
 		keep := slices.Concat(now.unreadable(), tck.Skipped, now.excluded)
+		var undoFrom objects.ID // the tree the undone rewind wrote its created paths from
+		if scope.UndoFrom != nil {
+			if ck, err := r.objects.ReadCheckpoint(*scope.UndoFrom); err == nil {
+				undoFrom = ck.Tree
+			}
+		}
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
-			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, Keep: keep, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir()})
+			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, Keep: keep, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir(),
+			UndoCreated: scope.UndoCreated, UndoFrom: undoFrom})
 		if rr != nil {
-			res.Restored, res.Deleted, res.Errors = rr.Restored, rr.Deleted, rr.Errors
+			res.Restored, res.Deleted, res.Errors, res.Created = rr.Restored, rr.Deleted, rr.Errors, rr.Created
 		}
 		if err != nil {
 			return err

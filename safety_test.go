@@ -1039,3 +1039,69 @@ func TestNegatedDirectoryKeepsIgnoredBeneath(t *testing.T) {
 		t.Fatalf("a rewind deleted a file git ignores: %q %v", b, err)
 	}
 }
+
+// M3 (model harness): a rewind that creates a path the ignore rules in
+// force ignore (the target has it) lists it as created, and its undo
+// removes it again: the undo, finding it ignored under its target's rules,
+// kept it, and was not exact. What changed since the rewind stays.
+func TestUndoRemovesIgnoredPathsItsRewindCreated(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"x": "a\n", "f": "b\n", "build/src/y": "y\n", "build/src/z": "z\n"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "x\n", "build/.gitignore": "src/\n"})
+	for _, p := range []string{"x", "build/src"} {
+		os.RemoveAll(filepath.Join(root, p))
+	}
+	checkpoint(t, r, snap.CheckpointOptions{})
+	before := listTree(t, root)
+	want := []string{"build/src/", "build/src/y", "build/src/z", "x"}
+	for _, dry := range []bool{true, false} {
+		res, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1", DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(res.Created)
+		if !slices.Equal(res.Created, want) {
+			t.Fatalf("dry run %v: created %v, want %v", dry, res.Created, want)
+		}
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if after := listTree(t, root); after != before {
+		t.Fatalf("undo is not exact:\nbefore %s\nafter  %s", before, after)
+	}
+	// Redone, then undone again after a created file changed: the
+	// changed file stays, the rest goes.
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "build/src/z"), "mine\n")
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "build/src/z")); err != nil || string(b) != "mine\n" {
+		t.Fatalf("undo removed a created file changed since: %q %v", b, err)
+	}
+	for _, p := range []string{"x", "build/src/y"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); !os.IsNotExist(err) {
+			t.Fatalf("undo after redo left %s: %v", p, err)
+		}
+	}
+}
+
+// listTree lists every path under root but the store, with file contents.
+func listTree(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		rel, _ := filepath.Rel(root, p)
+		if rel == ".snap" {
+			return filepath.SkipDir
+		}
+		data, _ := os.ReadFile(p)
+		fmt.Fprintf(&b, "%s %q; ", rel, data)
+		return nil
+	})
+	return b.String()
+}

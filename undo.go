@@ -54,6 +54,7 @@ func (r *Repo) stacks(session string) (undo, redo []refs.Op, err error) {
 					x.Safety = op.Safety
 					x.Refs = append([]refs.RefChange(nil), x.Refs...)
 					x.Refs[0].Old = op.Refs[0].Old
+					x.Detail = op.Detail // what the redo created
 				}
 				undo = append(undo, x)
 				redo = redo[:n-1]
@@ -103,13 +104,20 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 	op := stack[len(stack)-1]
 	res := &UndoResult{Op: op}
 	if op.Kind == "rewind" {
-		var scope rewindScope
-		if err := json.Unmarshal(op.Detail, &scope); err != nil {
+		var detail moveDetail
+		if err := json.Unmarshal(op.Detail, &detail); err != nil {
 			return nil, fmt.Errorf("%w: op %d: %v", objects.ErrCorrupt, op.Seq, err)
 		}
+		scope := detail.rewindScope
+		scope.UndoCreated, scope.UndoFrom = nil, nil
 		// Undo goes back to the safety checkpoint's content with the head
-		// where it was; redo goes to the target again.
+		// where it was, removing what the rewind created though the rules
+		// ignored it; redo goes to the target again.
 		target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}
+		if undo && len(detail.Created) > 0 {
+			from := op.Target
+			scope.UndoCreated, scope.UndoFrom = detail.Created, &from
+		}
 		if !undo {
 			target, newHead, known = op.Target, op.Target, op.Safety
 		}

@@ -1,13 +1,16 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +41,14 @@ type RestoreOptions struct {
 	// beneath): those that could not be read when current or target was
 	// captured (Skipped.Kept), whose content neither tree knows.
 	Keep []string
+	// UndoCreated, with UndoFrom, undoes what a restore to the tree
+	// UndoFrom created though the ignore rules ignored it (that restore's
+	// RestoreResult.Created): each such path still holding UndoFrom's
+	// entry is removed, and so are the directories made for them once
+	// empty; what changed since stays. The rules that protect ignored
+	// paths would keep them otherwise.
+	UndoCreated []string
+	UndoFrom    objects.ID
 	// DryRun computes and reports, changing nothing: every check a real
 	// restore makes before it writes (a directory in the way, a file on
 	// disk that was not captured...) is made, against the disk as the
@@ -79,6 +90,12 @@ type RestoreResult struct {
 	Deleted  []string    `json:"deleted"`
 	Errors   []PathError `json:"errors"`
 	Kept     []string    `json:"kept"` // differing paths left alone (RestoreOptions.Keep)
+	// Created lists what the restore created though the ignore rules in
+	// force when it began ignored it (absent then): files, links and empty
+	// directories it wrote, and the directories it made for them (ending
+	// in "/"). An undo passes it back (RestoreOptions.UndoCreated): those
+	// rules protect the paths from the undo's deletions otherwise.
+	Created []string `json:"created,omitempty"`
 }
 
 // Restore changes the working tree whose captured view is the tree current
@@ -90,6 +107,9 @@ type RestoreResult struct {
 // ever written: leading path components are opened with O_NOFOLLOW and a
 // symlink at the leaf is replaced, not followed. A path already present on
 // disk that current did not capture (an ignored file) is never overwritten.
+// A path the target adds that the ignore rules in force ignore (the ignore
+// files on disk when the restore begins) is created and listed in Created,
+// so that undoing the restore can remove it again (UndoCreated).
 // Entries whose names would be one name on the file system written to are
 // refused: a directory's entries that differ only in case, or only in
 // Unicode normalisation (NFC/NFD), are checked by probing the directory
@@ -108,15 +128,22 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	r := &restorer{src: src, sys: fsys.OrSys(opts.Sys), opts: opts,
 		res:   &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}, Kept: []string{}},
 		trees: map[string]*objects.Tree{}, collisions: map[string]map[string]error{}, folds: map[string]folding{},
-		target: target, start: time.Now()}
+		rules: map[string]*ignorer{}, target: target, start: time.Now()}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		r.storeRel = filepath.ToSlash(rel)
 	}
 	if opts.DryRun {
 		r.gone = map[string]bool{}
 	}
+	rootfd, err := unix.Open(opts.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: opts.Root, Err: err}
+	}
+	defer unix.Close(rootfd)
+	r.rootfd = rootfd
 	var writes, deletes []objects.Change
-	err := objects.DiffTrees(src, current, target, func(c objects.Change) error {
+	ignoredAdds := map[string]string{} // path → the top directory its write creates
+	err = objects.DiffTrees(src, current, target, func(c objects.Change) error {
 		if !inPaths(c.Path, opts.Paths) {
 			return nil
 		}
@@ -128,20 +155,19 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 		}
 		if c.New.Mode == 0 {
 			deletes = append(deletes, c)
-		} else {
-			writes = append(writes, c)
+			return ctx.Err()
 		}
+		if c.Old.Mode == 0 {
+			if ignored, top := r.ignoredAndAbsent(c.Path, c.New.Mode == objects.ModeDir); ignored {
+				ignoredAdds[c.Path] = top
+			}
+		}
+		writes = append(writes, c)
 		return ctx.Err()
 	})
 	if err != nil {
 		return nil, err
 	}
-	rootfd, err := unix.Open(opts.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: opts.Root, Err: err}
-	}
-	defer unix.Close(rootfd)
-	r.rootfd = rootfd
 	r.trashfd = -1
 	if !opts.DryRun {
 		r.removeLeftovers()
@@ -184,6 +210,10 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 		for d := path.Dir(c.Path); d != "." && inPaths(d, opts.Paths); d = path.Dir(d) {
 			emptied[d] = true
 		}
+	}
+	// 1b. What the restore being undone created though the rules ignored it.
+	if len(opts.UndoCreated) > 0 {
+		r.undoCreated()
 	}
 	// 2. Remove directories left empty that the target does not have as
 	// directories. Deepest first; a directory still holding ignored files
@@ -258,6 +288,12 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 			r.fail(p, errs[i])
 		case written[i] || (opts.DryRun && cerr == nil):
 			r.res.Restored = append(r.res.Restored, p)
+			if top, ok := ignoredAdds[c.Path]; ok {
+				r.res.Created = append(r.res.Created, p)
+				if top != "" && !slices.Contains(r.res.Created, top+"/") {
+					r.res.Created = append(r.res.Created, top+"/")
+				}
+			}
 		}
 	}
 	return r.res, cerr
@@ -291,6 +327,7 @@ type restorer struct {
 	trees      map[string]*objects.Tree    // target trees by directory path ("" = root)
 	collisions map[string]map[string]error // per target directory: names that collide, and why
 	folds      map[string]folding          // per directory on disk: what its file system folds (see foldingOf)
+	rules      map[string]*ignorer         // per directory: the ignore rules on disk when the restore began
 	start      time.Time
 }
 
@@ -535,6 +572,207 @@ func (r *restorer) targetIsDir(dir string) bool {
 	return err == nil && t != nil
 }
 
+// ignoredAndAbsent reports whether p is absent from the disk and ignored
+// by the rules on disk, read before the restore changes anything (p, or a
+// directory above it, matches the rules in force there); top is then the
+// shallowest directory above p that is absent too ("" for none), which
+// writing p creates.
+func (r *restorer) ignoredAndAbsent(p string, isDir bool) (ignored bool, top string) {
+	comps := strings.Split(p, "/")
+	for i := range comps {
+		if r.rulesIn(comps[:i]).ignored(comps[:i+1], isDir || i < len(comps)-1) {
+			ignored = true
+			break
+		}
+	}
+	if !ignored {
+		return false, ""
+	}
+	fd, err := unix.Dup(r.rootfd)
+	if err != nil {
+		return false, ""
+	}
+	defer func() { unix.Close(fd) }()
+	for i, c := range comps {
+		if i == len(comps)-1 {
+			var st unix.Stat_t
+			return errors.Is(r.sys.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW), unix.ENOENT), ""
+		}
+		next, err := r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return errors.Is(err, unix.ENOENT), strings.Join(comps[:i+1], "/")
+		}
+		unix.Close(fd)
+		fd = next
+	}
+	return false, ""
+}
+
+// undoCreated removes what the restore being undone created though the
+// rules ignored it (RestoreOptions.UndoCreated): each file, link or empty
+// directory still as that restore wrote it, then the directories it made,
+// once empty.
+func (r *restorer) undoCreated() {
+	var files, dirs []string
+	for _, p := range r.opts.UndoCreated {
+		if d, ok := strings.CutSuffix(p, "/"); ok {
+			dirs = append(dirs, d)
+		} else {
+			files = append(files, p)
+		}
+	}
+	removed := map[string]bool{}
+	for _, p := range files {
+		e, ok := r.entryIn(r.opts.UndoFrom, p)
+		if !ok || !inPaths(p, r.opts.Paths) || e.Mode == objects.ModeDir {
+			continue
+		}
+		fd, name, err := r.openParent(p, false)
+		if err != nil {
+			continue
+		}
+		same := r.holds(fd, name, e)
+		unix.Close(fd)
+		if !same {
+			continue // changed since: left alone
+		}
+		if !r.opts.DryRun {
+			if err := r.remove(p); err != nil {
+				r.fail(p, err)
+				continue
+			}
+		}
+		removed[p] = true
+		if r.gone != nil {
+			r.gone[p] = true
+		}
+		r.res.Deleted = append(r.res.Deleted, p)
+	}
+	// The directories: listed ones, and those between a removed file and
+	// the listed directory above it; deepest first.
+	set := map[string]bool{}
+	for _, d := range dirs {
+		if !inPaths(d, r.opts.Paths) {
+			continue
+		}
+		set[d] = true
+		for p := range removed {
+			for q := path.Dir(p); q != "." && strings.HasPrefix(q+"/", d+"/"); q = path.Dir(q) {
+				set[q] = true
+			}
+		}
+	}
+	order := slices.Collect(maps.Keys(set))
+	sort.Slice(order, func(i, j int) bool { return len(order[i]) > len(order[j]) })
+	for _, d := range order {
+		if r.targetIsDir(d) || !r.emptyBut(d, removed) {
+			continue
+		}
+		if !r.opts.DryRun {
+			pfd, name, err := r.openParent(d, false)
+			if err != nil {
+				continue
+			}
+			err = r.sys.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
+			unix.Close(pfd)
+			if err != nil {
+				continue
+			}
+		}
+		removed[d] = true
+		under := false
+		for q := range removed {
+			under = under || strings.HasPrefix(q, d+"/")
+		}
+		if !under {
+			r.res.Deleted = append(r.res.Deleted, d+"/")
+		}
+	}
+	r.res.Kept = slices.DeleteFunc(r.res.Kept, func(p string) bool { return removed[strings.TrimSuffix(p, "/")] })
+}
+
+// emptyBut reports whether directory d on disk holds nothing but paths in
+// removed (in a dry run, those still there).
+func (r *restorer) emptyBut(d string, removed map[string]bool) bool {
+	fd, name, err := r.openParent(d, false)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	dfd, err := r.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dfd)
+	names, err := readDirNames(dfd)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if !removed[d+"/"+n] {
+			return false
+		}
+	}
+	return true
+}
+
+// entryIn is the entry at path p of the stored tree id.
+func (r *restorer) entryIn(id objects.ID, p string) (objects.TreeEntry, bool) {
+	e := objects.TreeEntry{Mode: objects.ModeDir, ID: id}
+	for _, name := range strings.Split(p, "/") {
+		if e.Mode != objects.ModeDir {
+			return objects.TreeEntry{}, false
+		}
+		t, err := r.src.ReadTree(e.ID)
+		if err != nil {
+			return objects.TreeEntry{}, false
+		}
+		var ok bool
+		if e, ok = t.Find(name); !ok {
+			return objects.TreeEntry{}, false
+		}
+	}
+	return e, true
+}
+
+// rulesIn is the ignorer of directory comps as the disk holds it (a
+// directory that is not there, or not a directory, adds no rules).
+func (r *restorer) rulesIn(comps []string) *ignorer {
+	key := strings.Join(comps, "/")
+	if ig, ok := r.rules[key]; ok {
+		return ig
+	}
+	var parent *ignorer
+	if len(comps) == 0 {
+		parent = rootIgnorer(r.opts.Root)
+	} else {
+		parent = r.rulesIn(comps[:len(comps)-1])
+	}
+	ig := parent
+	fd, err := unix.Dup(r.rootfd)
+	for _, c := range comps {
+		if err != nil {
+			break
+		}
+		var next int
+		next, err = r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		fd = next
+	}
+	if err == nil {
+		var files [][]byte
+		for _, name := range ignoreFiles {
+			if d, err := readSmallAt(fd, name); err == nil {
+				files = append(files, d)
+			}
+		}
+		unix.Close(fd)
+		ig = parent.child(slices.Clone(comps), files)
+	}
+	r.rules[key] = ig
+	return ig
+}
+
 // openParent opens the directory holding p, walking from the root one
 // component at a time without following symlinks, creating missing
 // directories when create is set. It returns the directory fd and p's
@@ -742,15 +980,21 @@ func (r *restorer) holds(dirfd int, name string, e objects.TreeEntry) bool {
 	case unix.S_IFREG:
 		exec := st.Mode&0o100 != 0
 		if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec || exec != (e.Mode == objects.ModeExec) ||
-			st.Size != e.Size || st.Size > objects.SmallBlobMax {
+			st.Size != e.Size {
 			return false
 		}
 		fd, err := r.sys.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return false
 		}
+		defer r.sys.Close(fd)
+		if st.Size > objects.SmallBlobMax {
+			// Compared as the blob streams out of the store.
+			cw := &cmpWriter{r: fsys.FdReader(r.sys, fd)}
+			n, err := r.src.WriteBlob(e.ID, cw)
+			return err == nil && n == st.Size
+		}
 		data, err = io.ReadAll(io.LimitReader(fsys.FdReader(r.sys, fd), objects.SmallBlobMax+1))
-		r.sys.Close(fd)
 		if err != nil {
 			return false
 		}
@@ -758,6 +1002,26 @@ func (r *restorer) holds(dirfd int, name string, e objects.TreeEntry) bool {
 		return false
 	}
 	return objects.Hash(objects.TypeBlob, data) == e.ID
+}
+
+// cmpWriter compares what is written to it with what r reads, failing
+// at the first difference.
+type cmpWriter struct {
+	r   io.Reader
+	buf []byte
+}
+
+var errDiffers = errors.New("content differs")
+
+func (w *cmpWriter) Write(p []byte) (int, error) {
+	if cap(w.buf) < len(p) {
+		w.buf = make([]byte, len(p))
+	}
+	b := w.buf[:len(p)]
+	if _, err := io.ReadFull(w.r, b); err != nil || !bytes.Equal(b, p) {
+		return 0, errDiffers
+	}
+	return len(p), nil
 }
 
 // onlyDirs checks that the directory name (at path p) under dirfd holds

@@ -15,9 +15,7 @@ import (
 // knownBugs disables the checks of these failure categories (category →
 // why): open findings (FINDINGS-model.md), to be fixed and removed from
 // here. SNAP_MODEL_KNOWN=cat1,cat2 adds categories for one run.
-var knownBugs = map[string]string{
-	"protected-written": "M3: a rewind creates a path the rules in force ignore, and its undo keeps it",
-}
+var knownBugs = map[string]string{}
 
 // ciSeed is the seed of the default (CI) run: 400 steps that pass with
 // the categories above unchecked.

@@ -114,6 +114,10 @@ type stackOp struct {
 	before, after  tree // the disk around the rewind
 	outBefore      outState
 	outAfter       outState
+	// created: what the last application of the rewind created though
+	// the rules on disk ignored it (and the directories made for it), as
+	// it wrote them: its undo removes what is still so.
+	created tree
 }
 
 // project is one project directory with its own store, and the model of
@@ -643,7 +647,9 @@ type moveExp struct {
 // force (on disk) or under T's own ignore files, those that cannot be read
 // now or could not when T was recorded, .git, the store, and state
 // documents kept in the project. Every other path ends as in T.
-func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope) moveExp {
+// created, for an undo, is what the rewind undone created though the rules
+// ignored it (stackOp.created).
+func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope, created tree) moveExp {
 	var hfiles tree
 	if h != nil {
 		hfiles = h.files
@@ -732,16 +738,36 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope)
 		}
 		return false
 	}
+	// undoable: q is as the rewind undone created it, and so is all it
+	// holds: the undo removes it, though the rules protect it.
+	var undoable func(q string) bool
+	undoable = func(q string) bool {
+		c, ok := created[q]
+		if !ok || !c.same(d0[q]) {
+			return false
+		}
+		if c.K == 'd' {
+			for r := range d0 {
+				if strings.HasPrefix(r, q+"/") && !undoable(r) {
+					return false
+				}
+			}
+		}
+		return true
+	}
 	prot := func(q string) bool {
+		_, onDisk := d0[q]
 		why := ""
 		switch {
+		case undoable(q):
 		case hasGit(q):
 			why = "in .git"
 		case keptOnly(q):
 			why = "a target directory holding only kept paths"
 		case me.safety.skipped[q] != "":
 			why = "skipped now: " + me.safety.skipped[q]
-		case r0.ignored(q, isDirAt(q)):
+		case onDisk && r0.ignored(q, isDirAt(q)):
+			// (An absent one is written: its rewind lists it as created.)
 			why = "ignored by the rules on disk"
 		case rt.ignored(q, isDirAt(q)):
 			why = "ignored by the target's rules"

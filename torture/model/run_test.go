@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -657,7 +658,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 		r.checkUnchanged(p, d0, o0, "a refused rewind")
 		return
 	}
-	me := p.expectMove(d0, o0, tgt, h, sc)
+	me := p.expectMove(d0, o0, tgt, h, sc, nil)
 	if missing := me.missingPaths(sc, tgt); missing != "" {
 		_, err := p.repo.Rewind(r.ctx, opts)
 		if !errors.Is(err, snap.ErrNoPath) {
@@ -699,9 +700,30 @@ func (r *runner) opRewind(p *project, op *Op) {
 		so.safety = *res.SafetyCheckpoint
 	}
 	so.newHead = newHeadOf(sc, tgt.id, h, res)
+	so.created = createdIgnored(d0, d1)
 	r.push(p, op.Session, so)
 	p.noteOrder(op.Session, so.safety)
 	setHead(p, op.Session, so.newHead)
+}
+
+// createdIgnored is what a rewind from disk d0 to d1 created that the
+// rules on d0 ignore, with the directories it made on the way to it.
+func createdIgnored(d0, d1 tree) tree {
+	r0 := diskRules(d0)
+	out := tree{}
+	for q, e := range d1 {
+		if _, on := d0[q]; on || !r0.ignored(q, e.K == 'd') {
+			continue
+		}
+		out[q] = e
+		for a := path.Dir(q); a != "."; a = path.Dir(a) {
+			if _, on := d0[a]; on {
+				break
+			}
+			out[a] = d1[a]
+		}
+	}
+	return out
 }
 
 // newHeadOf is where a rewind or redo leaves the head: at the target, or,
@@ -1034,7 +1056,11 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		r.checkUnchanged(p, d0, o0, "a refused "+kind)
 		return
 	}
-	me := p.expectMove(d0, o0, tgt, h, top.scope)
+	var created tree
+	if undo {
+		created = top.created
+	}
+	me := p.expectMove(d0, o0, tgt, h, top.scope, created)
 	if missing := me.missingPaths(top.scope, tgt); missing != "" {
 		_, err := call()
 		if !errors.Is(err, snap.ErrNoPath) {
@@ -1092,6 +1118,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		if h != nil {
 			top.oldHead = h.id
 		}
+		top.created = createdIgnored(d0, d1)
 	}
 	// The last application of the rewind, for the exact checks.
 	if undo {
