@@ -1105,3 +1105,38 @@ func listTree(t *testing.T, root string) string {
 	})
 	return b.String()
 }
+
+// M8 (model harness): the dry run predicted removing a captured empty
+// directory that holds an ignored one, which the rewind cannot remove;
+// and an ignored directory already there was reported restored by every
+// rewind.
+func TestDryRunMatchesRewindForDirectories(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "f"), "f\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "src/build/out.o"), "o\n")
+	writeFile(t, filepath.Join(root, ".git/info/exclude"), "**/build\n")
+	if err := os.MkdirAll(filepath.Join(root, "e/build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, r, snap.CheckpointOptions{}) // src/ and e/ captured empty
+	dry, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dry.Deleted, res.Deleted) || !slices.Equal(dry.Restored, res.Restored) {
+		t.Fatalf("dry run: deleted %v restored %v; rewind: deleted %v restored %v", dry.Deleted, dry.Restored, res.Deleted, res.Restored)
+	}
+	// Back: e/build is ignored now and already there.
+	res, err = r.Rewind(ctx, snap.RewindOptions{Target: res.SafetyCheckpoint.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Restored) != 0 {
+		t.Fatalf("a rewind to what is on disk restored %v", res.Restored)
+	}
+}

@@ -692,7 +692,7 @@ func (r *restorer) undoCreated() {
 }
 
 // emptyBut reports whether directory d on disk holds nothing but paths in
-// removed (in a dry run, those still there).
+// removed (in a dry run, those still there: what it predicts gone).
 func (r *restorer) emptyBut(d string, removed map[string]bool) bool {
 	fd, name, err := r.openParent(d, false)
 	if err != nil {
@@ -944,6 +944,8 @@ func (r *restorer) inTheWay(c objects.Change, dirfd int, name string, exists, is
 	switch {
 	case !exists || r.gone[c.Path]:
 		return nil
+	case isDir && c.New.Mode == objects.ModeDir:
+		return errAlready // an uncaptured directory where the target has one
 	case isDir && c.New.Mode != objects.ModeDir:
 		if err := r.onlyDirs(dirfd, name, c.Path); err != nil {
 			return fmt.Errorf("a directory is in the way: %w", err)
@@ -1104,7 +1106,8 @@ func (r *restorer) removeEmptyDir(p string) bool {
 	}
 	defer unix.Close(fd)
 	if r.opts.DryRun {
-		ok := r.onlyDirs(fd, name, p) == nil
+		// rmdir succeeds on an empty directory only.
+		ok := r.emptyBut(p, r.gone)
 		r.gone[p] = ok
 		return ok
 	}
