@@ -1018,6 +1018,18 @@ func TestEditSetBelowIgnoredDirectory(t *testing.T) {
 			t.Fatalf("edit-set %v inside an ignored directory recorded a checkpoint: %+v", paths, res.Files)
 		}
 	}
+	// A directory the head has, ignored since: only the path named
+	// changes (the model harness, seed 201: the whole directory went).
+	snaptest.WriteFiles(t, root, map[string]string{"a/b/x": "x\n", "a/z.txt": "z\n"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, ".git/info/exclude"), "a\n")
+	res, err := r.Checkpoint(ctx, snap.CheckpointOptions{Paths: []string{"a/b/x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Files.Deleted, []string{"a/b/x"}) || len(res.Files.Added)+len(res.Files.Modified) > 0 {
+		t.Fatalf("edit-set of a/b/x under a newly ignored a/: %+v", res.Files)
+	}
 }
 
 // M5 (model harness): a negated directory rule re-includes the directory,

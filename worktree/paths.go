@@ -47,11 +47,11 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 	defer unix.Close(rootfd)
 	edits := map[string]*objects.TreeEntry{}
 	for _, p := range rels {
-		at, e, err := c.examine(rootfd, p)
+		e, err := c.examine(rootfd, p)
 		if err != nil {
 			return nil, err
 		}
-		edits[at] = e
+		edits[p] = e
 	}
 	// A directory the edits leave empty is kept, as an empty directory,
 	// while it still exists on disk.
@@ -121,26 +121,16 @@ func normalizePaths(root string, paths []string) ([]string, error) {
 	return kept, nil
 }
 
-// examine captures one path: where the tree changes (p, or the first
-// directory above it that is not captured: .git, an ignored directory)
-// and the new tree entry there, nil when nothing is to be there.
-func (c *capturer) examine(rootfd int, p string) (at string, e *objects.TreeEntry, err error) {
+// examine captures one path: its new tree entry, or nil when it should not
+// be in the tree.
+func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 	comps := strings.Split(p, "/")
 	for i, name := range comps {
 		prefix := strings.Join(comps[:i+1], "/")
 		if name == ".git" || c.excluded[prefix] || objects.ValidName(name) != nil {
-			return prefix, nil, nil
+			return nil, nil
 		}
 	}
-	e, err = c.examineAt(rootfd, p, comps, &at)
-	if at == "" {
-		at = p
-	}
-	return at, e, err
-}
-
-// examineAt is examine's walk; it sets *at when the change is above p.
-func (c *capturer) examineAt(rootfd int, p string, comps []string, at *string) (*objects.TreeEntry, error) {
 	ig := c.rootIgnores()
 	fd, err := unix.Dup(rootfd)
 	if err != nil {
@@ -167,12 +157,10 @@ func (c *capturer) examineAt(rootfd int, p string, comps []string, at *string) (
 		}
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 		if byDisk, byStored := ig.ignored(comps[:i+1], isDir); byDisk || byStored {
-			// Not captured, nor anything beneath: the change is here.
 			unix.Close(fd)
-			*at = strings.Join(comps[:i+1], "/")
 			if byStored {
-				c.unreadable(*at, storedOnly)
-				return c.carried(strings.Join(comps[:i], "/"), name, anyKind), nil
+				c.unreadable(p, storedOnly)
+				return c.carried(dir, last, anyKind), nil
 			}
 			return nil, nil
 		}
@@ -234,6 +222,16 @@ func (c *capturer) carried(dir, name string, kind int) *objects.TreeEntry {
 	return nil
 }
 
+// onlyDeletions reports whether every edit removes its path.
+func onlyDeletions(edits map[string]*objects.TreeEntry) bool {
+	for _, e := range edits {
+		if e != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // applyEdits returns tree id with the edits (paths relative to dir; nil
 // deletes) applied, its total size, and whether it ended up empty. A
 // subdirectory left empty stays, as an empty directory, when isDir says it
@@ -276,6 +274,8 @@ func applyEdits(w *objects.Writer, id objects.ID, dir string, edits map[string]*
 		var subID objects.ID
 		if e, ok := byName[name]; ok && e.Mode == objects.ModeDir {
 			subID = e.ID
+		} else if onlyDeletions(sub) {
+			continue // nothing to delete in a directory the tree does not have
 		}
 		nid, size, empty, err := applyEdits(w, subID, path.Join(dir, name)+"/", sub, isDir)
 		if err != nil {
