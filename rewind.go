@@ -344,6 +344,20 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 			UndoCreated: scope.UndoCreated, UndoFrom: undoFrom})
 		if rr != nil {
 			res.Restored, res.Deleted, res.Errors, res.Created = rr.Restored, rr.Deleted, rr.Errors, rr.Created
+			if len(scope.UndoCreated) > 0 {
+				// What the undo removed is no longer "left as it is".
+				res.Skipped = slices.DeleteFunc(res.Skipped, func(s worktree.Skipped) bool {
+					if !s.Kept {
+						return false
+					}
+					if dir, ok := strings.CutSuffix(s.Path, "/"); ok {
+						_, err := os.Lstat(filepath.Join(r.Root, dir))
+						return (dryRun || errors.Is(err, fs.ErrNotExist)) &&
+							slices.ContainsFunc(rr.Deleted, func(d string) bool { return strings.HasPrefix(d, s.Path) })
+					}
+					return slices.Contains(rr.Deleted, s.Path)
+				})
+			}
 		}
 		if err != nil {
 			return err

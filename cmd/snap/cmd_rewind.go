@@ -136,8 +136,16 @@ func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
 	if res.DryRun {
 		restore, del, state = "would restore", "would delete ", "would write  "
 	}
+	created := map[string]bool{}
+	for _, p := range res.Created {
+		created[p] = true
+	}
 	for _, p := range res.Restored {
-		fmt.Fprintf(w, "  %s %s\n", restore, quotePath(p))
+		note := ""
+		if created[p] {
+			note = " (ignored by the rules in force; undo removes it)"
+		}
+		fmt.Fprintf(w, "  %s %s%s\n", restore, quotePath(p), note)
 	}
 	for _, p := range res.Deleted {
 		fmt.Fprintf(w, "  %s %s\n", del, quotePath(p))
