@@ -416,14 +416,13 @@ func expectEditSet(d tree, o capOpts, paths []string) capExp {
 		}
 	}
 	if feat.emptyDirs {
-		// The directories above a given path are examined on the way:
-		// those a full capture records are recorded, those gone (not
-		// directories on disk any more) go when nothing is left in them.
+		// The directories above a given path: those gone (not
+		// directories on disk any more) go when nothing is left in them;
+		// none is made for what is not recorded (only the paths named
+		// change: M4, seed 202).
 		for _, q := range norm {
 			for a := path.Dir(q); a != "."; a = path.Dir(a) {
-				if e, ok := full.files[a]; ok && e.K == 'd' {
-					out.files[a] = e
-				} else if e, ok := out.files[a]; ok && e.K == 'd' && !d.isDir(a) && !out.files.isDirBelow(a) {
+				if e, ok := out.files[a]; ok && e.K == 'd' && !d.isDir(a) && !out.files.isDirBelow(a) {
 					delete(out.files, a)
 				}
 			}
@@ -733,6 +732,12 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 		}
 		for r := range keep {
 			if strings.HasPrefix(r, q+"/") {
+				if _, on := d0[q]; !on {
+					// Absent: made or not, with the target's empty
+					// directories beneath (seed 203).
+					me.optionalDirs[q] = true
+					return false
+				}
 				return true
 			}
 		}
