@@ -308,7 +308,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	}
 	wopts := worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: maxSize, Cache: cache, Sys: r.sys, IgnoreTrees: spec.rules}
 	if parent != nil {
-		wopts.Parent = parent.Tree
+		wopts.Parent, wopts.ParentSkipped = parent.Tree, parent.Skipped
 	}
 	sources := map[string]string{} // every document's source path, by name
 	if parent != nil {

@@ -1152,3 +1152,26 @@ func TestDryRunMatchesRewindForDirectories(t *testing.T) {
 		t.Fatalf("a rewind to what is on disk restored %v", res.Restored)
 	}
 }
+
+// G16 (second adversarial pass): an edit-set checkpoint keeps the marks of
+// the paths the parent could not read, so a rewind to it leaves such a
+// file alone (it restored a stale version over the file on disk).
+func TestEditSetKeepsUnreadableMarks(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "big.bin"), strings.Repeat("a", 500))
+	writeFile(t, filepath.Join(root, "main.go"), "v1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "big.bin"), strings.Repeat("b", 5000))
+	checkpoint(t, r, snap.CheckpointOptions{MaxFileSize: 1024}) // big.bin skipped, its old version kept
+	writeFile(t, filepath.Join(root, "main.go"), "v2\n")
+	res := checkpoint(t, r, snap.CheckpointOptions{Paths: []string{"main.go"}})
+	if len(res.Skipped) != 1 || res.Skipped[0].Path != "big.bin" || !res.Skipped[0].Kept {
+		t.Fatalf("edit set skipped %+v, want big.bin carried", res.Skipped)
+	}
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "big.bin")); len(b) != 5000 {
+		t.Fatalf("a rewind to the edit set wrote big.bin (%d bytes)", len(b))
+	}
+}

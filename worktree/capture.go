@@ -38,6 +38,11 @@ type Options struct {
 	// content there (the file's previous content comes from Cache), so a
 	// small change costs about its size, not its whole tree or file.
 	Parent objects.ID
+	// ParentSkipped lists the paths Parent could not read (a directory's
+	// ends in "/"; objects.Checkpoint.Skipped): an edit set (CapturePaths)
+	// carries those it does not examine, with their marks, so a later
+	// restore still leaves them alone.
+	ParentSkipped []string
 	// Workers bounds the directory walkers running in parallel; 0 picks a
 	// default, 1 walks in the calling goroutine only, so the order of every
 	// file-system call is deterministic (fault-injection tests rely on it).

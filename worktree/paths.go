@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +53,12 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 			return nil, err
 		}
 		edits[p] = e
+	}
+	for _, s := range opts.ParentSkipped {
+		q := strings.TrimSuffix(s, "/")
+		if !slices.ContainsFunc(rels, func(p string) bool { return q == p || strings.HasPrefix(q, p+"/") }) {
+			c.unreadable(s, "could not be read at the last checkpoint; not examined by this edit set")
+		}
 	}
 	// A directory the edits leave empty is kept, as an empty directory,
 	// while it still exists on disk.

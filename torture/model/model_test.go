@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -272,6 +273,9 @@ type capOpts struct {
 	parent  tree            // the head's files: what unreadable paths keep
 	rules   []*ruleSet      // more rules (a rewind target's): what they ignore is not recorded
 	exclude map[string]bool // project paths that are state-document sources, not files
+	// parentSkipped: what the head could not read; an edit set carries
+	// the marks of those it does not examine (G16).
+	parentSkipped []string
 }
 
 // expectCapture computes what a capture of disk d records. A file that
@@ -415,6 +419,13 @@ func expectEditSet(d tree, o capOpts, paths []string) capExp {
 			out.unreadable = append(out.unreadable, p)
 		}
 	}
+	for _, p := range o.parentSkipped {
+		if !slices.ContainsFunc(norm, func(q string) bool { return under(p, q) }) {
+			out.skipped[p] = "unreadable at the last checkpoint"
+			out.unreadable = append(out.unreadable, p)
+		}
+	}
+	sort.Strings(out.unreadable)
 	if feat.emptyDirs {
 		// The directories above a given path: those gone (not
 		// directories on disk any more) go when nothing is left in them;

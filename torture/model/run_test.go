@@ -341,6 +341,9 @@ func (r *runner) opCheckpoint(p *project, op *Op) {
 	}
 	exp := expectCapture(d0, co)
 	if len(op.Paths) > 0 && h != nil {
+		for _, s := range h.skipped {
+			co.parentSkipped = append(co.parentSkipped, strings.TrimSuffix(s, "/"))
+		}
 		exp = expectEditSet(d0, co, op.Paths)
 	}
 	var labels []string
