@@ -397,8 +397,13 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut str
 				res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
 				continue
 			}
+			real, err := r.docPath(dest) // a link stays; the file it leads to goes
+			if err != nil {
+				res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
+				continue
+			}
 			if !dryRun {
-				if err := os.Remove(dest); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				if err := os.Remove(real); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error(), Err: err})
 					continue
 				}
@@ -426,11 +431,14 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut str
 		if cur, ok := now.docs[e.Name]; ok && cur.ID == e.ID && now.sources[e.Name] == dest {
 			continue // already as in the target
 		}
-		if !dryRun {
-			if err := r.writeDoc(e.ID, dest); err != nil {
-				res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
-				continue
-			}
+		if dryRun {
+			_, err = r.docPath(dest)
+		} else {
+			err = r.writeDoc(e.ID, dest)
+		}
+		if err != nil {
+			res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
+			continue
 		}
 		res.State = append(res.State, StateRestored{Name: e.Name, Path: dest})
 	}
@@ -499,22 +507,38 @@ func followLinks(p string) (string, error) {
 	return "", fmt.Errorf("%s: too many levels of symbolic links", p)
 }
 
-// writeDoc writes a stored document to dest by temporary file and rename.
-// When dest is a symlink, the file it leads to is written (the one an agent
-// appends to) and the link stays; a dangling one is refused.
+// docPath is the file a state document recorded at dest is written to
+// or removed from: dest, or, when dest is a symlink, the file the chain of
+// links leads to (the one an agent appends to; the links stay). That file
+// may be missing, its directory may not: a link leading into a missing
+// directory, a stream or a protected place is refused. A rewind and its
+// dry run make the same checks.
+func (r *Repo) docPath(dest string) (string, error) {
+	fi, err := os.Lstat(dest)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return dest, nil
+	}
+	real, err := followLinks(dest)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v; use --state-out DIR", dest, err)
+	}
+	if _, err := os.Stat(real); err != nil {
+		if fi, derr := os.Stat(filepath.Dir(real)); !errors.Is(err, fs.ErrNotExist) || derr != nil || !fi.IsDir() {
+			return "", fmt.Errorf("%s is a symlink to %s, which cannot be written (%v); use --state-out DIR", dest, real, err)
+		}
+	}
+	if err := r.safeStatePath(real); err != nil {
+		return "", err
+	}
+	return real, nil
+}
+
+// writeDoc writes a stored document to dest (see docPath) by temporary
+// file and rename.
 func (r *Repo) writeDoc(id objects.ID, dest string) error {
-	if fi, err := os.Lstat(dest); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		real, err := followLinks(dest)
-		if err != nil {
-			return fmt.Errorf("%s: %v; use --state-out DIR", dest, err)
-		}
-		if _, err := os.Stat(real); err != nil {
-			return fmt.Errorf("%s is a symlink that leads nowhere (%v); use --state-out DIR", dest, err)
-		}
-		if err := r.safeStatePath(real); err != nil {
-			return err
-		}
-		dest = real
+	dest, err := r.docPath(dest)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err

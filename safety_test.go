@@ -1175,3 +1175,59 @@ func TestEditSetKeepsUnreadableMarks(t *testing.T) {
 		t.Fatalf("a rewind to the edit set wrote big.bin (%d bytes)", len(b))
 	}
 }
+
+// G15, G21 (second adversarial pass): a transcript kept behind a symlink.
+// A rewind to a checkpoint that records it absent removes the file the
+// link leads to and keeps the link (it removed the link, and the undo put
+// a regular file in its place); a rewind that puts it back through a
+// dangling link creates the file the link names (it failed, exit 3, after
+// a dry run that predicted success).
+func TestSymlinkedTranscriptAbsentAndDangling(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real.jsonl"), filepath.Join(dir, "link.jsonl")
+	writeFile(t, real, `{"role":"user","content":"one"}`+"\n")
+	if err := os.Symlink("real.jsonl", link); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "f"), "f\n")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, link)})
+	os.Remove(real)
+	checkpoint(t, r, snap.CheckpointOptions{}) // re-read from the link: absent
+	writeFile(t, real, `{"role":"user","content":"two"}`+"\n")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link is gone or replaced: %v", err)
+	}
+	if _, err := os.Lstat(real); !os.IsNotExist(err) {
+		t.Fatalf("the transcript the link leads to is still there: %v", err)
+	}
+	// Dangling now: the dry run and the rewind agree, and the file is made.
+	for _, dry := range []bool{true, false} {
+		res, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1", DryRun: dry})
+		if err != nil || len(res.State) != 1 {
+			t.Fatalf("dry run %v: %+v %v", dry, res, err)
+		}
+	}
+	if b, err := os.ReadFile(real); err != nil || !strings.Contains(string(b), "one") {
+		t.Fatalf("through the dangling link: %q %v", b, err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	// Undo of the first rewind's undo chain: the second transcript comes back.
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(real); err != nil || !strings.Contains(string(b), "two") {
+		t.Fatalf("undo did not give back the later transcript: %q %v", b, err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("undo replaced the link: %v", err)
+	}
+}
