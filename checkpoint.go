@@ -125,6 +125,16 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			return nil, err
 		}
 	}
+	// A source a rewind could never write back (inside the store or a
+	// .git directory, a device) is refused now, not at every later rewind.
+	for _, d := range o.State {
+		if d.Source == "" {
+			continue
+		}
+		if err := r.safeStatePath(d.Source); err != nil {
+			return nil, fmt.Errorf("%w: state document %s: %v", ErrUsage, d.Name, err)
+		}
+	}
 	release, err := r.writing(ctx)
 	if err != nil {
 		return nil, err

@@ -1231,3 +1231,20 @@ func TestSymlinkedTranscriptAbsentAndDangling(t *testing.T) {
 		t.Fatalf("undo replaced the link: %v", err)
 	}
 }
+
+// G26(k) (second adversarial pass): a state document whose source a
+// rewind could never write back (inside .git or the store) is refused at
+// checkpoint time; every later rewind failed on it.
+func TestStateSourceInGitRefused(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	for _, p := range []string{filepath.Join(root, ".git", "config"), filepath.Join(r.StoreDir, "notes.txt")} {
+		writeFile(t, p, "x\n")
+		doc, err := snap.ReadStateDoc("g", p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{State: []snap.StateDoc{doc}}); !errors.Is(err, snap.ErrUsage) {
+			t.Fatalf("state source %s: %v", p, err)
+		}
+	}
+}

@@ -73,9 +73,9 @@ func componentProblem(s string) string {
 	case len(s) > MaxComponentLen:
 		return fmt.Sprintf("longer than %d bytes", MaxComponentLen)
 	case !isAlnum(s[0]):
-		return "must start with a letter or digit"
+		return "must start with an ASCII letter or digit"
 	case !allowedChars(s):
-		return "only letters, digits, '.', '_' and '-' are allowed"
+		return "only ASCII letters, digits, '.', '_' and '-' are allowed"
 	case strings.HasSuffix(s, ".lock"):
 		return `must not end in ".lock"`
 	}

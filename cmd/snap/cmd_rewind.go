@@ -111,11 +111,20 @@ func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
 		return withSafety(err, res)
 	}
 	if perr := emit(out, o.JSON, res, func(w io.Writer) error {
-		verb := "rewound"
-		if res.DryRun {
-			verb = "dry run: would rewind"
+		switch verb := "rewound"; {
+		case len(ro.Paths) > 0 || ro.StateOut != "" && ro.ConversationOnly:
+			// The head stays (like 'git checkout REF -- PATH').
+			verb = "restored"
+			if res.DryRun {
+				verb = "dry run: would restore"
+			}
+			fmt.Fprintf(w, "%s from %s (the head of session %s stays)\n", verb, res.Target.Short(), o.session())
+		default:
+			if res.DryRun {
+				verb = "dry run: would rewind"
+			}
+			fmt.Fprintf(w, "%s session %s to %s\n", verb, o.session(), res.Target.Short())
 		}
-		fmt.Fprintf(w, "%s session %s to %s\n", verb, o.session(), res.Target.Short())
 		writeRewind(w, res, "'snap undo' returns to it")
 		return nil
 	}); perr != nil {
