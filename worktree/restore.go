@@ -809,7 +809,9 @@ func (r *restorer) openParent(p string, create bool) (int, string, error) {
 func (r *restorer) remove(p string) error {
 	fd, name, err := r.openParent(p, false)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, ErrNotDir) {
+			// Not there: a directory above it is gone, or is a file or a
+			// symlink now (a kept path, say); never followed.
 			return nil
 		}
 		return err
