@@ -772,10 +772,12 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 		return true
 	}
 	prot := func(q string) bool {
+		if undoable(q) {
+			return false
+		}
 		_, onDisk := d0[q]
 		why := ""
 		switch {
-		case undoable(q):
 		case hasGit(q):
 			why = "in .git"
 		case keptOnly(q):
