@@ -1248,3 +1248,29 @@ func TestStateSourceInGitRefused(t *testing.T) {
 		}
 	}
 }
+
+// Model harness, seed 302: a path snap could not read when the target was
+// checkpointed covers what lies beneath it whatever it is now. It was a
+// file then and is a directory now: the undo deleted the directory's
+// files, then the directory.
+func TestKeptFileNowADirectory(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"a/notes": "small\n", "f": "f\n"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if err := r.ConfigSet("capture.max-file-size", "100"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "a/notes"), strings.Repeat("big\n", 100)) // unreadable now: kept
+	writeFile(t, filepath.Join(root, "f"), "f2\n")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@", Paths: []string{"a", "f"}}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(root, "a/notes"))
+	writeFile(t, filepath.Join(root, "a/notes/mine.txt"), "mine\n")
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "a/notes/mine.txt")); err != nil || string(b) != "mine\n" {
+		t.Fatalf("a directory where a kept file was: %q %v", b, err)
+	}
+}

@@ -299,11 +299,14 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	return r.res, cerr
 }
 
-// kept reports whether p is one of keep or lies beneath one (a directory's
-// path in keep ends in "/" and covers the directory itself too).
+// kept reports whether p is one of keep or lies beneath one (a
+// directory's path in keep may end in "/"). A kept path covers what lies
+// beneath it, whatever it is on disk now: a file snap could not read that
+// is a directory now is left alone with all it holds.
 func kept(p string, keep []string) bool {
 	for _, k := range keep {
-		if d, isDir := strings.CutSuffix(k, "/"); isDir && (p == d || strings.HasPrefix(p, k)) || p == k {
+		k = strings.TrimSuffix(k, "/")
+		if p == k || strings.HasPrefix(p, k+"/") {
 			return true
 		}
 	}

@@ -787,13 +787,16 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 		case onDisk && r0.ignored(q, isDirAt(q)):
 			// (An absent one is written: its rewind lists it as created.)
 			why = "ignored by the rules on disk"
-		case rt.ignored(q, isDirAt(q)):
+		case onDisk && rt.ignored(q, isDirAt(q)):
+			// (An absent one is the target's to write: its rules can
+			// ignore what its tree has only when its ignore file could
+			// not be read, and was carried: seed 301.)
 			why = "ignored by the target's rules"
 		}
 		for a := q; a != "." && why == ""; a = path.Dir(a) {
-			e0, on := d0[q]
-			sameKind := !on || (e0.K == 'd') == keepDirs[q]
-			if keep[a] && (a == q && sameKind || a != q && keepDirs[a]) {
+			// A kept path covers what lies beneath it, whatever it is on
+			// disk now (seed 302).
+			if keep[a] {
 				why = "kept (unreadable now or in the target, or a state document): " + a
 			}
 		}
