@@ -1274,3 +1274,24 @@ func TestKeptFileNowADirectory(t *testing.T) {
 		t.Fatalf("a directory where a kept file was: %q %v", b, err)
 	}
 }
+
+// Model harness, seed 303: what a rewind creates in a directory that
+// replaced a file is listed as created too, so the undo can put the file
+// back (it failed: "a directory is in the way").
+func TestUndoCreatedWhereAFileWas(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"src/b/y": "y\n", "f": "f\n"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	os.RemoveAll(filepath.Join(root, "src"))
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "b\n", "src": "a file now\n"})
+	before := listTree(t, root)
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if after := listTree(t, root); after != before {
+		t.Fatalf("undo is not exact:\nbefore %s\nafter  %s", before, after)
+	}
+}

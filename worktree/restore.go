@@ -603,7 +603,10 @@ func (r *restorer) ignoredAndAbsent(p string, isDir bool) (ignored bool, top str
 		}
 		next, err := r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return errors.Is(err, unix.ENOENT), strings.Join(comps[:i+1], "/")
+			// Missing, or a file or symlink the restore replaces with the
+			// directory (one it may not replace fails the write).
+			absent := errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+			return absent, strings.Join(comps[:i+1], "/")
 		}
 		unix.Close(fd)
 		fd = next
