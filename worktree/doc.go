@@ -9,8 +9,8 @@
 // .git/info/exclude and git's global excludes file (core.excludesFile from
 // the system, user or project git configuration, else
 // $XDG_CONFIG_HOME/git/ignore or ~/.config/git/ignore; lowest precedence,
-// as in git) with go-git's gitignore matcher, never enters .git at any
-// depth (a nested repository is captured as plain files) or the store,
+// as in git), matched as git matches them (wildmatch.go), never enters
+// .git at any depth (a nested repository is captured as plain files) or the store,
 // never follows a symlink (its target is stored as a blob), skips FIFOs,
 // sockets and devices without opening them and files over the size limit,
 // and reports everything it skips with a reason. The stat cache (package

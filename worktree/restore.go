@@ -972,8 +972,9 @@ func (r *restorer) inTheWay(c objects.Change, dirfd int, name string, exists, is
 var errAlready = errors.New("already as in the target")
 
 // holds reports whether name in dirfd (a file or symlink) already is the
-// entry e: same kind, exec bit and content (files of at most
-// objects.SmallBlobMax bytes are compared; larger ones never are).
+// entry e: same kind, exec bit and content (a file over
+// objects.SmallBlobMax bytes is compared with the blob as it streams out of
+// the store).
 func (r *restorer) holds(dirfd int, name string, e objects.TreeEntry) bool {
 	var st unix.Stat_t
 	if r.sys.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
