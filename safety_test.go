@@ -1295,3 +1295,26 @@ func TestUndoCreatedWhereAFileWas(t *testing.T) {
 		t.Fatalf("undo is not exact:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// Model harness, seed 305: a directory the rules ignore is never removed
+// to make room for a target's file, even an empty one (the undo could not
+// give it back).
+func TestIgnoredEmptyDirectoryNotReplaced(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"run.sh": "echo\n", "f": "f\n"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	os.Remove(filepath.Join(root, "run.sh"))
+	if err := os.MkdirAll(filepath.Join(root, "run.sh", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, ".gitignore"), "run.sh\n")
+	for _, dry := range []bool{true, false} {
+		_, err := r.Rewind(ctx, snap.RewindOptions{Target: "@", DryRun: dry})
+		if !errors.Is(err, snap.ErrPartial) {
+			t.Fatalf("dry run %v: %v", dry, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "run.sh", "empty")); err != nil || !fi.IsDir() {
+		t.Fatalf("the ignored directory was removed: %v", err)
+	}
+}

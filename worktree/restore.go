@@ -955,6 +955,10 @@ func (r *restorer) inTheWay(c objects.Change, dirfd int, name string, exists, is
 	case isDir && c.New.Mode == objects.ModeDir:
 		return errAlready // an uncaptured directory where the target has one
 	case isDir && c.New.Mode != objects.ModeDir:
+		if c.Old.Mode == 0 {
+			// Not captured (ignored): never removed, even empty.
+			return fmt.Errorf("a directory is in the way: %w", ErrUntracked)
+		}
 		if err := r.onlyDirs(dirfd, name, c.Path); err != nil {
 			return fmt.Errorf("a directory is in the way: %w", err)
 		}
