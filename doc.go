@@ -18,7 +18,12 @@
 //	tmp/              packs being written
 //	refs/sessions/<s>/head, refs/labels/<l>, refs/archive/<s>/head
 //	oplog             the operation log (package refs)
+//	expired           checkpoints retention expired (package refs)
+//	move-journal      the rewind, undo or redo in progress (see recoverMove)
+//	trash/            files a restore replaced or deleted, emptied by gc
 //	cache/stat        the stat cache (package index)
+//	*.lock            gc.lock, move.lock, oplog.lock, refs.lock (flock);
+//	gc.turnstile      lets gc take gc.lock ahead of new writers
 //
 // Contracts: a checkpoint is committed when Checkpoint returns nil — its
 // objects, then its head ref, then its op-log record are durable, in that

@@ -15,9 +15,9 @@ import (
 )
 
 // Roots returns the ids gc must keep and fsck must check: every ref's value
-// and every checkpoint id the op log names (Op.Checkpoint, Op.Target,
-// Op.Safety, and the Old and New of every RefChange), without duplicates,
-// refs first. When a ref file or an op-log record is damaged the ids that
+// every checkpoint id the op log names (Op.Checkpoint, Op.Target,
+// Op.Safety, and the Old and New of every RefChange), and those of the
+// journal of a move in progress, without duplicates, refs first. When a ref file or an op-log record is damaged the ids that
 // could be read are returned with an error matching refs.ErrCorrupt: the
 // damaged one may have named anything, so the set is incomplete.
 //
