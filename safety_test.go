@@ -1318,3 +1318,32 @@ func TestIgnoredEmptyDirectoryNotReplaced(t *testing.T) {
 		t.Fatalf("the ignored directory was removed: %v", err)
 	}
 }
+
+// Model harness, seeds 304 and 305: a captured directory where the target
+// has a file goes, with the empty directories it holds, unless one is
+// ignored (it was removed with the rest); and the dry run predicts the
+// replacement of a captured directory (it predicted a failure).
+func TestDirectoryReplacedByFile(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"b": "file\n", "c": "file\n"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	for _, p := range []string{"b", "c"} {
+		os.Remove(filepath.Join(root, p))
+	}
+	writeFile(t, filepath.Join(root, "b/x"), "x\n")
+	for _, d := range []string{"c/src", "c/keep"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	writeFile(t, filepath.Join(root, ".gitignore"), "src/\n")
+	dry, derr := r.Rewind(ctx, snap.RewindOptions{Target: "@", DryRun: true})
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"})
+	if !errors.Is(err, snap.ErrPartial) || !errors.Is(derr, snap.ErrPartial) {
+		t.Fatalf("rewind: %v; dry run: %v", err, derr)
+	}
+	if !slices.Equal(dry.Restored, res.Restored) || !slices.Contains(res.Restored, "b") {
+		t.Fatalf("dry run restored %v, rewind %v", dry.Restored, res.Restored)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "c/src")); err != nil || !fi.IsDir() {
+		t.Fatalf("the ignored c/src was removed: %v", err)
+	}
+}

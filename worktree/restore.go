@@ -128,7 +128,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	r := &restorer{src: src, sys: fsys.OrSys(opts.Sys), opts: opts,
 		res:   &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}, Kept: []string{}},
 		trees: map[string]*objects.Tree{}, collisions: map[string]map[string]error{}, folds: map[string]folding{},
-		rules: map[string]*ignorer{}, target: target, start: time.Now()}
+		rules: map[string]*ignorer{}, current: current, target: target, start: time.Now()}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		r.storeRel = filepath.ToSlash(rel)
 	}
@@ -325,6 +325,7 @@ type restorer struct {
 	rootfd     int
 	trashfd    int // -1: no trash, unlink old content
 	storeRel   string
+	current    objects.ID // the captured tree now
 	target     objects.ID
 	gone       map[string]bool             // dry run: paths the deletions would remove
 	trees      map[string]*objects.Tree    // target trees by directory path ("" = root)
@@ -722,6 +723,13 @@ func (r *restorer) emptyBut(d string, removed map[string]bool) bool {
 	return true
 }
 
+// capturedDir reports whether the current capture has a directory at p
+// (one it does not have is ignored: never removed, even empty).
+func (r *restorer) capturedDir(p string) bool {
+	e, ok := r.entryIn(r.current, p)
+	return ok && e.Mode == objects.ModeDir
+}
+
 // entryIn is the entry at path p of the stored tree id.
 func (r *restorer) entryIn(id objects.ID, p string) (objects.TreeEntry, bool) {
 	e := objects.TreeEntry{Mode: objects.ModeDir, ID: id}
@@ -849,7 +857,7 @@ func (r *restorer) removeEmptyDirs(dirfd int, name, p string) error {
 				err = sysError("fstatat", p+"/"+n, err)
 				break
 			}
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR || !r.capturedDir(p+"/"+n) {
 				err = fmt.Errorf("%s holds %s, which was not captured (ignored?)", p, n)
 				break
 			}
@@ -955,7 +963,7 @@ func (r *restorer) inTheWay(c objects.Change, dirfd int, name string, exists, is
 	case isDir && c.New.Mode == objects.ModeDir:
 		return errAlready // an uncaptured directory where the target has one
 	case isDir && c.New.Mode != objects.ModeDir:
-		if c.Old.Mode == 0 {
+		if !r.capturedDir(c.Path) {
 			// Not captured (ignored): never removed, even empty.
 			return fmt.Errorf("a directory is in the way: %w", ErrUntracked)
 		}
@@ -1060,7 +1068,7 @@ func (r *restorer) onlyDirs(dirfd int, name, p string) error {
 		if err := r.sys.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return sysError("fstatat", q, err)
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || !r.capturedDir(q) {
 			if !r.gone[q] {
 				return fmt.Errorf("%s holds %s, which was not captured (ignored?)", p, n)
 			}
