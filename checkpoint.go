@@ -320,11 +320,17 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	if parent != nil {
 		wopts.Parent, wopts.ParentSkipped = parent.Tree, parent.Skipped
 	}
-	sources := map[string]string{} // every document's source path, by name
+	// Every document's source path, by name: a rewind target's, then the
+	// head's, which wins (the document as it is now, where the agent
+	// writes; the target's copy at another path is not overwritten, see
+	// restoreState).
+	sources := maps.Clone(spec.sources)
+	if sources == nil {
+		sources = map[string]string{}
+	}
 	if parent != nil {
 		maps.Copy(sources, parent.StateSources)
 	}
-	maps.Copy(sources, spec.sources)
 	for _, d := range docs {
 		if d.Source != "" {
 			sources[d.Name] = d.Source

@@ -431,6 +431,24 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut str
 		if cur, ok := now.docs[e.Name]; ok && cur.ID == e.ID && now.sources[e.Name] == dest {
 			continue // already as in the target
 		}
+		if stateOut == "" && now.sources[e.Name] != dest {
+			// The head keeps this document elsewhere, so the safety
+			// checkpoint holds that copy, not the file here: a file here
+			// that differs is not overwritten.
+			if real, err := r.docPath(dest); err == nil {
+				if f, err := os.Open(real); err == nil {
+					fi, serr := f.Stat()
+					same := serr == nil && worktree.SameBlob(r.objects, e.ID, f, fi.Size())
+					f.Close()
+					if same {
+						continue
+					}
+					res.Errors = append(res.Errors, worktree.PathError{Path: dest,
+						Error: fmt.Sprintf("holds another version of %s, which the session now keeps at %s: not overwritten; use --state-out DIR", e.Name, now.sources[e.Name])})
+					continue
+				}
+			}
+		}
 		if dryRun {
 			_, err = r.docPath(dest)
 		} else {

@@ -1347,3 +1347,34 @@ func TestDirectoryReplacedByFile(t *testing.T) {
 		t.Fatalf("the ignored c/src was removed: %v", err)
 	}
 }
+
+// Model harness, seed 305: the transcript moved (a new path for the same
+// document). A rewind to a checkpoint that kept it at the old path records
+// the head's copy in its safety checkpoint (it recorded the old path, so
+// the live transcript was in no checkpoint, and the undo deleted it), and
+// does not overwrite a different file at the old path.
+func TestMovedTranscriptRewindAndUndo(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	dir := t.TempDir()
+	old, live := filepath.Join(dir, "t.jsonl"), filepath.Join(root, "chat.jsonl")
+	writeFile(t, filepath.Join(root, "f"), "f\n")
+	writeFile(t, old, `{"role":"user","content":"old"}`+"\n")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, old)})
+	writeFile(t, live, `{"role":"user","content":"live"}`+"\n")
+	writeFile(t, filepath.Join(root, "f"), "f2\n")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, live)})
+	writeFile(t, old, `{"role":"user","content":"old, continued"}`+"\n")
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1"})
+	if !errors.Is(err, snap.ErrPartial) || len(res.Errors) != 1 || res.Errors[0].Path != old {
+		t.Fatalf("rewind over a different file at the old path: %+v %v", res, err)
+	}
+	if b, _ := os.ReadFile(old); !strings.Contains(string(b), "continued") {
+		t.Fatalf("the file at the old path was overwritten: %q", b)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(live); err != nil || !strings.Contains(string(b), "live") {
+		t.Fatalf("the live transcript after the undo: %q %v", b, err)
+	}
+}

@@ -1012,10 +1012,7 @@ func (r *restorer) holds(dirfd int, name string, e objects.TreeEntry) bool {
 		}
 		defer r.sys.Close(fd)
 		if st.Size > objects.SmallBlobMax {
-			// Compared as the blob streams out of the store.
-			cw := &cmpWriter{r: fsys.FdReader(r.sys, fd)}
-			n, err := r.src.WriteBlob(e.ID, cw)
-			return err == nil && n == st.Size
+			return SameBlob(r.src, e.ID, fsys.FdReader(r.sys, fd), st.Size)
 		}
 		data, err = io.ReadAll(io.LimitReader(fsys.FdReader(r.sys, fd), objects.SmallBlobMax+1))
 		if err != nil {
@@ -1025,6 +1022,13 @@ func (r *restorer) holds(dirfd int, name string, e objects.TreeEntry) bool {
 		return false
 	}
 	return objects.Hash(objects.TypeBlob, data) == e.ID
+}
+
+// SameBlob reports whether in, of size bytes, holds exactly the blob id
+// of src, compared as the blob streams out (no hashing, any size).
+func SameBlob(src Source, id objects.ID, in io.Reader, size int64) bool {
+	n, err := src.WriteBlob(id, &cmpWriter{r: in})
+	return err == nil && n == size
 }
 
 // cmpWriter compares what is written to it with what r reads, failing

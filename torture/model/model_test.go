@@ -537,7 +537,9 @@ func expectDocs(parent *ckRec, given map[string]doc, extra map[string]string) ma
 		}
 	}
 	for n, s := range extra {
-		sources[n] = s
+		if _, head := sources[n]; !head {
+			sources[n] = s // the head's source wins
+		}
 	}
 	names := map[string]bool{}
 	for n := range pdocs {
@@ -884,9 +886,29 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 		me.out[k] = v
 	}
 	if sc.state {
-		for _, d := range T.docs {
+		for n, d := range T.docs {
 			if d.Source == "" || d.Absent && !feat.absentDocs {
 				continue
+			}
+			if hs := me.safetyDoc[n].Source; hs != "" && hs != d.Source {
+				// The head keeps this document elsewhere (the safety holds
+				// that copy): the target's is written where nothing, or
+				// the same, is; a file that differs stays, and fails.
+				if d.Absent {
+					continue
+				}
+				cur, there := "", false
+				if rel, in := p.relIn(d.Source); in {
+					if e, ok := d0[rel]; ok {
+						cur, there = e.Data, true
+					}
+				} else if v := o0[d.Source]; v != nil {
+					cur, there = *v, true
+				}
+				if there && cur != d.Data {
+					me.mayFail[d.Source] = true
+					continue
+				}
 			}
 			if rel, in := p.relIn(d.Source); in {
 				me.docWrites[rel] = true
