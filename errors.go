@@ -3,10 +3,14 @@ package snap
 import (
 	"errors"
 	"fmt"
+
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
 )
 
-// Sentinel errors of the engine. The CLI maps them (and those of the layers
-// below: objects.ErrCorrupt, refs.ErrBusy, ...) to exit codes in one place.
+// Sentinel errors of the engine, the storage layers' included: a
+// front-end matches every error it may get against these (errors.Is), and
+// the CLI maps them to exit codes in one place.
 var (
 	// ErrNoStore: no .snap store was found for the project.
 	ErrNoStore = errors.New("no snap store found (run 'snap init')")
@@ -30,4 +34,20 @@ var (
 	ErrExpired = fmt.Errorf("%w: expired by retention", ErrNoCheckpoint)
 	// ErrPartial: some paths failed; the result lists them.
 	ErrPartial = errors.New("some paths could not be restored")
+
+	// ErrBusy: a lock stayed held by another snap process past its bound.
+	ErrBusy = refs.ErrBusy
+	// ErrCorrupt: an object, a ref or the op log failed verification
+	// (damage; fsck names it). ErrRefsCorrupt is the refs' and op log's.
+	ErrCorrupt     = objects.ErrCorrupt
+	ErrRefsCorrupt = refs.ErrCorrupt
+	// ErrObjectMissing: an object a kept checkpoint needs is not in the
+	// store (damage; an unknown id a user gives is ErrNoCheckpoint).
+	ErrObjectMissing = objects.ErrNotFound
+	// ErrAmbiguous: an id prefix names more than one object.
+	ErrAmbiguous = objects.ErrAmbiguous
+	// ErrBadName: a session or label name is not a legal ref name.
+	ErrBadName = refs.ErrBadName
+	// ErrConflict: a ref moved under a compare-and-swap (another process).
+	ErrConflict = refs.ErrConflict
 )

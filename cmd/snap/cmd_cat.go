@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	snap "github.com/snapcore-dev/snap"
 	"io"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/snapcore-dev/snap/objects"
 )
 
 type catOptions struct {
@@ -23,12 +22,12 @@ type catOptions struct {
 // catResult is cat's JSON document: content as text when it is valid UTF-8,
 // else base64 in content_base64.
 type catResult struct {
-	Checkpoint    objects.ID `json:"checkpoint"`
-	Path          string     `json:"path,omitempty"`
-	State         string     `json:"state,omitempty"`
-	Size          int        `json:"size"`
-	Content       *string    `json:"content,omitempty"`
-	ContentBase64 *string    `json:"content_base64,omitempty"`
+	Checkpoint    snap.ID `json:"checkpoint"`
+	Path          string  `json:"path,omitempty"`
+	State         string  `json:"state,omitempty"`
+	Size          int     `json:"size"`
+	Content       *string `json:"content,omitempty"`
+	ContentBase64 *string `json:"content_base64,omitempty"`
 }
 
 func catCommand(inv *invocation) *cli.Command {

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	snap "github.com/snapcore-dev/snap"
 	"io"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/snapcore-dev/snap/gc"
 )
 
 type fsckOptions struct {
@@ -51,14 +50,14 @@ func runFsck(ctx context.Context, o fsckOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
-	rep, err := gc.Fsck(ctx, repo.Objects(), repo.Refs(), o.Full)
+	rep, err := repo.Fsck(ctx, o.Full)
 	if err != nil {
 		return err
 	}
 	rep.Problems = nonNil(rep.Problems)
 	errs := 0
 	for _, p := range rep.Problems {
-		if p.Severity == gc.SeverityError {
+		if p.Severity == snap.FsckError {
 			errs++
 		}
 	}

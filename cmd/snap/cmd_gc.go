@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
-	"github.com/snapcore-dev/snap/gc"
 )
 
 type gcOptions struct {
@@ -27,7 +26,7 @@ type gcOptions struct {
 }
 
 type gcResult struct {
-	*gc.Result
+	*snap.GCResult
 	Grace      string `json:"grace"`
 	KeepLast   int    `json:"keep_last"`
 	KeepWithin string `json:"keep_within"`
@@ -102,7 +101,7 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 	}
 	defer repo.Close()
 	policy := repo.RetentionPolicy()
-	opts := gc.Options{Grace: repo.GCGrace(gc.DefaultGrace), Policy: &policy, DryRun: o.DryRun, Consolidate: o.Auto}
+	opts := snap.GCOptions{Grace: repo.GCGrace(snap.DefaultGCGrace), Policy: &policy, DryRun: o.DryRun, Auto: o.Auto}
 	if o.Progress != nil {
 		opts.Progress = o.Progress.update
 		defer o.Progress.done()
@@ -128,21 +127,21 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 	}
 	if o.Auto && !repo.NeedsGC() {
 		res.Skipped = "the store does not need it yet"
-		res.Result = &gc.Result{}
+		res.GCResult = &snap.GCResult{}
 	} else {
-		r, err := gc.Collect(ctx, repo.Objects(), repo.Refs(), opts)
-		if o.Auto && errors.Is(err, gc.ErrBusy) {
-			res.Skipped, res.Result, err = "another gc is running", &gc.Result{}, nil
+		r, err := repo.GC(ctx, opts)
+		if o.Auto && errors.Is(err, snap.ErrBusy) {
+			res.Skipped, res.GCResult, err = "another gc is running", &snap.GCResult{}, nil
 		}
 		if err != nil {
 			return err
 		}
-		if res.Result == nil {
-			res.Result = r
+		if res.GCResult == nil {
+			res.GCResult = r
 		}
 	}
 	return emit(out, o.JSON, res, func(w io.Writer) error {
-		r := res.Result
+		r := res.GCResult
 		if res.TrashRemoved > 0 {
 			fmt.Fprintf(w, "deleted %s that rewinds removed or replaced\n", plural(res.TrashRemoved, "file"))
 		}

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	snap "github.com/snapcore-dev/snap"
 	"io"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/snapcore-dev/snap/objects"
 )
 
 type labelOptions struct {
@@ -17,8 +16,8 @@ type labelOptions struct {
 }
 
 type labelResult struct {
-	Label string     `json:"label"`
-	ID    objects.ID `json:"id"`
+	Label string  `json:"label"`
+	ID    snap.ID `json:"id"`
 }
 
 func labelCommand(inv *invocation) *cli.Command {

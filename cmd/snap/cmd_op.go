@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	snap "github.com/snapcore-dev/snap"
 	"io"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/snapcore-dev/snap/refs"
 )
 
 type opLogOptions struct {
@@ -16,7 +15,7 @@ type opLogOptions struct {
 }
 
 type opLogResult struct {
-	Ops []refs.Op `json:"ops"`
+	Ops []snap.Op `json:"ops"`
 }
 
 func opCommand(inv *invocation) *cli.Command {

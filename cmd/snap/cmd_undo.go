@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
-	"github.com/snapcore-dev/snap/refs"
 )
 
 type undoOptions struct {
@@ -120,7 +119,7 @@ func runUndo(ctx context.Context, o undoOptions, out io.Writer) error {
 }
 
 // describeOp says in a few words what an op-log entry did.
-func describeOp(op refs.Op) string {
+func describeOp(op snap.Op) string {
 	switch op.Kind {
 	case "checkpoint":
 		return "checkpoint " + op.Checkpoint.Short()

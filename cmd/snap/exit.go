@@ -10,8 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
-	"github.com/snapcore-dev/snap/objects"
-	"github.com/snapcore-dev/snap/refs"
 )
 
 // Exit codes (design §6). This file is the one place errors become codes.
@@ -72,26 +70,26 @@ var classification = []struct {
 }{
 	{isErr(snap.ErrNoStore), exitNoStore, "no_store"},
 	{isErr(snap.ErrOtherProject), exitNoStore, "other_project"},
-	{isErr(refs.ErrBusy), exitBusy, "store_busy"},
+	{isErr(snap.ErrBusy), exitBusy, "store_busy"},
 	{isErr(errCorruptFound), exitCorrupt, "store_corrupt"},
-	{isErr(objects.ErrCorrupt), exitCorrupt, "store_corrupt"},
-	{isErr(refs.ErrCorrupt), exitCorrupt, "store_corrupt"},
+	{isErr(snap.ErrCorrupt), exitCorrupt, "store_corrupt"},
+	{isErr(snap.ErrRefsCorrupt), exitCorrupt, "store_corrupt"},
 	// An object a ref or checkpoint names is missing: the store is damaged
 	// (an unknown id given by the user is ErrNoCheckpoint, not this).
-	{isErr(objects.ErrNotFound), exitCorrupt, "object_missing"},
+	{isErr(snap.ErrObjectMissing), exitCorrupt, "object_missing"},
 	{isErr(snap.ErrPartial), exitPartial, "partial"},
 	{isErr(snap.ErrNoCheckpoint), exitNoCheckpoint, "no_checkpoint"},
 	{isErr(snap.ErrNoSession), exitNoCheckpoint, "no_session"},
 	{isErr(snap.ErrNoPath), exitNoCheckpoint, "no_path"},
 	// An ambiguous id prefix names no single checkpoint: 4, like an unknown
 	// one; the message says to give more digits.
-	{isErr(objects.ErrAmbiguous), exitNoCheckpoint, "ambiguous_ref"},
+	{isErr(snap.ErrAmbiguous), exitNoCheckpoint, "ambiguous_ref"},
 	{isUsage, exitUsage, "usage"},
 	{isErr(snap.ErrUsage), exitUsage, "usage"},
-	{isErr(refs.ErrBadName), exitUsage, "usage"},
+	{isErr(snap.ErrBadName), exitUsage, "usage"},
 	{isErr(snap.ErrNothingToUndo), exitError, "nothing_to_undo"},
 	{isErr(snap.ErrNothingToRedo), exitError, "nothing_to_redo"},
-	{isErr(refs.ErrConflict), exitError, "conflict"},
+	{isErr(snap.ErrConflict), exitError, "conflict"},
 	{isErr(context.Canceled), exitError, "interrupted"},
 	{isInternal, exitError, "internal_error"},
 }

@@ -11,8 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
-
-	"github.com/snapcore-dev/snap/objects"
 )
 
 // writeJSON writes v to w as one indented JSON document.
@@ -110,7 +108,7 @@ func nonNil[T any](s []T) []T {
 }
 
 // idOrNone is the short form of id, or "(none)" for the zero id.
-func idOrNone(id objects.ID) string {
+func idOrNone(id snap.ID) string {
 	if id.IsZero() {
 		return "(none)"
 	}

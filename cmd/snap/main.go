@@ -21,13 +21,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	snap "github.com/snapcore-dev/snap"
-	"github.com/snapcore-dev/snap/gc"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	if isTerminal(os.Stderr) {
-		ctx = gc.WithWaitNotice(ctx, func(path string, max time.Duration) {
+		ctx = snap.WithLockNotice(ctx, func(path string, max time.Duration) {
 			fmt.Fprintf(os.Stderr, "snap: waiting for %s, held by another snap process (at most %v; Ctrl-C stops)\n", filepath.Base(path), max)
 		})
 	}

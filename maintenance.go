@@ -1,0 +1,70 @@
+package snap
+
+import (
+	"context"
+	"time"
+
+	"github.com/snapcore-dev/snap/gc"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// The storage layers' types that front-ends see, under the engine's
+// names: one definition each (the JSON contract), so a front-end imports
+// this package only.
+type (
+	ID          = objects.ID
+	Op          = refs.Op
+	RefChange   = refs.RefChange
+	Policy      = gc.Policy
+	GCResult    = gc.Result
+	FsckReport  = gc.FsckReport
+	FsckProblem = gc.Problem
+)
+
+// FsckError is the severity of a problem that is damage (exit 12).
+const FsckError = gc.SeverityError
+
+// DefaultGCGrace is how young unreferenced data gc never removes, unless
+// gc.grace is set.
+const DefaultGCGrace = gc.DefaultGrace
+
+// GCOptions configure a collection.
+type GCOptions struct {
+	// Grace: unreferenced data younger than this stays (0: none does;
+	// the configured value is GCGrace(DefaultGCGrace)).
+	Grace  time.Duration
+	Policy *Policy // nil: the configured one, RetentionPolicy()
+	// Auto consolidates small packs too (see gc.Options.Consolidate), and
+	// reports ErrBusy when another gc runs rather than waiting.
+	Auto     bool
+	DryRun   bool
+	Progress func(phase string, done, total int)
+}
+
+// GC expires checkpoints by the retention policy, then removes what
+// nothing reachable needs and is older than the grace period (see package
+// gc). It waits for writers (bounded, then ErrBusy).
+func (r *Repo) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
+	if o.Policy == nil {
+		p := r.RetentionPolicy()
+		o.Policy = &p
+	}
+	return gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: o.Auto,
+		DryRun: o.DryRun, Progress: o.Progress})
+}
+
+// Fsck checks the store: every ref and op-log record names a present
+// checkpoint, and everything reachable is present; full also reads and
+// verifies every object. Damage is listed in the report (FsckReport.Corrupt),
+// not returned as an error.
+func (r *Repo) Fsck(ctx context.Context, full bool) (*FsckReport, error) {
+	return gc.Fsck(ctx, r.objects, r.refs, full)
+}
+
+// WithLockNotice returns a context under which every wait for a lock held
+// by another snap process (a writer, gc, a rewind) first calls notice with
+// the lock file's path and the longest it will wait.
+func WithLockNotice(ctx context.Context, notice func(path string, max time.Duration)) context.Context {
+	return gc.WithWaitNotice(ctx, notice)
+}
