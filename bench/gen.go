@@ -83,6 +83,7 @@ func goroot() string {
 			return s
 		}
 	}
+	//lint:ignore SA1019 the fallback when the go command is not on PATH
 	return runtime.GOROOT()
 }
 

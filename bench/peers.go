@@ -354,11 +354,6 @@ func (p *goGitPeer) reset(c string) (time.Duration, error) {
 	return p.timed("reset", c)
 }
 
-func (p *goGitPeer) head() (string, error) {
-	resp, err := p.call("head", "")
-	return resp.Out, err
-}
-
 func (p *goGitPeer) objectBytes() int64 {
 	return dirBytes(filepath.Join(p.gitDir, "objects"), nil)
 }

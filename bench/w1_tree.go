@@ -47,13 +47,6 @@ type copies struct {
 	cur  map[int][]byte // files whose content differs from t.content
 }
 
-func (c *copies) content(i int) []byte {
-	if b, ok := c.cur[i]; ok {
-		return b
-	}
-	return c.t.content(i)
-}
-
 // edit gives every file in idx a new last line naming the edit.
 func (c *copies) edit(idx []int, kind string, run int) error {
 	for _, i := range idx {

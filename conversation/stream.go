@@ -557,7 +557,7 @@ func (s *stream) array(depth int, elem func(v []byte)) error {
 		switch c {
 		case ',':
 			s.pos++
-			c, ok = s.ws()
+			_, ok = s.ws()
 		case ']':
 			s.pos++
 			return nil

@@ -18,10 +18,9 @@ type Change struct {
 	New  TreeEntry
 }
 
-// Added, Deleted and Modified classify a change.
-func (c Change) Added() bool    { return c.Old.Mode == 0 }
-func (c Change) Deleted() bool  { return c.New.Mode == 0 }
-func (c Change) Modified() bool { return c.Old.Mode != 0 && c.New.Mode != 0 }
+// Added and Deleted classify a change (neither: modified).
+func (c Change) Added() bool   { return c.Old.Mode == 0 }
+func (c Change) Deleted() bool { return c.New.Mode == 0 }
 
 // EmptyTree is the id of the tree with no entries: an empty directory.
 var EmptyTree = Hash(TypeTree, (&Tree{}).Encode())

@@ -210,10 +210,3 @@ func (v *storeView) reachableObjects() map[objects.ID]bool {
 	}
 	return seen
 }
-
-// allObjects lists every object the pack indexes hold.
-func (v *storeView) allObjects() map[objects.ID]objects.Type {
-	out := map[objects.ID]objects.Type{}
-	v.st.Each(func(id objects.ID, t objects.Type) { out[id] = t })
-	return out
-}

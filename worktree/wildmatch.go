@@ -144,10 +144,6 @@ func dowild(p, text string, pathname bool) int {
 			if pi == len(p) || tc != p[pi] {
 				return wmNoMatch
 			}
-		default:
-			if tc != pc {
-				return wmNoMatch
-			}
 		case '?':
 			if pathname && tc == '/' {
 				return wmNoMatch
@@ -302,6 +298,10 @@ func dowild(p, text string, pathname bool) int {
 				}
 			}
 			if matched == negated || pathname && tc == '/' {
+				return wmNoMatch
+			}
+		default:
+			if tc != pc {
 				return wmNoMatch
 			}
 		}

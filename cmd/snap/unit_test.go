@@ -149,6 +149,7 @@ func TestVersion(t *testing.T) {
 // A panic anywhere below run becomes an error of the documented shape:
 // exit 1, code internal_error, a JSON document with --json.
 func TestPanicIsAnError(t *testing.T) {
+	//lint:ignore SA5000 the panic is what is tested
 	err := recovered(func() error { var m map[string]int; m["x"]++; return nil })
 	if exit, code := classify(err); exit != exitError || code != "internal_error" {
 		t.Fatalf("recovered panic classified %d %q: %v", exit, code, err)

@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
-	"path"
 	"sort"
 	"strings"
 )
@@ -502,13 +501,4 @@ func genCLI(rng *rand.Rand, g *genState) *CLIOp {
 		c.Pick = -1
 	}
 	return c
-}
-
-// parentDirs lists the directories above p.
-func parentDirs(p string) []string {
-	var out []string
-	for d := path.Dir(p); d != "."; d = path.Dir(d) {
-		out = append(out, d)
-	}
-	return out
 }
