@@ -95,8 +95,6 @@ type captured struct {
 	excluded []string
 }
 
-func headRef(session string) string { return "sessions/" + session + "/head" }
-
 // Checkpoint records the working tree and state documents as a new
 // checkpoint of the session and moves the session head to it.
 //
@@ -185,7 +183,7 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 		if _, err := w.Commit(); err != nil {
 			return nil, err
 		}
-		err = r.refs.Update(headRef(session), parentID, res.ID)
+		err = r.refs.Update(refs.SessionHead(session), parentID, res.ID)
 		if errors.Is(err, refs.ErrConflict) && attempt < 100 {
 			time.Sleep(time.Duration(rand.N(1000*(attempt+1))) * time.Microsecond)
 			continue // the head moved: rebuild on the new head
@@ -194,13 +192,13 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			return nil, err
 		}
 		op := &refs.Op{Kind: "checkpoint", Session: session, Checkpoint: res.ID,
-			Refs: []refs.RefChange{{Name: headRef(session), Old: parentID, New: res.ID}}}
+			Refs: []refs.RefChange{{Name: refs.SessionHead(session), Old: parentID, New: res.ID}}}
 		for _, l := range ck.Labels {
-			old, _ := r.refs.Get("labels/" + l)
-			if err := r.refs.Update("labels/"+l, old, res.ID); err != nil {
+			old, _ := r.refs.Get(refs.Label(l))
+			if err := r.refs.Update(refs.Label(l), old, res.ID); err != nil {
 				return nil, err
 			}
-			op.Refs = append(op.Refs, refs.RefChange{Name: "labels/" + l, Old: old, New: res.ID})
+			op.Refs = append(op.Refs, refs.RefChange{Name: refs.Label(l), Old: old, New: res.ID})
 		}
 		if err := r.refs.Append(op); err != nil {
 			return nil, err
@@ -251,7 +249,7 @@ func (r *Repo) headRecorded(session string, id objects.ID) bool {
 	ops, _ := r.refs.Ops()
 	for i := len(ops) - 1; i >= 0; i-- {
 		for _, c := range ops[i].Refs {
-			if c.Name == headRef(session) && c.New == id {
+			if c.Name == refs.SessionHead(session) && c.New == id {
 				return true
 			}
 		}
@@ -272,7 +270,7 @@ type messageDetail struct {
 // head returns the session head and its checkpoint (zero and nil when the
 // session has none yet).
 func (r *Repo) head(session string) (objects.ID, *objects.Checkpoint, error) {
-	id, err := r.refs.Get(headRef(session))
+	id, err := r.refs.Get(refs.SessionHead(session))
 	if errors.Is(err, refs.ErrNotFound) {
 		return objects.ID{}, nil, nil
 	}
@@ -736,7 +734,7 @@ func (r *Repo) inProject(sources ...map[string]string) []string {
 // for another either, so no other session's rewind deletes it.
 func (r *Repo) sessionSources() map[string]string {
 	out := map[string]string{}
-	heads, _ := r.refs.List("sessions/")
+	heads, _ := r.refs.List(refs.SessionsPrefix)
 	for _, h := range heads {
 		if ck, err := r.objects.ReadCheckpoint(h.ID); err == nil {
 			for name, src := range ck.StateSources {

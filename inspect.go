@@ -124,13 +124,15 @@ func (r *Repo) ancestorsSince(id objects.ID, since int64) map[objects.ID]bool {
 }
 
 func (r *Repo) labelsByID() (map[objects.ID][]string, error) {
-	list, err := r.refs.List("labels/")
+	list, err := r.refs.List(refs.LabelsPrefix)
 	if err != nil && len(list) == 0 && !errors.Is(err, refs.ErrCorrupt) {
 		return nil, err
 	}
 	m := map[objects.ID][]string{}
 	for _, l := range list {
-		m[l.ID] = append(m[l.ID], strings.TrimPrefix(l.Name, "labels/"))
+		if name, ok := refs.LabelOf(l.Name); ok {
+			m[l.ID] = append(m[l.ID], name)
+		}
 	}
 	return m, nil
 }
@@ -689,17 +691,17 @@ type SessionInfo struct {
 // not counted).
 func (r *Repo) Sessions() ([]SessionInfo, error) {
 	out := []SessionInfo{}
-	for _, kind := range []string{"sessions/", "archive/"} {
+	for _, kind := range []string{refs.SessionsPrefix, refs.ArchivePrefix} {
 		list, err := r.refs.List(kind)
 		if err != nil && len(list) == 0 && !errors.Is(err, refs.ErrCorrupt) {
 			return nil, err
 		}
 		for _, ref := range list {
-			name, ok := strings.CutSuffix(strings.TrimPrefix(ref.Name, kind), "/head")
+			name, archived, ok := refs.SessionOf(ref.Name)
 			if !ok {
 				continue
 			}
-			info := SessionInfo{Name: name, Head: ref.ID, Archived: kind == "archive/"}
+			info := SessionInfo{Name: name, Head: ref.ID, Archived: archived}
 			// Counted as log lists them: every checkpoint of the session
 			// that retention has not expired.
 			if list, err := r.sessionCheckpoints(name); err == nil {
@@ -742,18 +744,18 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 	if err != nil {
 		return id, err
 	}
-	old, err := r.refs.Get("labels/" + name)
+	old, err := r.refs.Get(refs.Label(name))
 	if err != nil && !errors.Is(err, refs.ErrNotFound) {
 		return id, err
 	}
 	if old == id {
 		return id, nil
 	}
-	if err := r.refs.Update("labels/"+name, old, id); err != nil {
+	if err := r.refs.Update(refs.Label(name), old, id); err != nil {
 		return id, err
 	}
 	return id, r.refs.Append(&refs.Op{Kind: "label", Session: session,
-		Refs: []refs.RefChange{{Name: "labels/" + name, Old: old, New: id}}})
+		Refs: []refs.RefChange{{Name: refs.Label(name), Old: old, New: id}}})
 }
 
 // ArchiveSession moves a session out of the active list (its checkpoints
@@ -762,7 +764,7 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 //
 // Both are undoable: 'snap undo' in that session puts the session back.
 func (r *Repo) ArchiveSession(session string) error {
-	return r.moveSession(session, archiveRef(session), opSessionArchive)
+	return r.moveSession(session, refs.ArchivedHead(session), opSessionArchive)
 }
 
 // RemoveSession deletes a session's head ref (an active session's, else an
@@ -777,13 +779,11 @@ const (
 	opSessionRemove  = "session-rm"
 )
 
-func archiveRef(session string) string { return "archive/" + session + "/head" }
-
 // checkNotArchived refuses to start a session whose name an archived
 // session holds: two sessions of one name would be listed twice and
 // could not both be archived.
 func (r *Repo) checkNotArchived(session string) error {
-	if _, err := r.refs.Get(archiveRef(session)); err == nil {
+	if _, err := r.refs.Get(refs.ArchivedHead(session)); err == nil {
 		return fmt.Errorf("%w: session %q is archived: 'snap -s %s undo' brings it back if archiving it was its last operation, 'snap session rm %s' deletes it; or use another session name",
 			ErrUsage, session, session, session)
 	}
@@ -800,11 +800,11 @@ func (r *Repo) moveSession(session, to, kind string) error {
 		return err
 	}
 	defer release()
-	from := headRef(session)
+	from := refs.SessionHead(session)
 	id, err := r.refs.Get(from)
 	if errors.Is(err, refs.ErrNotFound) {
 		if to == "" { // removing an archived session
-			from = archiveRef(session)
+			from = refs.ArchivedHead(session)
 			id, err = r.refs.Get(from)
 		} else if _, aerr := r.refs.Get(to); aerr == nil {
 			return fmt.Errorf("%w: session %q is archived already", ErrUsage, session)

@@ -22,6 +22,10 @@ type (
 	FsckProblem = gc.Problem
 )
 
+// LabelOf parses a ref name of the op log (Op.Refs): the label's name,
+// and whether it names a label.
+func LabelOf(ref string) (string, bool) { return refs.LabelOf(ref) }
+
 // FsckError is the severity of a problem that is damage (exit 12).
 const FsckError = gc.SeverityError
 

@@ -127,7 +127,7 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		}
 	}
 	if refs.ValidComponent(ref) == nil {
-		id, err := r.refs.Get("labels/" + ref)
+		id, err := r.refs.Get(refs.Label(ref))
 		if err == nil {
 			return id, nil
 		}

@@ -114,7 +114,7 @@ type move struct {
 func (m *move) op() *refs.Op {
 	detail, _ := json.Marshal(moveDetail{m.Scope, m.Created})
 	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Checkpoint: m.Found, Undoes: m.Undoes,
-		Refs: []refs.RefChange{{Name: headRef(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
+		Refs: []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
 }
 
 // Rewind moves the working tree and/or the state documents back (or
@@ -236,7 +236,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		if _, err := w.Commit(); err != nil {
 			return nil, err
 		}
-		if err := r.refs.Update(headRef(session), headID, cres.ID); err != nil {
+		if err := r.refs.Update(refs.SessionHead(session), headID, cres.ID); err != nil {
 			return nil, fmt.Errorf("safety checkpoint: %w", err)
 		}
 		safety, current = cres.ID, cres.ID
@@ -700,18 +700,18 @@ func (r *Repo) verifyTarget(tr objects.TreeReader, now *captured, tck *objects.C
 // the journal. It is idempotent, so a recovery may repeat what a killed
 // move already did.
 func (r *Repo) finishMove(m *move) error {
-	head, err := r.refs.Get(headRef(m.Session))
+	head, err := r.refs.Get(refs.SessionHead(m.Session))
 	if err != nil && !errors.Is(err, refs.ErrNotFound) {
 		return err
 	}
 	switch {
 	case head == m.NewHead:
 	case m.NewHead.IsZero(): // undoing a rewind made before the session's first checkpoint
-		if err := r.refs.Delete(headRef(m.Session), m.Current); err != nil {
+		if err := r.refs.Delete(refs.SessionHead(m.Session), m.Current); err != nil {
 			return err
 		}
 	default:
-		if err := r.refs.Update(headRef(m.Session), m.Current, m.NewHead); err != nil {
+		if err := r.refs.Update(refs.SessionHead(m.Session), m.Current, m.NewHead); err != nil {
 			return err
 		}
 	}
@@ -854,7 +854,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		if _, err := w.Commit(); err != nil {
 			return err
 		}
-		if err := r.refs.Update(headRef(m.Session), curID, found.ID); err != nil {
+		if err := r.refs.Update(refs.SessionHead(m.Session), curID, found.ID); err != nil {
 			return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
 		}
 		m.Current, m.Found = found.ID, found.ID

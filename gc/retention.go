@@ -1,7 +1,6 @@
 package gc
 
 import (
-	"strings"
 	"time"
 
 	"github.com/snapcore-dev/snap/objects"
@@ -120,12 +119,8 @@ func planExpiry(p Policy, ops []refs.Op, list []refs.Ref, alreadyExpired map[obj
 	return e
 }
 
-// archivedSession returns the session of an archived head ref
-// ("archive/<session>/head").
+// archivedSession returns the session of an archived head ref.
 func archivedSession(ref string) (string, bool) {
-	s, ok := strings.CutPrefix(ref, "archive/")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(s, "/head")
+	s, archived, ok := refs.SessionOf(ref)
+	return s, ok && archived
 }

@@ -99,3 +99,40 @@ func allowedChars(s string) bool {
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
+
+// The names of the refs the engine keeps, built and parsed here only:
+// a session's head, an archived session's head and a label. (What a
+// session is, is the engine's business; these are only names.)
+const (
+	SessionsPrefix = "sessions/" // List prefix of the live sessions' heads
+	ArchivePrefix  = "archive/"  // List prefix of the archived sessions' heads
+	LabelsPrefix   = "labels/"   // List prefix of the labels
+)
+
+// SessionHead is the ref of session's head.
+func SessionHead(session string) string { return SessionsPrefix + session + "/head" }
+
+// ArchivedHead is the ref of an archived session's head.
+func ArchivedHead(session string) string { return ArchivePrefix + session + "/head" }
+
+// Label is the ref of label name.
+func Label(name string) string { return LabelsPrefix + name }
+
+// SessionOf parses a session head's ref (SessionHead or ArchivedHead):
+// the session's name, whether it is archived, and whether ref is one.
+func SessionOf(ref string) (session string, archived, ok bool) {
+	for _, p := range []string{SessionsPrefix, ArchivePrefix} {
+		if rest, in := strings.CutPrefix(ref, p); in {
+			if s, head := strings.CutSuffix(rest, "/head"); head && s != "" && !strings.Contains(s, "/") {
+				return s, p == ArchivePrefix, true
+			}
+		}
+	}
+	return "", false, false
+}
+
+// LabelOf parses a label's ref: the label's name, and whether ref is one.
+func LabelOf(ref string) (string, bool) {
+	name, ok := strings.CutPrefix(ref, LabelsPrefix)
+	return name, ok && name != ""
+}

@@ -126,3 +126,24 @@ func TestBadNamesRefused(t *testing.T) {
 		t.Fatalf("refused appends left ops %v, %v", ops, err)
 	}
 }
+
+// The engine's ref names round-trip through their constructors.
+func TestEngineRefNames(t *testing.T) {
+	if s, archived, ok := SessionOf(SessionHead("s1")); !ok || archived || s != "s1" {
+		t.Fatalf("SessionOf(SessionHead): %q %v %v", s, archived, ok)
+	}
+	if s, archived, ok := SessionOf(ArchivedHead("s1")); !ok || !archived || s != "s1" {
+		t.Fatalf("SessionOf(ArchivedHead): %q %v %v", s, archived, ok)
+	}
+	if l, ok := LabelOf(Label("v1")); !ok || l != "v1" {
+		t.Fatalf("LabelOf(Label): %q %v", l, ok)
+	}
+	for _, bad := range []string{"sessions/a/b/head", "sessions//head", "labels/", "sessions/a", "x/a/head"} {
+		if _, _, ok := SessionOf(bad); ok {
+			t.Errorf("SessionOf(%q) accepted", bad)
+		}
+	}
+	if _, ok := LabelOf("labels/"); ok {
+		t.Error("LabelOf(labels/) accepted")
+	}
+}

@@ -115,9 +115,12 @@ func idOrNone(id snap.ID) string {
 	return id.Short()
 }
 
-// trimRefPrefix shows "labels/x" as "x".
+// trimRefPrefix shows a label's ref as the label's name.
 func trimRefPrefix(name string) string {
-	return strings.TrimPrefix(name, "labels/")
+	if l, ok := snap.LabelOf(name); ok {
+		return l
+	}
+	return name
 }
 
 // row joins table cells with tabs, dropping empty cells at the end (which
