@@ -191,7 +191,7 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 		if err != nil {
 			return nil, err
 		}
-		op := &refs.Op{Kind: "checkpoint", Session: session, Checkpoint: res.ID,
+		op := &refs.Op{Kind: string(OpCheckpoint), Session: session, Checkpoint: res.ID,
 			Refs: []refs.RefChange{{Name: refs.SessionHead(session), Old: parentID, New: res.ID}}}
 		for _, l := range ck.Labels {
 			old, _ := r.refs.Get(refs.Label(l))
@@ -234,7 +234,7 @@ func (r *Repo) unchanged(session string, headID objects.ID, head *objects.Checkp
 	res.Stats.NewBytes = 0
 	if o.MessageID != "" && o.MessageID != head.MessageID {
 		detail, _ := json.Marshal(messageDetail{MessageID: o.MessageID})
-		if err := r.refs.Append(&refs.Op{Kind: opMessage, Session: session, Checkpoint: headID, Detail: detail}); err != nil {
+		if err := r.refs.Append(&refs.Op{Kind: string(OpMessage), Session: session, Checkpoint: headID, Detail: detail}); err != nil {
 			return nil, err
 		}
 	}
@@ -257,12 +257,8 @@ func (r *Repo) headRecorded(session string, id objects.ID) bool {
 	return false
 }
 
-// opMessage is the op-log record of an unchanged checkpoint that named a
-// message id: msg:ID resolves to its checkpoint. It changes no ref and is
-// not undone.
-const opMessage = "message"
-
-// messageDetail is the detail of an opMessage record.
+// messageDetail is the detail of an OpMessage record: msg:ID resolves to its
+// checkpoint.
 type messageDetail struct {
 	MessageID string `json:"message_id"`
 }

@@ -754,7 +754,7 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 	if err := r.refs.Update(refs.Label(name), old, id); err != nil {
 		return id, err
 	}
-	return id, r.refs.Append(&refs.Op{Kind: "label", Session: session,
+	return id, r.refs.Append(&refs.Op{Kind: string(OpLabel), Session: session,
 		Refs: []refs.RefChange{{Name: refs.Label(name), Old: old, New: id}}})
 }
 
@@ -764,20 +764,14 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 //
 // Both are undoable: 'snap undo' in that session puts the session back.
 func (r *Repo) ArchiveSession(session string) error {
-	return r.moveSession(session, refs.ArchivedHead(session), opSessionArchive)
+	return r.moveSession(session, refs.ArchivedHead(session), OpSessionArchive)
 }
 
 // RemoveSession deletes a session's head ref (an active session's, else an
 // archived one's).
 func (r *Repo) RemoveSession(session string) error {
-	return r.moveSession(session, "", opSessionRemove)
+	return r.moveSession(session, "", OpSessionRemove)
 }
-
-// Op kinds of session management.
-const (
-	opSessionArchive = "session-archive"
-	opSessionRemove  = "session-rm"
-)
 
 // checkNotArchived refuses to start a session whose name an archived
 // session holds: two sessions of one name would be listed twice and
@@ -790,7 +784,7 @@ func (r *Repo) checkNotArchived(session string) error {
 	return nil
 }
 
-func (r *Repo) moveSession(session, to, kind string) error {
+func (r *Repo) moveSession(session, to string, kind OpKind) error {
 	session, err := sessionName(session)
 	if err != nil {
 		return err
@@ -821,7 +815,7 @@ func (r *Repo) moveSession(session, to, kind string) error {
 			return fmt.Errorf("%w: session %q has an archived copy already: remove it first ('snap session rm %s' removes the active one first, so archive or rename this one's work instead)", ErrUsage, session, session)
 		}
 	}
-	op := &refs.Op{Kind: kind, Session: session}
+	op := &refs.Op{Kind: string(kind), Session: session}
 	if to != "" {
 		if err := r.refs.Update(to, objects.ID{}, id); err != nil {
 			return err

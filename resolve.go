@@ -86,13 +86,13 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 			return objects.ID{}, err
 		}
 		// An unchanged checkpoint records its message id in the op log
-		// (opMessage): the latest of either kind of record wins.
+		// (OpMessage): the latest of either kind of record wins.
 		var latest objects.ID
 		var when int64
 		if ops, _ := r.refs.Ops(); len(ops) > 0 {
 			for _, op := range ops {
 				var d messageDetail
-				if op.Kind == opMessage && op.Session == session && json.Unmarshal(op.Detail, &d) == nil && d.MessageID == ref[4:] {
+				if op.Kind == string(OpMessage) && op.Session == session && json.Unmarshal(op.Detail, &d) == nil && d.MessageID == ref[4:] {
 					latest, when = op.Checkpoint, op.Time.UnixNano()
 				}
 			}

@@ -145,7 +145,7 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 	if err := r.checkNotArchived(session); err != nil {
 		return nil, err
 	}
-	m := &move{Kind: "rewind", Session: session, Target: target, NewHead: target, Scope: scope}
+	m := &move{Kind: string(OpRewind), Session: session, Target: target, NewHead: target, Scope: scope}
 	if o.DryRun {
 		return r.run(ctx, m, true)
 	}

@@ -16,15 +16,6 @@ type UndoResult struct {
 	Rewind *RewindResult `json:"rewind"` // for a rewind: what the files and state did
 }
 
-// undoable op kinds: everything that moved refs in a session.
-func undoable(kind string) bool {
-	switch kind {
-	case "checkpoint", "rewind", "label", opSessionArchive, opSessionRemove:
-		return true
-	}
-	return false
-}
-
 // stacks derives the session's undo and redo stacks from the op log: every
 // undoable op pushes onto undo and clears redo; "undo X" moves X to redo;
 // "redo X" moves it back — as the redo left it: undoing a redone rewind
@@ -42,15 +33,15 @@ func (r *Repo) stacks(session string) (undo, redo []refs.Op, err error) {
 			continue
 		}
 		switch {
-		case op.Kind == "undo":
+		case op.Kind == string(OpUndo):
 			if n := len(undo); n > 0 && undo[n-1].Seq == op.Undoes {
 				redo = append(redo, undo[n-1])
 				undo = undo[:n-1]
 			}
-		case op.Kind == "redo":
+		case op.Kind == string(OpRedo):
 			if n := len(redo); n > 0 && redo[n-1].Seq == op.Undoes {
 				x := redo[n-1]
-				if x.Kind == "rewind" && !op.Safety.IsZero() && len(op.Refs) > 0 && len(x.Refs) > 0 {
+				if x.Kind == string(OpRewind) && !op.Safety.IsZero() && len(op.Refs) > 0 && len(x.Refs) > 0 {
 					x.Safety = op.Safety
 					x.Refs = append([]refs.RefChange(nil), x.Refs...)
 					x.Refs[0].Old = op.Refs[0].Old
@@ -94,51 +85,76 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 	if err != nil {
 		return nil, err
 	}
-	stack, kind, empty := us, "undo", ErrNothingToUndo
+	stack, empty := us, ErrNothingToUndo
 	if !undo {
-		stack, kind, empty = rs, "redo", ErrNothingToRedo
+		stack, empty = rs, ErrNothingToRedo
 	}
 	if len(stack) == 0 {
 		return nil, fmt.Errorf("%w in session %q", empty, session)
 	}
 	op := stack[len(stack)-1]
 	res := &UndoResult{Op: op}
-	if op.Kind == "rewind" {
-		var detail moveDetail
-		if err := json.Unmarshal(op.Detail, &detail); err != nil {
-			return nil, fmt.Errorf("%w: op %d: %v", objects.ErrCorrupt, op.Seq, err)
-		}
-		scope := detail.rewindScope
-		scope.UndoCreated, scope.UndoFrom = nil, nil
-		// Undo goes back to the safety checkpoint's content with the head
-		// where it was, removing what the rewind created though the rules
-		// ignored it; redo goes to the target again.
-		target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}
-		if undo && len(detail.Created) > 0 {
-			from := op.Target
-			scope.UndoCreated, scope.UndoFrom = detail.Created, &from
-		}
-		if !undo {
-			target, newHead, known = op.Target, op.Target, op.Safety
-		}
-		if target.IsZero() {
-			return nil, fmt.Errorf("%w: op %d has no checkpoint to return to", objects.ErrCorrupt, op.Seq)
-		}
-		// The head goes back to a checkpoint retention may have removed
-		// since: refused, as for a checkpoint's undo, rather than a head
-		// naming nothing.
-		if !newHead.IsZero() && !r.objects.Has(newHead) {
-			return nil, fmt.Errorf("%w: cannot %s op %d: the head it returns to, %s, was expired by retention", ErrNoCheckpoint, kind, op.Seq, newHead.Short())
-		}
-		rr, err := r.run(ctx, &move{Kind: kind, Session: session, Target: target, NewHead: newHead, Known: known,
-			Undoes: op.Seq, Scope: scope}, false)
-		res.Rewind = rr
-		return res, err
+	k, ok := opKinds[OpKind(op.Kind)]
+	if !ok { // not undoable: stacks never holds one
+		return nil, fmt.Errorf("%w in session %q", empty, session)
 	}
-	// Checkpoint and label: move each ref back (or forward), compare-and-swap.
+	reverse := k.undo
+	if !undo {
+		reverse = k.redo
+	}
+	return res, reverse(r, ctx, session, op, undo, res)
+}
+
+// opName is what an undo or redo is called in messages and the op log.
+func opName(undo bool) OpKind {
+	if undo {
+		return OpUndo
+	}
+	return OpRedo
+}
+
+// moveTree undoes a rewind (back to its safety checkpoint's content, the
+// head where it was, and what the rewind created though the rules ignored
+// it removed) or redoes it (to its target again).
+func moveTree(r *Repo, ctx context.Context, session string, op refs.Op, undo bool, res *UndoResult) error {
+	kind := opName(undo)
+	var detail moveDetail
+	if err := json.Unmarshal(op.Detail, &detail); err != nil {
+		return fmt.Errorf("%w: op %d: %v", objects.ErrCorrupt, op.Seq, err)
+	}
+	scope := detail.rewindScope
+	scope.UndoCreated, scope.UndoFrom = nil, nil
+	target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}
+	if undo && len(detail.Created) > 0 {
+		from := op.Target
+		scope.UndoCreated, scope.UndoFrom = detail.Created, &from
+	}
+	if !undo {
+		target, newHead, known = op.Target, op.Target, op.Safety
+	}
+	if target.IsZero() {
+		return fmt.Errorf("%w: op %d has no checkpoint to return to", objects.ErrCorrupt, op.Seq)
+	}
+	// The head goes back to a checkpoint retention may have removed
+	// since: refused, as for a checkpoint's undo, rather than a head
+	// naming nothing.
+	if !newHead.IsZero() && !r.objects.Has(newHead) {
+		return fmt.Errorf("%w: cannot %s op %d: the head it returns to, %s, was expired by retention", ErrNoCheckpoint, kind, op.Seq, newHead.Short())
+	}
+	rr, err := r.run(ctx, &move{Kind: string(kind), Session: session, Target: target, NewHead: newHead, Known: known,
+		Undoes: op.Seq, Scope: scope}, false)
+	res.Rewind = rr
+	return err
+}
+
+// moveRefsBack undoes an operation that only moved refs (a checkpoint, a
+// label, archiving or removing a session) by moving each back, or redoes
+// it, compare-and-swap.
+func moveRefsBack(r *Repo, ctx context.Context, session string, op refs.Op, undo bool, res *UndoResult) error {
+	kind := opName(undo)
 	for _, c := range op.Refs {
 		if !c.Old.IsZero() && !r.objects.Has(c.Old) || !c.New.IsZero() && !r.objects.Has(c.New) {
-			return nil, fmt.Errorf("%w: cannot %s op %d: a checkpoint it moves %s between was expired by retention", ErrNoCheckpoint, kind, op.Seq, c.Name)
+			return fmt.Errorf("%w: cannot %s op %d: a checkpoint it moves %s between was expired by retention", ErrNoCheckpoint, kind, op.Seq, c.Name)
 		}
 	}
 	changes := make([]refs.RefChange, 0, len(op.Refs))
@@ -150,13 +166,13 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 		}
 		if err := r.setRef(c.Name, c.Old, c.New); err != nil {
 			if errors.Is(err, refs.ErrConflict) {
-				return nil, fmt.Errorf("cannot %s op %d: %s has moved since: %w", kind, op.Seq, c.Name, err)
+				return fmt.Errorf("cannot %s op %d: %s has moved since: %w", kind, op.Seq, c.Name, err)
 			}
-			return nil, err
+			return err
 		}
 		changes = append(changes, c)
 	}
-	return res, r.refs.Append(&refs.Op{Kind: kind, Session: session, Undoes: op.Seq, Refs: changes})
+	return r.refs.Append(&refs.Op{Kind: string(kind), Session: session, Undoes: op.Seq, Refs: changes})
 }
 
 // setRef moves a ref from old to new by compare-and-swap; a zero new

@@ -1,0 +1,44 @@
+package snap
+
+import (
+	"context"
+
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// OpKind names an operation in the op log (refs.Op.Kind).
+type OpKind string
+
+// The kinds of operation the engine records.
+const (
+	OpCheckpoint     OpKind = "checkpoint"
+	OpRewind         OpKind = "rewind"
+	OpLabel          OpKind = "label"
+	OpSessionArchive OpKind = "session-archive"
+	OpSessionRemove  OpKind = "session-rm"
+	OpUndo           OpKind = "undo"    // undoes op Undoes
+	OpRedo           OpKind = "redo"    // re-applies op Undoes
+	OpMessage        OpKind = "message" // names the checkpoint of msg:ID; changes nothing
+	OpGC             OpKind = "gc"      // recorded by gc; not undone
+)
+
+// reverser undoes (undo) or re-applies (!undo) op in session, filling
+// res; it appends its own op-log record.
+type reverser func(r *Repo, ctx context.Context, session string, op refs.Op, undo bool, res *UndoResult) error
+
+// opKinds is the one table of undoable kinds: what an undo and a redo do
+// with an operation of each. A kind not in it is never on the undo stack.
+// A new kind of operation is one entry here, with its two functions.
+var opKinds = map[OpKind]struct{ undo, redo reverser }{
+	OpCheckpoint:     {moveRefsBack, moveRefsBack},
+	OpLabel:          {moveRefsBack, moveRefsBack},
+	OpSessionArchive: {moveRefsBack, moveRefsBack},
+	OpSessionRemove:  {moveRefsBack, moveRefsBack},
+	OpRewind:         {moveTree, moveTree},
+}
+
+// undoable reports whether operations of kind go on the undo stack.
+func undoable(kind string) bool {
+	_, ok := opKinds[OpKind(kind)]
+	return ok
+}
