@@ -32,6 +32,8 @@ var (
 	// wraps ErrNoCheckpoint (exit 4): not damage, unlike an object a kept
 	// checkpoint needs that is missing (objects.ErrNotFound, exit 12).
 	ErrExpired = fmt.Errorf("%w: expired by retention", ErrNoCheckpoint)
+	// ErrNoPath: a path or state document is not in the checkpoint.
+	ErrNoPath = errors.New("no such path in checkpoint")
 	// ErrPartial: some paths failed; the result lists them.
 	ErrPartial = errors.New("some paths could not be restored")
 

@@ -578,9 +578,6 @@ func (r *Repo) Cat(session, ref, path string, w io.Writer) error {
 	return err
 }
 
-// ErrNoPath: a path or state document is not in the checkpoint.
-var ErrNoPath = errors.New("no such path in checkpoint")
-
 func (r *Repo) lookupPath(tree objects.ID, p string) (objects.TreeEntry, error) {
 	p = strings.Trim(p, "/")
 	e := objects.TreeEntry{Mode: objects.ModeDir, ID: tree}

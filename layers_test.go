@@ -1,6 +1,7 @@
 package snap_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -38,4 +39,44 @@ func TestFrontEndsImportOnlyTheEngine(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no front-end source found")
 	}
+}
+
+// Each package keeps its exported sentinel errors in its errors.go, where
+// a reader looks for what a call may return.
+func TestSentinelErrorsInErrorsGo(t *testing.T) {
+	filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && p != "." || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || d.Name() == "errors.go" {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range g.Specs {
+				for i, name := range spec.(*ast.ValueSpec).Names {
+					vs := spec.(*ast.ValueSpec)
+					if !name.IsExported() || !strings.HasPrefix(name.Name, "Err") || i >= len(vs.Values) {
+						continue
+					}
+					if call, ok := vs.Values[i].(*ast.CallExpr); ok {
+						if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "New" {
+							t.Errorf("%s declares %s: sentinel errors belong in the package's errors.go", p, name.Name)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
 }

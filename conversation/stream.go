@@ -27,10 +27,6 @@ import (
 // ErrRecordTooLarge.
 const MaxRecord = 64 << 20
 
-// ErrRecordTooLarge is returned by ParsePage and CountReader for a document
-// whose view needs a record longer than MaxRecord.
-var ErrRecordTooLarge = errors.New("conversation: record too large to stream")
-
 // maxProblems bounds the Problems ParsePage returns: past it, one last
 // Problem says that more were left out.
 const maxProblems = 1000

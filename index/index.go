@@ -20,10 +20,6 @@ import (
 	"github.com/zeebo/blake3"
 )
 
-// ErrCorrupt: the cache file does not decode. Load still returns an empty,
-// usable cache with it.
-var ErrCorrupt = errors.New("stat cache corrupt")
-
 // Stat is what the cache compares to decide that a file is unchanged.
 type Stat struct {
 	Size  int64

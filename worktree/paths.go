@@ -92,9 +92,6 @@ func CapturePaths(ctx context.Context, w *objects.Writer, base objects.ID, paths
 	return &Snapshot{Tree: id, Files: -1, Bytes: size, Read: int(c.read.Load()), Skipped: c.skipped}, nil
 }
 
-// ErrOutsideRoot: a path given to CapturePaths is not inside the project.
-var ErrOutsideRoot = errors.New("path is outside the project")
-
 // normalizePaths turns paths into clean slash-separated paths relative to
 // root, sorted, dropping any path beneath another one. "" stands for the
 // whole tree.

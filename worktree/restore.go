@@ -359,15 +359,6 @@ func inPaths(p string, paths []string) bool {
 	return false
 }
 
-// Errors of a refused or failed restore path.
-var (
-	ErrCollision = errors.New("name collides with another entry on this case-insensitive or normalising file system")
-	ErrNotDir    = errors.New("a path component is not a directory (or is a symlink)")
-	ErrUntracked = errors.New("exists on disk but was not captured (ignored or skipped); left untouched")
-	ErrStorePath = errors.New("path lies inside the store")
-	ErrBadPath   = errors.New("illegal path")
-)
-
 // refused checks a path to be written against the rules that do not depend
 // on what the disk holds: legal names, not the store, no names the file
 // system would take for one.

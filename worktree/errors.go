@@ -1,0 +1,15 @@
+package worktree
+
+import "errors"
+
+// Errors of a refused or failed restore path (RestoreResult.Errors).
+var (
+	ErrCollision = errors.New("name collides with another entry on this case-insensitive or normalising file system")
+	ErrNotDir    = errors.New("a path component is not a directory (or is a symlink)")
+	ErrUntracked = errors.New("exists on disk but was not captured (ignored or skipped); left untouched")
+	ErrStorePath = errors.New("path lies inside the store")
+	ErrBadPath   = errors.New("illegal path")
+)
+
+// ErrOutsideRoot: a path given to CapturePaths is not inside the project.
+var ErrOutsideRoot = errors.New("path is outside the project")
