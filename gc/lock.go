@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap/internal/flock"
 )
 
 // Lock files inside the store directory; never removed. The kernel
@@ -81,74 +83,17 @@ func lockSweep(ctx context.Context, storeDir string) (func(), error) {
 
 // LockFile opens (creating) path and flocks it with how (unix.LOCK_SH or
 // unix.LOCK_EX); the caller closes the file to unlock. With timeout 0 it
-// tries once; otherwise it waits in the kernel (so it is woken as soon as the
-// holder lets go, not at the next poll) until timeout or ctx is done.
-// Failure to get the lock in time is ErrBusy.
+// tries once; otherwise it waits (see flock.Lock) until timeout or ctx is
+// done. Failure to get the lock in time is ErrBusy.
 func LockFile(ctx context.Context, path string, how int, timeout time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	err = flock(f, how|unix.LOCK_NB)
-	if err == nil {
-		return f, nil
-	}
-	if !errors.Is(err, unix.EWOULDBLOCK) {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	busy := fmt.Errorf("%w: %s is held by another snap process (a gc or a writer)", ErrBusy, path)
-	if timeout == 0 {
-		f.Close()
-		return nil, busy
-	}
-	got := make(chan error, 1)
-	go func() { got <- flock(f, how) }() // blocks in the kernel
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var notice <-chan time.Time
-	say, _ := ctx.Value(waitNoticeKey{}).(func(string, time.Duration))
-	if say != nil {
-		nt := time.NewTimer(NoticeAfter)
-		defer nt.Stop()
-		notice = nt.C
-	}
-	for err == nil || errors.Is(err, unix.EWOULDBLOCK) {
-		select {
-		case err := <-got:
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("lock %s: %w", path, err)
-			}
-			return f, nil
-		case <-notice:
-			say(path, timeout)
-			notice = nil
-		case <-timer.C:
-			err = busy
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-	}
-	// Give up: when the kernel grants the lock later, drop it at once.
-	go func() {
-		<-got
-		f.Close()
-	}()
-	return nil, err
+	return flock.Lock{Path: path, Shared: how == unix.LOCK_SH, Timeout: timeout, Busy: ErrBusy,
+		Holder: "another snap process (a gc or a writer)"}.Acquire(ctx)
 }
 
-// NoticeAfter is how long a lock wait lasts before the function set with
-// WithWaitNotice is told about it.
-const NoticeAfter = time.Second
-
-type waitNoticeKey struct{}
-
-// WithWaitNotice returns a context under which a LockFile that waits longer
-// than NoticeAfter calls notice once, with the lock file and how long it
-// will wait at most (the CLI says so on a terminal).
+// WithWaitNotice returns a context under which a lock wait longer than
+// flock.NoticeAfter calls notice once (see flock.WithWaitNotice).
 func WithWaitNotice(ctx context.Context, notice func(path string, max time.Duration)) context.Context {
-	return context.WithValue(ctx, waitNoticeKey{}, notice)
+	return flock.WithWaitNotice(ctx, notice)
 }
 
 // lockShared takes the gc lock shared, waiting while a gc holds it, until
@@ -163,7 +108,7 @@ func lockShared(ctx context.Context, storeDir string) (*os.File, error) {
 		}
 	}
 	for {
-		err := flock(f, unix.LOCK_SH|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
 		if err == nil {
 			return f, nil
 		}
@@ -176,15 +121,6 @@ func lockShared(ctx context.Context, storeDir string) (*os.File, error) {
 			f.Close()
 			return nil, fmt.Errorf("gc: waiting for a running gc: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func flock(f *os.File, how int) error {
-	for {
-		err := unix.Flock(int(f.Fd()), how)
-		if !errors.Is(err, unix.EINTR) {
-			return err
 		}
 	}
 }

@@ -3,12 +3,13 @@
 package refs
 
 import (
+	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/snapcore-dev/snap/internal/flock"
 )
 
 // oNoFollow makes opening a ref fail on a symlink at the leaf.
@@ -40,26 +41,5 @@ func isSymlinkLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
 // flockWithin is flockExclusive that gives up after timeout with ErrBusy.
 func flockWithin(path string, timeout time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(timeout)
-	wait := 100 * time.Microsecond
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, &os.PathError{Op: "flock", Path: path, Err: err}
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("%w: another snap process has held %s for %v", ErrBusy, path, timeout)
-		}
-		time.Sleep(wait/2 + rand.N(wait))
-		wait = min(2*wait, 5*time.Millisecond)
-	}
+	return flock.Lock{Path: path, Timeout: timeout, Busy: ErrBusy}.Acquire(context.Background())
 }
