@@ -7,6 +7,7 @@ import (
 	"github.com/snapcore-dev/snap/gc"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/worktree"
 )
 
 // The storage layers' types that front-ends see, under the engine's
@@ -71,4 +72,22 @@ func (r *Repo) Fsck(ctx context.Context, full bool) (*FsckReport, error) {
 // the lock file's path and the longest it will wait.
 func WithLockNotice(ctx context.Context, notice func(path string, max time.Duration)) context.Context {
 	return gc.WithWaitNotice(ctx, notice)
+}
+
+// CaptureStats walks the working tree as a checkpoint would, without
+// writing anything, and reports what it found (files read, skipped).
+func (r *Repo) CaptureStats(ctx context.Context) (*worktree.Snapshot, error) {
+	cache := r.loadCache()
+	snap, err := worktree.Capture(ctx, r.objects.NewDryWriter(), worktree.Options{Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: r.MaxFileSize(), Cache: cache, Sys: r.sys})
+	return snap, err
+}
+
+// AutoGCPacks is the number of packs past which NeedsGC asks for a
+// `gc --auto` (which merges them into one).
+const AutoGCPacks = 50
+
+// NeedsGC reports whether the store has accumulated enough packs that an
+// automatic gc is worth running.
+func (r *Repo) NeedsGC() bool {
+	return r.objects.Packs() >= AutoGCPacks
 }

@@ -1,0 +1,123 @@
+package snap
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/snapcore-dev/snap/conversation"
+	"github.com/snapcore-dev/snap/objects"
+)
+
+// Cat writes a file of a checkpoint to w.
+func (r *Repo) Cat(session, ref, path string, w io.Writer) error {
+	id, ck, err := r.resolveCheckpoint(session, ref)
+	if err != nil {
+		return err
+	}
+	e, err := r.lookupPath(ck.Tree, path)
+	if err != nil {
+		return err
+	}
+	if e.Mode == objects.ModeDir {
+		return fmt.Errorf("%w: %s is a directory in %s", ErrUsage, path, id.Short())
+	}
+	_, err = r.objects.WriteBlob(e.ID, w)
+	return err
+}
+
+func (r *Repo) lookupPath(tree objects.ID, p string) (objects.TreeEntry, error) {
+	p = strings.Trim(p, "/")
+	e := objects.TreeEntry{Mode: objects.ModeDir, ID: tree}
+	for _, name := range strings.Split(p, "/") {
+		if e.Mode != objects.ModeDir {
+			return e, fmt.Errorf("%w: %s", ErrNoPath, p)
+		}
+		t, err := r.objects.ReadTree(e.ID)
+		if err != nil {
+			return e, err
+		}
+		var ok bool
+		if e, ok = t.Find(name); !ok {
+			return e, fmt.Errorf("%w: %s", ErrNoPath, p)
+		}
+	}
+	return e, nil
+}
+
+// CatState writes a state document of a checkpoint to w.
+func (r *Repo) CatState(session, ref, name string, w io.Writer) error {
+	id, ck, err := r.resolveCheckpoint(session, ref)
+	if err != nil {
+		return err
+	}
+	st, err := r.objects.ReadTree(ck.State)
+	if err != nil {
+		return err
+	}
+	e, ok := st.Find(name)
+	if !ok {
+		return fmt.Errorf("%w: state document %q (checkpoint %s has %s)", ErrNoPath, name, id.Short(), stateNames(st))
+	}
+	_, err = r.objects.WriteBlob(e.ID, w)
+	return err
+}
+
+func stateNames(t *objects.Tree) string {
+	if len(t.Entries) == 0 {
+		return "none"
+	}
+	var names []string
+	for _, e := range t.Entries {
+		names = append(names, e.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ConversationPage is a page of a checkpoint's conversation.
+type ConversationPage struct {
+	Checkpoint objects.ID             `json:"checkpoint"`
+	Format     conversation.Format    `json:"format"`
+	Total      int                    `json:"total"`
+	Offset     int                    `json:"offset"`
+	Messages   []conversation.Message `json:"messages"`
+	Problems   []conversation.Problem `json:"problems"`
+}
+
+// Conversation returns messages [offset, offset+limit) of the conversation
+// recorded at ref (limit <= 0: all).
+//
+// The document is streamed from the store and only the page is kept in
+// memory (conversation.ParsePage), whatever the transcript's size.
+func (r *Repo) Conversation(session, ref string, offset, limit int) (*ConversationPage, error) {
+	if offset < 0 {
+		return nil, fmt.Errorf("%w: negative offset", ErrUsage)
+	}
+	id, ck, err := r.resolveCheckpoint(session, ref)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.objects.ReadTree(ck.State)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := st.Find(ConversationDoc)
+	if !ok {
+		return nil, fmt.Errorf("%w: state document %q (checkpoint %s has %s)", ErrNoPath, ConversationDoc, id.Short(), stateNames(st))
+	}
+	rd := r.blobReader(e.ID)
+	defer rd.Close()
+	c, total, err := conversation.ParsePage(rd, offset, limit)
+	if err != nil {
+		return nil, fmt.Errorf("conversation of %s: %w", id.Short(), err)
+	}
+	page := &ConversationPage{Checkpoint: id, Format: c.Format, Total: total, Offset: offset,
+		Messages: c.Messages, Problems: c.Problems}
+	if page.Messages == nil {
+		page.Messages = []conversation.Message{}
+	}
+	if page.Problems == nil {
+		page.Problems = []conversation.Problem{}
+	}
+	return page, nil
+}

@@ -1,0 +1,325 @@
+package snap
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+
+	"github.com/snapcore-dev/snap/conversation"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/worktree"
+)
+
+// StatusResult compares the working tree and state documents with the
+// session head.
+type StatusResult struct {
+	Session string             `json:"session"`
+	Head    *objects.ID        `json:"head"`
+	Files   FileChanges        `json:"files"`
+	State   []StateChange      `json:"state_changed"` // state documents at their sources that differ from the head's
+	Skipped []worktree.Skipped `json:"skipped"`
+	Clean   bool               `json:"clean"`
+	// Interrupted: a rewind, undo or redo a dead process left part way
+	// (null when none): the working tree is between two states.
+	Interrupted *InterruptedMove `json:"interrupted"`
+}
+
+// StateChange is a state document that differs between two states:
+// added, modified or deleted (its source no longer exists).
+type StateChange struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Source string `json:"source,omitempty"`
+}
+
+// Status compares the working tree (and state documents at their source
+// paths) with the session head. It writes nothing to the store.
+func (r *Repo) Status(ctx context.Context, session string) (*StatusResult, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	headID, head, err := r.head(session)
+	if err != nil {
+		return nil, err
+	}
+	w := r.objects.NewDryWriter()
+	now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: head})
+	if err != nil {
+		return nil, err
+	}
+	res := &StatusResult{Session: session, Skipped: now.skipped(), State: []StateChange{}}
+	if res.Interrupted, err = r.Interrupted(); err != nil {
+		return nil, err
+	}
+	var headTree objects.ID
+	if head != nil {
+		res.Head = &headID
+		headTree = head.Tree
+		pstate, err := r.objects.ReadTree(head.State)
+		if err != nil {
+			return nil, err
+		}
+		names := map[string]bool{}
+		for _, e := range pstate.Entries {
+			names[e.Name] = true
+		}
+		for n := range now.docs {
+			names[n] = true
+		}
+		for _, n := range slices.Sorted(maps.Keys(names)) {
+			was, inHead := pstate.Find(n)
+			cur, inNow := now.docs[n]
+			sc := StateChange{Name: n, Source: now.sources[n]}
+			switch {
+			case inHead && !inNow:
+				sc.Status = "deleted"
+			case !inHead && inNow:
+				sc.Status = "added"
+			case was.ID != cur.ID:
+				sc.Status = "modified"
+			default:
+				continue
+			}
+			res.State = append(res.State, sc)
+		}
+	}
+	if res.Files, err = changes(w, headTree, now.tree, nil); err != nil {
+		return nil, err
+	}
+	res.Clean = len(res.Files.Added)+len(res.Files.Modified)+len(res.Files.Deleted)+len(res.State) == 0
+	return res, nil
+}
+
+// FileDiff is one file's difference.
+type FileDiff struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"` // added, modified, deleted
+	OldMode string `json:"old_mode,omitempty"`
+	NewMode string `json:"new_mode,omitempty"`
+	Binary  bool   `json:"binary,omitempty"`
+	Added   int    `json:"lines_added"`
+	Removed int    `json:"lines_removed"`
+	Patch   string `json:"patch,omitempty"` // unified diff
+}
+
+// StateDiff is one state document's difference.
+type StateDiff struct {
+	Name         string                   `json:"name"`
+	Status       string                   `json:"status"`
+	Conversation *conversation.DiffResult `json:"conversation,omitempty"` // message by message, for the conversation
+	Patch        string                   `json:"patch,omitempty"`        // unified diff, for other documents
+}
+
+// DiffResult compares two checkpoints, or a checkpoint and the working tree.
+type DiffResult struct {
+	From  objects.ID  `json:"from"`
+	To    *objects.ID `json:"to"` // null: the working tree
+	Files []FileDiff  `json:"files"`
+	State []StateDiff `json:"state"`
+}
+
+// maxDiffSize is the largest file diffed line by line.
+const maxDiffSize = 8 << 20
+
+// Diff compares checkpoint from (default: the head) with checkpoint to
+// (default: the working tree and the state documents at their sources),
+// optionally limited to paths. State documents are compared message by
+// message when they are conversations.
+func (r *Repo) Diff(ctx context.Context, session, from, to string, paths []string) (*DiffResult, error) {
+	fromID, fck, err := r.resolveCheckpoint(session, from)
+	if err != nil {
+		return nil, err
+	}
+	res := &DiffResult{From: fromID, Files: []FileDiff{}, State: []StateDiff{}}
+	var tr objects.TreeReader = r.objects
+	var toTree, toState objects.ID
+	read := func(id objects.ID) ([]byte, error) { return r.objects.ReadBlob(id, maxDocSize) }
+	if to == "" {
+		w := r.objects.NewDryWriter()
+		now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: fck})
+		if err != nil {
+			return nil, err
+		}
+		tr, toTree, toState = w, now.tree, now.state
+		// Content that is not in the store yet is read from disk (files)
+		// or from what capture read (state documents).
+		pending := map[objects.ID][]byte{}
+		for name, d := range now.data {
+			pending[now.docs[name].ID] = d
+		}
+		fromSource := map[objects.ID]string{}
+		for name, src := range now.files {
+			fromSource[now.docs[name].ID] = src
+		}
+		read = func(id objects.ID) ([]byte, error) {
+			if d, ok := pending[id]; ok {
+				return d, nil
+			}
+			if src, ok := fromSource[id]; ok && !r.objects.Has(id) {
+				f, err := openSource(src)
+				if err != nil {
+					return nil, err
+				}
+				defer f.Close()
+				return io.ReadAll(io.LimitReader(f, maxDocSize))
+			}
+			return r.objects.ReadBlob(id, maxDocSize)
+		}
+		res.Files, err = r.fileDiffs(tr, fck.Tree, toTree, paths, read, true)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		toID, tck, err := r.resolveCheckpoint(session, to)
+		if err != nil {
+			return nil, err
+		}
+		res.To, toTree, toState = &toID, tck.Tree, tck.State
+		if res.Files, err = r.fileDiffs(tr, fck.Tree, toTree, paths, read, false); err != nil {
+			return nil, err
+		}
+	}
+	if len(paths) == 0 {
+		if res.State, err = r.stateDiffs(tr, fck.State, toState, read); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (r *Repo) fileDiffs(tr objects.TreeReader, a, b objects.ID, paths []string, read func(objects.ID) ([]byte, error), fromDisk bool) ([]FileDiff, error) {
+	out := []FileDiff{}
+	err := objects.DiffTrees(tr, a, b, func(c objects.Change) error {
+		if !pathMatch(c.Path, paths) {
+			return nil
+		}
+		fd := FileDiff{Path: c.Path, Status: "modified"}
+		switch {
+		case c.Added():
+			fd.Status = "added"
+		case c.Deleted():
+			fd.Status = "deleted"
+		}
+		if c.Old.Mode != 0 {
+			fd.OldMode = c.Old.Mode.String()
+		}
+		if c.New.Mode != 0 {
+			fd.NewMode = c.New.Mode.String()
+		}
+		if c.Old.Mode == objects.ModeDir || c.New.Mode == objects.ModeDir {
+			out = append(out, fd) // an empty directory: no content to compare
+			return nil
+		}
+		var oldData, newData []byte
+		var err error
+		if c.Old.Mode != 0 {
+			if c.Old.Size > maxDiffSize {
+				fd.Binary = true
+			} else if oldData, err = read(c.Old.ID); err != nil {
+				return err
+			}
+		}
+		if c.New.Mode != 0 && !fd.Binary {
+			if c.New.Size > maxDiffSize {
+				fd.Binary = true
+			} else if fromDisk && !r.objects.Has(c.New.ID) {
+				if newData, err = r.readWorktree(c.Path, c.New.Mode); err != nil {
+					return err
+				}
+			} else if newData, err = read(c.New.ID); err != nil {
+				return err
+			}
+		}
+		if fd.Binary || isBinary(oldData) || isBinary(newData) {
+			fd.Binary = true
+		} else {
+			fd.Patch, fd.Added, fd.Removed = unified("a/"+c.Path, "b/"+c.Path, oldData, newData, c.Old.Mode == 0, c.New.Mode == 0)
+		}
+		out = append(out, fd)
+		return nil
+	})
+	return out, err
+}
+
+func (r *Repo) readWorktree(p string, mode objects.Mode) ([]byte, error) {
+	w := &bytes.Buffer{}
+	if err := worktree.ReadFile(r.Root, p, mode == objects.ModeSymlink, w); err != nil {
+		return nil, err
+	}
+	return w.Bytes(), nil
+}
+
+func (r *Repo) stateDiffs(tr objects.TreeReader, a, b objects.ID, read func(objects.ID) ([]byte, error)) ([]StateDiff, error) {
+	out := []StateDiff{}
+	err := objects.DiffTrees(tr, a, b, func(c objects.Change) error {
+		name := c.Path
+		sd := StateDiff{Name: name, Status: "modified"}
+		switch {
+		case c.Added():
+			sd.Status = "added"
+		case c.Deleted():
+			sd.Status = "deleted"
+		}
+		var oldData, newData []byte
+		var err error
+		if c.Old.Mode != 0 {
+			if oldData, err = read(c.Old.ID); err != nil {
+				return err
+			}
+		}
+		if c.New.Mode != 0 {
+			if newData, err = read(c.New.ID); err != nil {
+				return err
+			}
+		}
+		if name == ConversationDoc {
+			d := conversation.Diff(conversation.Parse(oldData), conversation.Parse(newData))
+			sd.Conversation = &d
+		} else if !isBinary(oldData) && !isBinary(newData) && len(oldData) < maxDiffSize && len(newData) < maxDiffSize {
+			sd.Patch, _, _ = unified("a/"+name, "b/"+name, oldData, newData, c.Old.Mode == 0, c.New.Mode == 0)
+		}
+		out = append(out, sd)
+		return nil
+	})
+	return out, err
+}
+
+func isBinary(b []byte) bool {
+	if len(b) > 8000 {
+		b = b[:8000]
+	}
+	return bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b)
+}
+
+// unified returns a unified diff and the lines added and removed.
+func unified(from, to string, a, b []byte, added, deleted bool) (string, int, int) {
+	if added {
+		from = "/dev/null"
+	}
+	if deleted {
+		to = "/dev/null"
+	}
+	edits := udiff.Lines(string(a), string(b))
+	patch, err := udiff.ToUnified(from, to, string(a), edits, udiff.DefaultContextLines)
+	if err != nil {
+		return "", 0, 0
+	}
+	plus, minus := 0, 0
+	for _, l := range strings.Split(patch, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			plus++
+		case strings.HasPrefix(l, "-"):
+			minus++
+		}
+	}
+	return patch, plus, minus
+}

@@ -1,0 +1,270 @@
+package snap
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap/gc"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// Journal of the move in progress; moves in one store run one at a time.
+const (
+	journalName  = gc.MoveJournal
+	moveLockName = "move.lock"
+)
+
+// moveDetail is the op-log detail of a move: its scope, and what its
+// restore created though the ignore rules ignored it (RewindResult.Created).
+type moveDetail struct {
+	rewindScope
+	Created []string `json:"created,omitempty"`
+}
+
+// move describes one rewind, undo or redo of a rewind: what to restore,
+// where the head goes and how the operation is recorded. It is also the
+// journal written before the working tree is touched, so a move killed half
+// way is completed by the next command (see recoverMove).
+type move struct {
+	Kind    string      `json:"kind"` // op kind: rewind, undo, redo
+	Session string      `json:"session"`
+	Target  objects.ID  `json:"target"`   // checkpoint whose content is restored
+	NewHead objects.ID  `json:"new_head"` // where the head ends
+	Known   objects.ID  `json:"known"`    // a checkpoint that may already hold the current state (redo)
+	Undoes  int64       `json:"undoes,omitempty"`
+	Scope   rewindScope `json:"scope"`
+	// Set once the safety checkpoint is taken:
+	OldHead objects.ID `json:"old_head"` // the head before the move
+	Safety  objects.ID `json:"safety"`   // the checkpoint holding the state from before
+	Current objects.ID `json:"current"`  // the head once the safety checkpoint is taken
+	// Found: the state a recovery found, recorded before it completed the
+	// move (work done after the interruption); zero when there was none.
+	Found objects.ID `json:"found,omitempty"`
+	// Created: set from the restore (RewindResult.Created), for the op log.
+	Created []string `json:"created,omitempty"`
+}
+
+// op is the op-log record of a completed move.
+func (m *move) op() *refs.Op {
+	detail, _ := json.Marshal(moveDetail{m.Scope, m.Created})
+	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Checkpoint: m.Found, Undoes: m.Undoes,
+		Refs: []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
+}
+
+// waitMoves waits for a rewind, undo or redo moving files in this project
+// (bounded by gc.LockTimeout, then refs.ErrBusy) and holds further ones off
+// until the returned function is called; any number of holders share it.
+func (r *Repo) waitMoves(ctx context.Context) (func(), error) {
+	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, gc.LockTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for a rewind in progress: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// lockMoves serialises rewinds, undos and redos of the working tree.
+func (r *Repo) lockMoves(ctx context.Context) (func(), error) {
+	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, gc.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+func newTxn() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// writeJournal durably records m before the working tree is touched.
+func (r *Repo) writeJournal(m *move) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(r.fs, filepath.Join(r.StoreDir, journalName), data)
+}
+
+// finishMove moves the head to m.NewHead, records the operation and removes
+// the journal. It is idempotent, so a recovery may repeat what a killed
+// move already did.
+func (r *Repo) finishMove(m *move) error {
+	head, err := r.refs.Get(refs.SessionHead(m.Session))
+	if err != nil && !errors.Is(err, refs.ErrNotFound) {
+		return err
+	}
+	switch {
+	case head == m.NewHead:
+	case m.NewHead.IsZero(): // undoing a rewind made before the session's first checkpoint
+		if err := r.refs.Delete(refs.SessionHead(m.Session), m.Current); err != nil {
+			return err
+		}
+	default:
+		if err := r.refs.Update(refs.SessionHead(m.Session), m.Current, m.NewHead); err != nil {
+			return err
+		}
+	}
+	done, err := r.recorded(m.Scope.Txn)
+	if err != nil {
+		return err
+	}
+	if !done {
+		if err := r.refs.Append(m.op()); err != nil {
+			return err
+		}
+	}
+	if err := r.fs.Remove(filepath.Join(r.StoreDir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// recorded reports whether the op log holds the move with this txn.
+func (r *Repo) recorded(txn string) (bool, error) {
+	ops, err := r.refs.Ops()
+	if err != nil && len(ops) == 0 {
+		return false, err
+	}
+	for i := len(ops) - 1; i >= 0; i-- {
+		var sc rewindScope
+		if len(ops[i].Detail) > 0 && json.Unmarshal(ops[i].Detail, &sc) == nil && sc.Txn == txn {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// InterruptedMove is a rewind, undo or redo that was killed or interrupted
+// after it began to change the working tree: the tree is part way between
+// the state before (Safety) and Target. The next command that changes the
+// store completes it (after which 'snap undo' returns to Safety).
+type InterruptedMove struct {
+	Kind    string     `json:"kind"` // rewind, undo, redo
+	Session string     `json:"session"`
+	Target  objects.ID `json:"target"`
+	Safety  objects.ID `json:"safety"`
+}
+
+// Interrupted reports the move a killed or interrupted process left
+// unfinished (nil when there is none, or when its process still runs).
+// Read-only commands use it to say so; they never complete it.
+func (r *Repo) Interrupted() (*InterruptedMove, error) {
+	data, err := r.fs.ReadFile(filepath.Join(r.StoreDir, journalName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	lock, err := gc.LockFile(context.Background(), filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, 0)
+	if err != nil {
+		return nil, nil // its process still runs: a move in progress, not an interrupted one
+	}
+	lock.Close()
+	var m move
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", objects.ErrCorrupt, journalName, err)
+	}
+	return &InterruptedMove{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety}, nil
+}
+
+// recoverMove completes a rewind, undo or redo that was killed after its
+// safety checkpoint: the journal says where it was going, so the working
+// tree (which may hold a mix of old and new files, never a torn one) is
+// brought to the target, the head moved and the operation recorded, and
+// 'snap undo' then returns to the safety checkpoint. It does nothing when
+// there is no journal or when the move's own process still runs.
+func (r *Repo) recoverMove(ctx context.Context) error {
+	path := filepath.Join(r.StoreDir, journalName)
+	if _, err := r.fs.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, 0)
+	if err != nil {
+		return nil // a live move holds it: not ours to finish
+	}
+	defer lock.Close()
+	data, err := r.fs.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var m move
+	if err := json.Unmarshal(data, &m); err != nil {
+		// writeJournal replaces the file atomically, so this is damage.
+		return fmt.Errorf("%w: %s: %v", objects.ErrCorrupt, path, err)
+	}
+	tck, err := r.objects.ReadCheckpoint(m.Target)
+	var head *objects.Checkpoint
+	if err == nil && !m.Current.IsZero() {
+		head, err = r.objects.ReadCheckpoint(m.Current)
+	}
+	if err != nil && !errors.Is(err, objects.ErrNotFound) && !errors.Is(err, objects.ErrCorrupt) {
+		// Unreadable for now (I/O): the journal stays, a gc root, and the
+		// next command tries again.
+		return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
+	}
+	if err != nil {
+		// Its checkpoints are gone (damage): completing it is impossible,
+		// and retrying at every command would block the store. Set the
+		// journal aside for inspection; fsck reports the damage.
+		r.fs.Rename(path, path+".abandoned")
+		return nil
+	}
+	w := r.objects.NewWriter()
+	defer w.Abort()
+	cache := r.loadCache()
+	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources}
+	if m.Scope.State && m.Scope.StateOut == "" {
+		spec.sources = tck.StateSources
+	}
+	now, err := r.capture(ctx, w, cache, spec)
+	if err != nil {
+		return err
+	}
+	// What is there now may hold work done since the interruption: unless
+	// it is what the move started from or where it was going, it is
+	// recorded first (listed by log, kept by gc through the op log), so
+	// completing the move loses nothing.
+	// (The head is where the move left it: its safety checkpoint, or
+	// already the target when it was killed while recording itself.)
+	curID, cur, err := r.head(m.Session)
+	if err != nil {
+		return err
+	}
+	if cur != nil && !now.same(cur) && !now.same(tck) && (head == nil || !now.same(head)) {
+		found, _, err := r.buildCheckpoint(w, m.Session, curID, cur, now, CheckpointOptions{Kind: kindPreRewind,
+			Summary: "found when completing the interrupted " + m.Kind + " to " + m.Target.Short()})
+		if err != nil {
+			return err
+		}
+		if _, err := w.Commit(); err != nil {
+			return err
+		}
+		if err := r.refs.Update(refs.SessionHead(m.Session), curID, found.ID); err != nil {
+			return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
+		}
+		m.Current, m.Found = found.ID, found.ID
+		if err := r.writeJournal(&m); err != nil {
+			return err
+		}
+	}
+	res := &RewindResult{}
+	if err := r.restore(ctx, w, cache, tck, now, m.Scope, false, res); err != nil {
+		return err
+	}
+	cache.SaveFS(r.fs, r.cachePath())
+	return r.finishMove(&m)
+}

@@ -1,0 +1,256 @@
+package snap
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// LogEntry is one checkpoint as log lists it.
+type LogEntry struct {
+	Seq       int           `json:"seq"` // 1 = oldest in the session
+	ID        objects.ID    `json:"id"`
+	Session   string        `json:"session"`
+	Parent    *objects.ID   `json:"parent"`
+	Time      time.Time     `json:"time"`
+	Kind      string        `json:"kind"`
+	MessageID string        `json:"message_id,omitempty"`
+	Summary   string        `json:"summary,omitempty"`
+	Labels    []string      `json:"labels,omitempty"`
+	Stats     objects.Stats `json:"stats"`
+	Head      bool          `json:"head"`      // the session head
+	Abandoned bool          `json:"abandoned"` // not an ancestor of the head: a future a rewind left behind
+}
+
+// Log lists every checkpoint of the session, newest first (at most n when
+// n > 0), including those on branches a rewind abandoned, which are marked.
+// With all, every session is listed, one after the other.
+func (r *Repo) Log(session string, n int, all bool) ([]LogEntry, error) {
+	sessions := []string{}
+	if all {
+		infos, err := r.Sessions()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range infos {
+			sessions = append(sessions, s.Name)
+		}
+	} else {
+		s, err := sessionName(session)
+		if err != nil {
+			return nil, err
+		}
+		sessions = append(sessions, s)
+	}
+	labels, err := r.labelsByID()
+	if err != nil {
+		return nil, err
+	}
+	var out []LogEntry
+	for _, s := range sessions {
+		list, err := r.sessionCheckpoints(s)
+		if err != nil {
+			return nil, err
+		}
+		head, _, err := r.head(s)
+		if err != nil {
+			return nil, err
+		}
+		// Newest first, reading only the checkpoints listed.
+		var entries []LogEntry
+		for i := len(list) - 1; i >= 0 && (n <= 0 || all || len(entries) < n); i-- {
+			ck, err := r.load(&list[i])
+			if err != nil {
+				return nil, err
+			}
+			if ck == nil {
+				continue // expired by retention
+			}
+			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID,
+				Summary: ck.Summary, Labels: labels[list[i].ID], Stats: ck.Stats, Head: list[i].ID == head}
+			if len(ck.Parents) > 0 {
+				p := ck.Parents[0]
+				le.Parent = &p
+			}
+			entries = append(entries, le)
+		}
+		if len(entries) > 0 {
+			onBranch := r.ancestorsSince(head, entries[len(entries)-1].Time.UnixNano())
+			for i := range entries {
+				entries[i].Abandoned = !onBranch[entries[i].ID]
+			}
+		}
+		out = append(out, entries...)
+	}
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+// ancestorsSince returns the checkpoints reachable from id by parents, not
+// going further back than those made before since (Unix ns): enough to
+// tell which checkpoints from since on lie on the head's branch.
+func (r *Repo) ancestorsSince(id objects.ID, since int64) map[objects.ID]bool {
+	set := map[objects.ID]bool{}
+	queue := []objects.ID{id}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		if id.IsZero() || set[id] {
+			continue
+		}
+		set[id] = true
+		if ck, err := r.objects.ReadCheckpoint(id); err == nil && ck.Time >= since {
+			queue = append(queue, ck.Parents...)
+		}
+	}
+	return set
+}
+
+func (r *Repo) labelsByID() (map[objects.ID][]string, error) {
+	list, err := r.refs.List(refs.LabelsPrefix)
+	if err != nil && len(list) == 0 && !errors.Is(err, refs.ErrCorrupt) {
+		return nil, err
+	}
+	m := map[objects.ID][]string{}
+	for _, l := range list {
+		if name, ok := refs.LabelOf(l.Name); ok {
+			m[l.ID] = append(m[l.ID], name)
+		}
+	}
+	return m, nil
+}
+
+// StateInfo describes one state document of a checkpoint.
+type StateInfo struct {
+	Name   string     `json:"name"`
+	Size   int64      `json:"size"`
+	ID     objects.ID `json:"id"`
+	Source string     `json:"source,omitempty"`
+}
+
+// ShowResult is one checkpoint in detail.
+type ShowResult struct {
+	LogEntry
+	Tree objects.ID `json:"tree"`
+	// ParentExpired: retention removed the parent, so Files is empty;
+	// Stats still counts the changes against it.
+	ParentExpired bool        `json:"parent_expired"`
+	Files         FileChanges `json:"files"`
+	State         []StateInfo `json:"state"`
+}
+
+// Show describes one checkpoint: metadata, files changed against its
+// parent, state documents with sizes.
+func (r *Repo) Show(session, ref string) (*ShowResult, error) {
+	id, ck, err := r.resolveCheckpoint(session, ref)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := r.labelsByID()
+	if err != nil {
+		return nil, err
+	}
+	res := &ShowResult{Tree: ck.Tree, State: []StateInfo{}}
+	res.LogEntry = LogEntry{ID: id, Session: ck.Session, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID,
+		Summary: ck.Summary, Labels: labels[id], Stats: ck.Stats}
+	if list, err := r.sessionCheckpoints(ck.Session); err == nil {
+		for i, e := range list {
+			if e.ID == id {
+				res.Seq = i + 1
+			}
+		}
+	}
+	if head, _, err := r.head(ck.Session); err == nil {
+		res.Head = head == id
+		res.Abandoned = !r.ancestorsSince(head, ck.Time)[id]
+	}
+	var parentTree objects.ID
+	if len(ck.Parents) > 0 {
+		p := ck.Parents[0]
+		res.Parent = &p
+		pck, err := r.loadCheckpoint(p)
+		switch {
+		case errors.Is(err, ErrExpired):
+			// The file list needs the parent's tree; the counts are
+			// stored in the checkpoint itself.
+			res.ParentExpired = true
+		case err != nil:
+			return nil, err
+		default:
+			parentTree = pck.Tree
+		}
+	}
+	res.Files = FileChanges{Added: []string{}, Modified: []string{}, Deleted: []string{}}
+	if !res.ParentExpired {
+		if res.Files, err = changes(r.objects, parentTree, ck.Tree, nil); err != nil {
+			return nil, err
+		}
+	}
+	st, err := r.objects.ReadTree(ck.State)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range st.Entries {
+		res.State = append(res.State, StateInfo{Name: e.Name, Size: e.Size, ID: e.ID, Source: ck.StateSources[e.Name]})
+	}
+	return res, nil
+}
+
+// changes lists the paths that differ from tree a to tree b (limited to
+// paths, when given); an empty directory's path ends in "/".
+func changes(tr objects.TreeReader, a, b objects.ID, paths []string) (FileChanges, error) {
+	fc := FileChanges{Added: []string{}, Modified: []string{}, Deleted: []string{}}
+	err := objects.DiffTrees(tr, a, b, func(c objects.Change) error {
+		if !pathMatch(c.Path, paths) {
+			return nil
+		}
+		p := c.Path
+		if c.Old.Mode == objects.ModeDir || c.New.Mode == objects.ModeDir {
+			p += "/"
+		}
+		switch {
+		case c.Added():
+			fc.Added = append(fc.Added, p)
+		case c.Deleted():
+			fc.Deleted = append(fc.Deleted, p)
+		default:
+			fc.Modified = append(fc.Modified, p)
+		}
+		return nil
+	})
+	return fc, err
+}
+
+// pathMatch reports whether p is one of paths or lies beneath one (all
+// paths match when none are given).
+func pathMatch(p string, paths []string) bool {
+	if len(paths) == 0 {
+		return true
+	}
+	for _, q := range paths {
+		q = strings.Trim(q, "/")
+		if q == "" || q == "." || p == q || strings.HasPrefix(p, q+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Ops returns the last n operations of the op log (all when n <= 0), newest
+// first.
+func (r *Repo) Ops(n int) ([]refs.Op, error) {
+	ops, err := r.refs.Ops()
+	if err != nil && len(ops) == 0 {
+		return nil, err
+	}
+	out := []refs.Op{}
+	for i := len(ops) - 1; i >= 0 && (n <= 0 || len(out) < n); i-- {
+		out = append(out, ops[i])
+	}
+	return out, nil
+}
