@@ -101,7 +101,7 @@ func (s *Store) Get(name string) (objects.ID, error) {
 // means the ref must not exist yet. new must not be zero (use Delete).
 //
 // On mismatch nothing changes and the error is a *ConflictError (ErrConflict).
-// If another writer holds the ref's lock for longer than about 2 s, Update
+// If another writer holds refs.lock for longer than defaultLockTimeout (5 s), Update
 // fails with ErrBusy. When Update returns nil the new value is durable: the
 // ref file and its directory entry have been fsync'd. Concurrent Updates of
 // one ref, from any goroutines or processes, are serialised by the lock file,
