@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/gc"
 )
 
@@ -147,7 +148,7 @@ func (r *Repo) ConfigSet(key, value string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(r.fs, filepath.Join(r.StoreDir, "config"), append(data, '\n')); err != nil {
+	if err := fsys.WriteFileAtomic(r.fs, filepath.Join(r.StoreDir, "config"), append(data, '\n')); err != nil {
 		return err
 	}
 	r.config = c

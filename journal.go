@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +18,6 @@ import (
 
 // Journal of the move in progress; moves in one store run one at a time.
 const (
-	journalName  = gc.MoveJournal
 	moveLockName = "move.lock"
 )
 
@@ -92,7 +90,7 @@ func (r *Repo) writeJournal(m *move) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(r.fs, filepath.Join(r.StoreDir, journalName), data)
+	return r.refs.WriteJournal(data)
 }
 
 // finishMove moves the head to m.NewHead, records the operation and removes
@@ -123,10 +121,7 @@ func (r *Repo) finishMove(m *move) error {
 			return err
 		}
 	}
-	if err := r.fs.Remove(filepath.Join(r.StoreDir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
+	return r.refs.RemoveJournal()
 }
 
 // recorded reports whether the op log holds the move with this txn.
@@ -159,11 +154,8 @@ type InterruptedMove struct {
 // unfinished (nil when there is none, or when its process still runs).
 // Read-only commands use it to say so; they never complete it.
 func (r *Repo) Interrupted() (*InterruptedMove, error) {
-	data, err := r.fs.ReadFile(filepath.Join(r.StoreDir, journalName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	_, j, err := r.refs.ReadJournal()
+	if err != nil || j == nil {
 		return nil, err
 	}
 	lock, err := gc.LockFile(context.Background(), filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, 0)
@@ -171,11 +163,7 @@ func (r *Repo) Interrupted() (*InterruptedMove, error) {
 		return nil, nil // its process still runs: a move in progress, not an interrupted one
 	}
 	lock.Close()
-	var m move
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", objects.ErrCorrupt, journalName, err)
-	}
-	return &InterruptedMove{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety}, nil
+	return &InterruptedMove{Kind: j.Kind, Session: j.Session, Target: j.Target, Safety: j.Safety}, nil
 }
 
 // recoverMove completes a rewind, undo or redo that was killed after its
@@ -185,8 +173,7 @@ func (r *Repo) Interrupted() (*InterruptedMove, error) {
 // 'snap undo' then returns to the safety checkpoint. It does nothing when
 // there is no journal or when the move's own process still runs.
 func (r *Repo) recoverMove(ctx context.Context) error {
-	path := filepath.Join(r.StoreDir, journalName)
-	if _, err := r.fs.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if !r.refs.JournalPending() {
 		return nil
 	}
 	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, 0)
@@ -194,17 +181,13 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		return nil // a live move holds it: not ours to finish
 	}
 	defer lock.Close()
-	data, err := r.fs.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	data, j, err := r.refs.ReadJournal()
+	if err != nil || j == nil {
 		return err
 	}
 	var m move
 	if err := json.Unmarshal(data, &m); err != nil {
-		// writeJournal replaces the file atomically, so this is damage.
-		return fmt.Errorf("%w: %s: %v", objects.ErrCorrupt, path, err)
+		return fmt.Errorf("%w: %s: %v", objects.ErrCorrupt, refs.JournalName, err)
 	}
 	tck, err := r.objects.ReadCheckpoint(m.Target)
 	var head *objects.Checkpoint
@@ -220,7 +203,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		// Its checkpoints are gone (damage): completing it is impossible,
 		// and retrying at every command would block the store. Set the
 		// journal aside for inspection; fsck reports the damage.
-		r.fs.Rename(path, path+".abandoned")
+		r.refs.AbandonJournal()
 		return nil
 	}
 	w := r.objects.NewWriter()

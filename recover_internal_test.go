@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snapcore-dev/snap/refs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,7 @@ func TestInterruptedRewindIsCompleted(t *testing.T) {
 	if head, _ := r.Resolve("", "@"); head != c1.ID {
 		t.Fatalf("head %s, want %s", head.Short(), c1.ID.Short())
 	}
-	if _, err := os.Stat(filepath.Join(r.StoreDir, journalName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(r.StoreDir, refs.JournalName)); !os.IsNotExist(err) {
 		t.Fatalf("journal left: %v", err)
 	}
 	if done, _ := r.recorded("killed-txn"); !done {

@@ -181,7 +181,7 @@ func Init(opts Options) (*Repo, bool, error) {
 		if err := vfs.MkdirAll(store, 0o755); err != nil {
 			return nil, false, err
 		}
-		if err := writeFileAtomic(vfs, filepath.Join(store, "config"), mustJSON(Config{Version: 1, Root: root})); err != nil {
+		if err := fsys.WriteFileAtomic(vfs, filepath.Join(store, "config"), mustJSON(Config{Version: 1, Root: root})); err != nil {
 			return nil, false, err
 		}
 		created = true
@@ -194,7 +194,7 @@ func Init(opts Options) (*Repo, bool, error) {
 		// A store made before roots were recorded: record it now.
 		c := r.config
 		c.Root = root
-		if err = writeFileAtomic(vfs, filepath.Join(store, "config"), mustJSON(c)); err == nil {
+		if err = fsys.WriteFileAtomic(vfs, filepath.Join(store, "config"), mustJSON(c)); err == nil {
 			r.config = c
 		}
 	}
@@ -329,28 +329,4 @@ func mustJSON(v any) []byte {
 		panic(err)
 	}
 	return append(b, '\n')
-}
-
-// writeFileAtomic writes data to path durably through vfs: temporary file,
-// fsync, rename, fsync of the directory.
-func writeFileAtomic(vfs fsys.FS, path string, data []byte) error {
-	f, err := vfs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = vfs.Rename(f.Name(), path)
-	}
-	if err != nil {
-		vfs.Remove(f.Name())
-		return err
-	}
-	return vfs.SyncDir(filepath.Dir(path))
 }

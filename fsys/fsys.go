@@ -156,3 +156,28 @@ func walkDir(f FS, path string, d fs.DirEntry, fn fs.WalkDirFunc) error {
 	}
 	return nil
 }
+
+// WriteFileAtomic writes data to path durably through vfs: a temporary
+// file in the same directory, fsync, rename over path, fsync of the
+// directory. A reader sees the old content or the new, never a mix.
+func WriteFileAtomic(vfs FS, path string, data []byte) error {
+	f, err := vfs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = vfs.Rename(f.Name(), path)
+	}
+	if err != nil {
+		vfs.Remove(f.Name())
+		return err
+	}
+	return vfs.SyncDir(filepath.Dir(path))
+}

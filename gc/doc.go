@@ -21,7 +21,7 @@
 //     Op.Checkpoint, Op.Target, Op.Safety and the Old and New of every
 //     RefChange, so that every recorded operation stays undoable;
 //   - the checkpoints the journal of a move in progress names
-//     (MoveJournal), so an interrupted rewind can still be completed.
+//     (refs.JournalName), so an interrupted rewind can still be completed.
 //
 // From a checkpoint, its parents (unless expired), its tree and its state
 // tree are reachable; from a tree, every entry (subtrees, blobs, chunk

@@ -156,8 +156,8 @@ func Fsck(ctx context.Context, st *objects.Store, rs *refs.Store, full bool) (*F
 	rep.Checkpoints = w.checkpoints
 
 	// Leftovers.
-	if _, err := os.Stat(filepath.Join(st.Dir(), MoveJournal)); err == nil {
-		w.add(SeverityWarning, objects.ID{}, MoveJournal, "a rewind, undo or redo was interrupted; the next snap command that writes completes it")
+	if rs.JournalPending() {
+		w.add(SeverityWarning, objects.ID{}, refs.JournalName, "a rewind, undo or redo was interrupted; the next snap command that writes completes it")
 	}
 	w.strays(objects.TmpDir, func(name string, isPack bool) string {
 		return "temporary file: a writer in progress, or one that crashed; gc removes it after the grace period"

@@ -31,10 +31,6 @@ const (
 	turnstileName = "gc.turnstile"
 )
 
-// MoveJournal is the file in which the engine journals a rewind, undo or
-// redo while it changes the working tree; fsck warns when one is pending.
-const MoveJournal = "move-journal"
-
 // LockTimeout bounds how long a writer waits for a running gc sweep, and
 // gc for running writers, before failing with ErrBusy.
 var LockTimeout = 60 * time.Second

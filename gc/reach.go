@@ -2,13 +2,9 @@ package gc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
@@ -37,7 +33,7 @@ func Roots(rs *refs.Store) ([]objects.ID, error) {
 	for _, r := range list {
 		add(r.ID)
 	}
-	jids, jerr := journalIDs(rs.Dir())
+	jids, jerr := journalIDs(rs)
 	for _, id := range jids {
 		add(id)
 	}
@@ -53,28 +49,14 @@ func Roots(rs *refs.Store) ([]objects.ID, error) {
 }
 
 // journalIDs returns the checkpoints named by an interrupted rewind's
-// journal (MoveJournal): until the next command completes it, they are
-// roots like the op log's.
-func journalIDs(storeDir string) ([]objects.ID, error) {
-	data, err := os.ReadFile(filepath.Join(storeDir, MoveJournal))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+// journal (refs.JournalName): until the next command completes it, they
+// are roots like the op log's.
+func journalIDs(rs *refs.Store) ([]objects.ID, error) {
+	_, j, err := rs.ReadJournal()
+	if err != nil || j == nil {
 		return nil, err
 	}
-	var j struct {
-		Target  objects.ID `json:"target"`
-		NewHead objects.ID `json:"new_head"`
-		Known   objects.ID `json:"known"`
-		OldHead objects.ID `json:"old_head"`
-		Safety  objects.ID `json:"safety"`
-		Current objects.ID `json:"current"`
-	}
-	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", refs.ErrCorrupt, MoveJournal, err)
-	}
-	return []objects.ID{j.Target, j.NewHead, j.Known, j.OldHead, j.Safety, j.Current}, nil
+	return j.IDs(), nil
 }
 
 // opIDs lists the checkpoint ids an op names, zero ones included.
