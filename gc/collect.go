@@ -6,14 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
@@ -209,8 +204,10 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 		}
 	}
 
-	if err := removeTemps(st.Dir(), cutoff, opts.DryRun, res); err != nil {
-		return res, err
+	n, freed, err := st.RemoveStaleTemps(cutoff, opts.DryRun)
+	res.TempFilesRemoved, res.BytesFreed = res.TempFilesRemoved+n, res.BytesFreed+freed
+	if err != nil {
+		return res, fmt.Errorf("gc: %w", err)
 	}
 
 	if !opts.DryRun && (len(targets) > 0 || res.TempFilesRemoved > 0 || res.Expired > 0) {
@@ -248,52 +245,6 @@ func geometricMerge(packs []objects.PackInfo) []objects.PackInfo {
 		return nil
 	}
 	return packs[:split]
-}
-
-// removeTemps removes the regular files of tmp/ not modified since cutoff:
-// packs of writers that crashed (a live writer's file is recent, since it
-// is being written).
-func removeTemps(storeDir string, cutoff time.Time, dryRun bool, res *Result) error {
-	dir := filepath.Join(storeDir, objects.TmpDir)
-	des, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("gc: %w", err)
-	}
-	removed := false
-	for _, de := range des {
-		if !de.Type().IsRegular() {
-			continue
-		}
-		fi, err := de.Info()
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// Young files may belong to a live writer, unless the pid in the
-		// name says their writer is dead.
-		pid := objects.TempPackPID(de.Name())
-		deadWriter := pid > 0 && errors.Is(unix.Kill(pid, 0), unix.ESRCH)
-		if fi.ModTime().After(cutoff) && !deadWriter {
-			continue
-		}
-		if !dryRun {
-			if err := os.Remove(filepath.Join(dir, de.Name())); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return fmt.Errorf("gc: %w", err)
-			}
-			removed = true
-		}
-		res.TempFilesRemoved++
-		res.BytesFreed += fi.Size()
-	}
-	if removed {
-		return objects.SyncDir(dir)
-	}
-	return nil
 }
 
 // firstErrors summarises up to n error problems.

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/zeebo/blake3"
 )
@@ -188,4 +193,50 @@ func TempPackPID(name string) int {
 		return 0
 	}
 	return pid
+}
+
+// RemoveStaleTemps removes the temporary packs (tmp/) of writers that are
+// gone: those not modified since cutoff (a live writer's file is recent,
+// since it is being written), and younger ones whose name carries the pid
+// of a process that no longer exists. It returns how many files and bytes
+// it removed (with dryRun, would remove).
+func (s *Store) RemoveStaleTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, err error) {
+	dir := filepath.Join(s.dir, TmpDir)
+	des, err := s.fs.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	removed := false
+	for _, de := range des {
+		if !de.Type().IsRegular() {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		pid := TempPackPID(de.Name())
+		deadWriter := pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+		if fi.ModTime().After(cutoff) && !deadWriter {
+			continue
+		}
+		if !dryRun {
+			if err := s.fs.Remove(filepath.Join(dir, de.Name())); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return n, bytes, err
+			}
+			removed = true
+		}
+		n++
+		bytes += fi.Size()
+	}
+	if removed {
+		return n, bytes, s.fs.SyncDir(dir)
+	}
+	return n, bytes, nil
 }
