@@ -59,10 +59,10 @@ func (m *move) op() *refs.Op {
 }
 
 // waitMoves waits for a rewind, undo or redo moving files in this project
-// (bounded by gc.LockTimeout, then refs.ErrBusy) and holds further ones off
+// (bounded by Options.LockTimeout, then ErrBusy) and holds further ones off
 // until the returned function is called; any number of holders share it.
 func (r *Repo) waitMoves(ctx context.Context) (func(), error) {
-	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, gc.LockTimeout)
+	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, r.lockTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for a rewind in progress: %w", err)
 	}
@@ -71,7 +71,7 @@ func (r *Repo) waitMoves(ctx context.Context) (func(), error) {
 
 // lockMoves serialises rewinds, undos and redos of the working tree.
 func (r *Repo) lockMoves(ctx context.Context) (func(), error) {
-	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, gc.LockTimeout)
+	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, r.lockTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 		o.Policy = &p
 	}
 	return gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: o.Auto,
-		DryRun: o.DryRun, Progress: o.Progress})
+		DryRun: o.DryRun, Progress: o.Progress, LockTimeout: r.lockTimeout})
 }
 
 // Fsck checks the store: every ref and op-log record names a present

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/gc"
@@ -41,7 +42,15 @@ type Options struct {
 	// the working tree (capture and restore); nil is the kernel
 	// (fsys.RealSys).
 	Sys fsys.Sys
+	// LockTimeout bounds every wait for a lock another snap process holds
+	// (a gc sweep, writers for a gc, a rewind in progress), after which
+	// the operation fails with ErrBusy; 0 is DefaultLockTimeout (60 s). A
+	// hook that must never block its agent sets a short one.
+	LockTimeout time.Duration
 }
+
+// DefaultLockTimeout is Options.LockTimeout's default.
+const DefaultLockTimeout = gc.DefaultLockTimeout
 
 // Repo is an open project: its working tree and its store. A Repo is safe
 // for concurrent use; several processes may open the same store at once.
@@ -51,9 +60,11 @@ type Repo struct {
 
 	objects *objects.Store
 	refs    *refs.Store
-	config  Config
-	fs      fsys.FS  // never nil
-	sys     fsys.Sys // nil: the kernel
+	// lockTimeout: Options.LockTimeout, defaulted.
+	lockTimeout time.Duration
+	config      Config
+	fs          fsys.FS  // never nil
+	sys         fsys.Sys // nil: the kernel
 }
 
 // Config is the store's settings file (StoreDir/config, JSON).
@@ -219,7 +230,10 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{Root: root, StoreDir: store, fs: vfs, sys: opts.Sys}
+	r := &Repo{Root: root, StoreDir: store, fs: vfs, sys: opts.Sys, lockTimeout: opts.LockTimeout}
+	if r.lockTimeout <= 0 {
+		r.lockTimeout = DefaultLockTimeout
+	}
 	if err := json.Unmarshal(data, &r.config); err != nil {
 		return nil, fmt.Errorf("%w: store config: %v", objects.ErrCorrupt, err)
 	}
@@ -238,7 +252,7 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 // so nothing is deduplicated against a pack a gc has just removed, and a
 // rewind that a crash interrupted is completed first (recoverMove).
 func (r *Repo) writing(ctx context.Context) (func(), error) {
-	release, err := gc.LockWriter(ctx, r.StoreDir)
+	release, err := gc.LockWriter(ctx, r.StoreDir, r.lockTimeout)
 	if err != nil {
 		return nil, err
 	}

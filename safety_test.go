@@ -20,7 +20,6 @@ import (
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/gc"
 	"github.com/snapcore-dev/snap/objects"
-	"github.com/snapcore-dev/snap/refs"
 	"github.com/snapcore-dev/snap/snaptest"
 )
 
@@ -469,15 +468,17 @@ func TestCheckpointWaitsForMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(d time.Duration) { gc.LockTimeout = d }(gc.LockTimeout)
-	gc.LockTimeout = 300 * time.Millisecond
+	short, err := snap.Open(snap.Options{Dir: root, LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
 	writeFile(t, filepath.Join(root, "a"), "2")
 	start := time.Now()
-	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{}); !errors.Is(err, refs.ErrBusy) || time.Since(start) < 250*time.Millisecond {
+	if _, err := short.Checkpoint(ctx, snap.CheckpointOptions{}); !errors.Is(err, snap.ErrBusy) || time.Since(start) < 250*time.Millisecond {
 		t.Fatalf("checkpoint during a move: %v after %v", err, time.Since(start))
 	}
 	done := make(chan error)
-	gc.LockTimeout = 10 * time.Second
 	go func() { _, err := r.Checkpoint(ctx, snap.CheckpointOptions{}); done <- err }()
 	time.Sleep(100 * time.Millisecond)
 	select {

@@ -38,6 +38,9 @@ type Options struct {
 	// ("marking", "scanning packs", "repacking") and how far it got
 	// (total 0: unknown).
 	Progress func(phase string, done, total int)
+	// LockTimeout bounds the wait for running writers (0:
+	// DefaultLockTimeout).
+	LockTimeout time.Duration
 }
 
 // Result is what Collect did (or, with DryRun, would do).
@@ -63,7 +66,11 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	if opts.Grace < 0 {
 		return nil, fmt.Errorf("gc: negative grace period %v", opts.Grace)
 	}
-	unlock, err := lockSweep(ctx, st.Dir())
+	timeout := opts.LockTimeout
+	if timeout == 0 {
+		timeout = DefaultLockTimeout
+	}
+	unlock, err := lockSweep(ctx, st.Dir(), timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -227,7 +227,7 @@ func TestCollectDryRunChangesNothing(t *testing.T) {
 func TestCollectBusy(t *testing.T) {
 	f := newFx(t)
 	f.base()
-	unlock, err := lockSweep(context.Background(), f.dir)
+	unlock, err := lockSweep(context.Background(), f.dir, DefaultLockTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -364,7 +364,7 @@ func fileTree(f *fx, w *objects.Writer, id objects.ID, size int64) objects.ID {
 func TestFsckWaitsForGC(t *testing.T) {
 	f := newFx(t)
 	f.base()
-	unlock, err := lockSweep(context.Background(), f.dir)
+	unlock, err := lockSweep(context.Background(), f.dir, DefaultLockTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,21 +31,22 @@ const (
 	turnstileName = "gc.turnstile"
 )
 
-// LockTimeout bounds how long a writer waits for a running gc sweep, and
-// gc for running writers, before failing with ErrBusy.
-var LockTimeout = 60 * time.Second
+// DefaultLockTimeout bounds how long a writer waits for a running gc
+// sweep, and gc for running writers, before failing with ErrBusy, unless
+// the caller gives its own bound.
+const DefaultLockTimeout = 60 * time.Second
 
 // LockWriter is taken by every writer of the store (checkpoint, rewind,
-// label, session changes): it waits while a gc sweep runs (up to
-// LockTimeout, then ErrBusy). Writers do not exclude one another. The
-// returned function releases it.
-func LockWriter(ctx context.Context, storeDir string) (func(), error) {
-	turn, err := LockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, LockTimeout)
+// label, session changes): it waits while a gc sweep runs (up to timeout,
+// then ErrBusy). Writers do not exclude one another. The returned function
+// releases it.
+func LockWriter(ctx context.Context, storeDir string, timeout time.Duration) (func(), error) {
+	turn, err := LockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, timeout)
 	if err != nil {
 		return nil, err
 	}
 	defer turn.Close()
-	f, err := LockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_SH, LockTimeout)
+	f, err := LockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_SH, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func LockWriter(ctx context.Context, storeDir string) (func(), error) {
 // lockSweep takes the locks of a gc: gc.run.lock without waiting (another gc
 // running is ErrBusy), then the turnstile and gc.lock exclusively, waiting
 // for running writers.
-func lockSweep(ctx context.Context, storeDir string) (func(), error) {
+func lockSweep(ctx context.Context, storeDir string, timeout time.Duration) (func(), error) {
 	run, err := LockFile(ctx, filepath.Join(storeDir, runLockName), unix.LOCK_EX, 0)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
@@ -63,12 +64,12 @@ func lockSweep(ctx context.Context, storeDir string) (func(), error) {
 		}
 		return nil, err
 	}
-	turn, err := LockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, LockTimeout)
+	turn, err := LockFile(ctx, filepath.Join(storeDir, turnstileName), unix.LOCK_EX, timeout)
 	if err != nil {
 		run.Close()
 		return nil, err
 	}
-	f, err := LockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_EX, LockTimeout)
+	f, err := LockFile(ctx, filepath.Join(storeDir, LockName), unix.LOCK_EX, timeout)
 	if err != nil {
 		turn.Close()
 		run.Close()

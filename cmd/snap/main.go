@@ -170,6 +170,12 @@ func (g globalOptions) repoOptions() snap.Options {
 	if o.Store == "" {
 		o.Store = os.Getenv("SNAP_STORE")
 	}
+	// SNAP_LOCK_TIMEOUT bounds every wait for another snap process's lock
+	// (a hook that must not block its agent sets a short one); one that
+	// does not parse is ignored.
+	if d, err := snap.ParseDuration(os.Getenv("SNAP_LOCK_TIMEOUT")); err == nil && d > 0 {
+		o.LockTimeout = d
+	}
 	if o.Store != "" && !filepath.IsAbs(o.Store) {
 		if base, err := g.base(); err == nil {
 			o.Store = filepath.Join(base, o.Store)
@@ -325,7 +331,11 @@ REF, wherever a checkpoint is named:
    HEX          a checkpoint id or a unique prefix of at least 6 hex digits
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 partial (some paths failed), 4 no such
-checkpoint/ref, 10 no store, 11 store busy, 12 store corrupt.`,
+checkpoint/ref, 10 no store, 11 store busy, 12 store corrupt.
+
+Environment: SNAP_SESSION, SNAP_STORE (see the global options);
+SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
+(default 60s, then exit 11); SNAP_NO_AUTO_GC=1 stops the background gc.`,
 		Version:                   version(),
 		DisableSliceFlagSeparator: true,
 		Reader:                    inv.stdin,

@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/snapcore-dev/snap/gc"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/snapcore-dev/snap/gc"
 
 	"github.com/urfave/cli/v2"
 )
@@ -485,9 +485,8 @@ func TestExitCodes(t *testing.T) {
 				if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 					t.Fatal(err)
 				}
-				old := gc.LockTimeout
-				gc.LockTimeout = 100 * time.Millisecond
-				p.t.Cleanup(func() { gc.LockTimeout = old; f.Close() })
+				p.t.Setenv("SNAP_LOCK_TIMEOUT", "100ms")
+				p.t.Cleanup(func() { f.Close() })
 				return nil
 			},
 			args: []string{"checkpoint"}, exit: exitBusy, code: "store_busy",
