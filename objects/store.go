@@ -838,10 +838,6 @@ func (w *Writer) abortLocked() {
 	w.trees = map[ID][]byte{}
 }
 
-// SyncDir fsyncs a directory so that a rename or create inside it is
-// durable (fsys.OS.SyncDir).
-func SyncDir(dir string) error { return fsys.OS.SyncDir(dir) }
-
 // StoredBytes returns, per object type, the number of objects and the bytes
 // their records occupy in packs (headers included).
 func (s *Store) StoredBytes() map[Type][2]int64 {
