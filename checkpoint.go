@@ -200,7 +200,7 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 			}
 			op.Refs = append(op.Refs, refs.RefChange{Name: refs.Label(l), Old: old, New: res.ID})
 		}
-		if err := r.refs.Append(op); err != nil {
+		if err := r.appendOp(op); err != nil {
 			return nil, err
 		}
 		if cache != nil {
@@ -234,7 +234,7 @@ func (r *Repo) unchanged(session string, headID objects.ID, head *objects.Checkp
 	res.Stats.NewBytes = 0
 	if o.MessageID != "" && o.MessageID != head.MessageID {
 		detail, _ := json.Marshal(messageDetail{MessageID: o.MessageID})
-		if err := r.refs.Append(&refs.Op{Kind: string(OpMessage), Session: session, Checkpoint: headID, Detail: detail}); err != nil {
+		if err := r.appendOp(&refs.Op{Kind: string(OpMessage), Session: session, Checkpoint: headID, Detail: detail}); err != nil {
 			return nil, err
 		}
 	}
@@ -489,7 +489,7 @@ func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objec
 	ck := &objects.Checkpoint{
 		Tree: c.tree, State: c.state, StateSources: c.sources, Skipped: c.unreadable(), Session: session,
 		MessageID: o.MessageID, Kind: o.Kind, Summary: o.Summary, Labels: o.Labels,
-		Time: time.Now().UnixNano(),
+		Time: r.clock().UnixNano(),
 	}
 	if len(ck.StateSources) == 0 {
 		ck.StateSources = nil

@@ -117,7 +117,7 @@ func (r *Repo) finishMove(m *move) error {
 		return err
 	}
 	if !done {
-		if err := r.refs.Append(m.op()); err != nil {
+		if err := r.appendOp(m.op()); err != nil {
 			return err
 		}
 	}

@@ -56,7 +56,13 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 		o.Policy = &p
 	}
 	return gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: o.Auto,
-		DryRun: o.DryRun, Progress: o.Progress, LockTimeout: r.lockTimeout})
+		DryRun: o.DryRun, Progress: o.Progress, LockTimeout: r.lockTimeout, Now: r.clock})
+}
+
+// appendOp records op in the op log, stamped with the Repo's clock.
+func (r *Repo) appendOp(op *refs.Op) error {
+	op.Time = r.clock().UTC()
+	return r.refs.Append(op)
 }
 
 // Fsck checks the store: every ref and op-log record names a present

@@ -47,6 +47,9 @@ type Options struct {
 	// the operation fails with ErrBusy; 0 is DefaultLockTimeout (60 s). A
 	// hook that must never block its agent sets a short one.
 	LockTimeout time.Duration
+	// Clock is the time checkpoints and op-log records are stamped with,
+	// and retention measures by; nil is time.Now (tests pass a fake one).
+	Clock func() time.Time
 }
 
 // DefaultLockTimeout is Options.LockTimeout's default.
@@ -62,6 +65,7 @@ type Repo struct {
 	refs    *refs.Store
 	// lockTimeout: Options.LockTimeout, defaulted.
 	lockTimeout time.Duration
+	clock       func() time.Time // Options.Clock, defaulted
 	config      Config
 	fs          fsys.FS  // never nil
 	sys         fsys.Sys // nil: the kernel
@@ -230,9 +234,12 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{Root: root, StoreDir: store, fs: vfs, sys: opts.Sys, lockTimeout: opts.LockTimeout}
+	r := &Repo{Root: root, StoreDir: store, fs: vfs, sys: opts.Sys, lockTimeout: opts.LockTimeout, clock: opts.Clock}
 	if r.lockTimeout <= 0 {
 		r.lockTimeout = DefaultLockTimeout
+	}
+	if r.clock == nil {
+		r.clock = time.Now
 	}
 	if err := json.Unmarshal(data, &r.config); err != nil {
 		return nil, fmt.Errorf("%w: store config: %v", objects.ErrCorrupt, err)

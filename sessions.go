@@ -88,7 +88,7 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 	if err := r.refs.Update(refs.Label(name), old, id); err != nil {
 		return id, err
 	}
-	return id, r.refs.Append(&refs.Op{Kind: string(OpLabel), Session: session,
+	return id, r.appendOp(&refs.Op{Kind: string(OpLabel), Session: session,
 		Refs: []refs.RefChange{{Name: refs.Label(name), Old: old, New: id}}})
 }
 
@@ -160,5 +160,5 @@ func (r *Repo) moveSession(session, to string, kind OpKind) error {
 		return err
 	}
 	op.Refs = append(op.Refs, refs.RefChange{Name: from, Old: id})
-	return r.refs.Append(op)
+	return r.appendOp(op)
 }

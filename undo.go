@@ -172,7 +172,7 @@ func moveRefsBack(r *Repo, ctx context.Context, session string, op refs.Op, undo
 		}
 		changes = append(changes, c)
 	}
-	return r.refs.Append(&refs.Op{Kind: string(kind), Session: session, Undoes: op.Seq, Refs: changes})
+	return r.appendOp(&refs.Op{Kind: string(kind), Session: session, Undoes: op.Seq, Refs: changes})
 }
 
 // setRef moves a ref from old to new by compare-and-swap; a zero new

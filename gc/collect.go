@@ -41,6 +41,9 @@ type Options struct {
 	// LockTimeout bounds the wait for running writers (0:
 	// DefaultLockTimeout).
 	LockTimeout time.Duration
+	// Now is the clock retention and the grace period are measured by
+	// (nil: time.Now).
+	Now func() time.Time
 }
 
 // Result is what Collect did (or, with DryRun, would do).
@@ -84,6 +87,9 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 		return nil, fmt.Errorf("gc: %w", err)
 	}
 	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
 	cutoff := now.Add(-opts.Grace)
 	packs := st.PackInfo()
 
