@@ -715,10 +715,11 @@ func (r *restorer) emptyBut(d string, removed map[string]bool) bool {
 }
 
 // capturedDir reports whether the current capture has a directory at p
-// (one it does not have is ignored: never removed, even empty).
+// that the restore may remove (one it does not have is ignored, and a kept
+// one is to be left as it is: never removed, even empty).
 func (r *restorer) capturedDir(p string) bool {
 	e, ok := r.entryIn(r.current, p)
-	return ok && e.Mode == objects.ModeDir
+	return ok && e.Mode == objects.ModeDir && !kept(p, r.opts.Keep)
 }
 
 // entryIn is the entry at path p of the stored tree id.
