@@ -128,7 +128,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	r := &restorer{src: src, sys: fsys.OrSys(opts.Sys), opts: opts,
 		res:   &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}, Kept: []string{}},
 		trees: map[string]*objects.Tree{}, collisions: map[string]map[string]error{}, folds: map[string]folding{},
-		rules: map[string]*ignorer{}, current: current, target: target, start: time.Now()}
+		rules: map[string]*ignorer{}, stored: map[string]*ignorer{}, current: current, target: target, start: time.Now()}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		r.storeRel = filepath.ToSlash(rel)
 	}
@@ -332,6 +332,7 @@ type restorer struct {
 	collisions map[string]map[string]error // per target directory: names that collide, and why
 	folds      map[string]folding          // per directory on disk: what its file system folds (see foldingOf)
 	rules      map[string]*ignorer         // per directory: the ignore rules on disk when the restore began
+	stored     map[string]*ignorer         // per directory: the ignore rules the current capture stores
 	start      time.Time
 }
 
@@ -575,7 +576,10 @@ func (r *restorer) targetIsDir(dir string) bool {
 func (r *restorer) ignoredAndAbsent(p string, isDir bool) (ignored bool, top string) {
 	comps := strings.Split(p, "/")
 	for i := range comps {
-		if r.rulesIn(comps[:i]).ignored(comps[:i+1], isDir || i < len(comps)-1) {
+		dir := isDir || i < len(comps)-1
+		// The rules on disk, and those the current capture stores (the
+		// undo's target: an ignore file it carried unread may differ).
+		if r.rulesIn(comps[:i]).ignored(comps[:i+1], dir) || r.storedRulesIn(comps[:i]).ignored(comps[:i+1], dir) {
 			ignored = true
 			break
 		}
@@ -739,6 +743,39 @@ func (r *restorer) entryIn(id objects.ID, p string) (objects.TreeEntry, bool) {
 		}
 	}
 	return e, true
+}
+
+// storedRulesIn is the ignorer of directory comps as the current capture
+// stores its ignore files (none where it has no such directory).
+func (r *restorer) storedRulesIn(comps []string) *ignorer {
+	key := strings.Join(comps, "/")
+	if ig, ok := r.stored[key]; ok {
+		return ig
+	}
+	var parent *ignorer
+	if len(comps) == 0 {
+		parent = newIgnorer(nil, nil)
+	} else {
+		parent = r.storedRulesIn(comps[:len(comps)-1])
+	}
+	ig := parent
+	id := r.current
+	if len(comps) > 0 {
+		if e, ok := r.entryIn(r.current, key); ok && e.Mode == objects.ModeDir {
+			id = e.ID
+		} else {
+			id = objects.ID{}
+		}
+	}
+	if !id.IsZero() {
+		if t, err := r.src.ReadTree(id); err == nil {
+			if files := storedIgnoreFiles(r.src, t); files != nil {
+				ig = parent.child(slices.Clone(comps), files)
+			}
+		}
+	}
+	r.stored[key] = ig
+	return ig
 }
 
 // rulesIn is the ignorer of directory comps as the disk holds it (a

@@ -335,3 +335,18 @@ func report(t *testing.T, f failure, ops []Op, disabled map[string]bool) {
 	os.WriteFile(name+".sh", []byte(script), 0o755)
 	t.Logf("replay: SNAP_MODEL_REPLAY=%s.json go test ./torture/model/ -run TestReplay -v\nshell version (best effort): SNAP=/path/to/snap bash %s.sh", name, name)
 }
+
+// TestSavedReplays replays the minimal sequences in testdata/ (failures the
+// long mode found, kept as regression tests once fixed).
+func TestSavedReplays(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no saved replays in testdata/")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Setenv("SNAP_MODEL_REPLAY", f)
+			TestReplay(t)
+		})
+	}
+}

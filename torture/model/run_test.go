@@ -703,19 +703,20 @@ func (r *runner) opRewind(p *project, op *Op) {
 		so.safety = *res.SafetyCheckpoint
 	}
 	so.newHead = newHeadOf(sc, tgt.id, h, res)
-	so.created = createdIgnored(d0, d1)
+	so.created = createdIgnored(d0, d1, recordRules(me.safety.files))
 	r.push(p, op.Session, so)
 	p.noteOrder(op.Session, so.safety)
 	setHead(p, op.Session, so.newHead)
 }
 
 // createdIgnored is what a rewind from disk d0 to d1 created that the
-// rules on d0 ignore, with the directories it made on the way to it.
-func createdIgnored(d0, d1 tree) tree {
+// rules on d0, or those its safety checkpoint stores, ignore, with the
+// directories it made on the way to it.
+func createdIgnored(d0, d1 tree, safety *ruleSet) tree {
 	r0 := diskRules(d0)
 	out := tree{}
 	for q, e := range d1 {
-		if _, on := d0[q]; on || !r0.ignored(q, e.K == 'd') {
+		if _, on := d0[q]; on || !r0.ignored(q, e.K == 'd') && !safety.ignored(q, e.K == 'd') {
 			continue
 		}
 		out[q] = e
@@ -1121,7 +1122,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		if h != nil {
 			top.oldHead = h.id
 		}
-		top.created = createdIgnored(d0, d1)
+		top.created = createdIgnored(d0, d1, recordRules(me.safety.files))
 	}
 	// The last application of the rewind, for the exact checks.
 	if undo {
