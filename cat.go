@@ -27,22 +27,11 @@ func (r *Repo) Cat(session, ref, path string, w io.Writer) error {
 }
 
 func (r *Repo) lookupPath(tree objects.ID, p string) (objects.TreeEntry, error) {
-	p = strings.Trim(p, "/")
-	e := objects.TreeEntry{Mode: objects.ModeDir, ID: tree}
-	for _, name := range strings.Split(p, "/") {
-		if e.Mode != objects.ModeDir {
-			return e, fmt.Errorf("%w: %s", ErrNoPath, p)
-		}
-		t, err := r.objects.ReadTree(e.ID)
-		if err != nil {
-			return e, err
-		}
-		var ok bool
-		if e, ok = t.Find(name); !ok {
-			return e, fmt.Errorf("%w: %s", ErrNoPath, p)
-		}
+	e, ok, err := objects.EntryAt(r.objects, tree, p)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s", ErrNoPath, strings.Trim(p, "/"))
 	}
-	return e, nil
+	return e, err
 }
 
 // CatState writes a state document of a checkpoint to w.

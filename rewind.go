@@ -245,25 +245,8 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 
 // inTree reports whether path p ("" is the root) names an entry of tree.
 func inTree(tr objects.TreeReader, tree objects.ID, p string) bool {
-	p = strings.Trim(path.Clean("/"+p), "/")
-	if p == "" {
-		return true
-	}
-	e := objects.TreeEntry{Mode: objects.ModeDir, ID: tree}
-	for _, name := range strings.Split(p, "/") {
-		if e.Mode != objects.ModeDir {
-			return false
-		}
-		t, err := tr.ReadTree(e.ID)
-		if err != nil {
-			return false
-		}
-		var ok bool
-		if e, ok = t.Find(name); !ok {
-			return false
-		}
-	}
-	return true
+	_, ok, _ := objects.EntryAt(tr, tree, path.Clean("/"+p))
+	return ok
 }
 
 // partial is ErrPartial wrapping the per-path errors, so that errors.Is

@@ -1,6 +1,9 @@
 package objects
 
-import "path"
+import (
+	"path"
+	"strings"
+)
 
 // TreeReader reads trees; both Store and Writer (which also sees its
 // pending trees) implement it.
@@ -121,4 +124,27 @@ func diffDir(r TreeReader, dir string, a, b ID, fn func(Change) error) error {
 // beneath tree id, in path order, with its slash-separated path.
 func WalkTree(r TreeReader, id ID, fn func(path string, e TreeEntry) error) error {
 	return DiffTrees(r, ID{}, id, func(c Change) error { return fn(c.Path, c.New) })
+}
+
+// EntryAt returns the entry at slash-separated path p of tree (p "" is the
+// tree itself, as a directory entry); ok is false when no entry is there.
+// err reports a tree that could not be read.
+func EntryAt(tr TreeReader, tree ID, p string) (e TreeEntry, ok bool, err error) {
+	e = TreeEntry{Mode: ModeDir, ID: tree}
+	if p = strings.Trim(p, "/"); p == "" {
+		return e, true, nil
+	}
+	for _, name := range strings.Split(p, "/") {
+		if e.Mode != ModeDir {
+			return TreeEntry{}, false, nil
+		}
+		t, err := tr.ReadTree(e.ID)
+		if err != nil {
+			return TreeEntry{}, false, err
+		}
+		if e, ok = t.Find(name); !ok {
+			return TreeEntry{}, false, nil
+		}
+	}
+	return e, true, nil
 }

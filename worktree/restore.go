@@ -728,21 +728,8 @@ func (r *restorer) capturedDir(p string) bool {
 
 // entryIn is the entry at path p of the stored tree id.
 func (r *restorer) entryIn(id objects.ID, p string) (objects.TreeEntry, bool) {
-	e := objects.TreeEntry{Mode: objects.ModeDir, ID: id}
-	for _, name := range strings.Split(p, "/") {
-		if e.Mode != objects.ModeDir {
-			return objects.TreeEntry{}, false
-		}
-		t, err := r.src.ReadTree(e.ID)
-		if err != nil {
-			return objects.TreeEntry{}, false
-		}
-		var ok bool
-		if e, ok = t.Find(name); !ok {
-			return objects.TreeEntry{}, false
-		}
-	}
-	return e, true
+	e, ok, _ := objects.EntryAt(r.src, id, p)
+	return e, ok
 }
 
 // storedRulesIn is the ignorer of directory comps as the current capture
