@@ -21,11 +21,13 @@ const (
 	moveLockName = "move.lock"
 )
 
-// moveDetail is the op-log detail of a move: its scope, and what its
-// restore created though the ignore rules ignored it (RewindResult.Created).
+// moveDetail is the op-log detail of a move: its scope, what its restore
+// created though the ignore rules ignored it (RewindResult.Created) and
+// the state documents it created (StateRestored.Created).
 type moveDetail struct {
 	rewindScope
-	Created []string `json:"created,omitempty"`
+	Created      []string        `json:"created,omitempty"`
+	CreatedState []StateRestored `json:"created_state,omitempty"`
 }
 
 // move describes one rewind, undo or redo of a rewind: what to restore,
@@ -47,13 +49,14 @@ type move struct {
 	// Found: the state a recovery found, recorded before it completed the
 	// move (work done after the interruption); zero when there was none.
 	Found objects.ID `json:"found,omitempty"`
-	// Created: set from the restore (RewindResult.Created), for the op log.
-	Created []string `json:"created,omitempty"`
+	// Created, CreatedState: set from the restore, for the op log.
+	Created      []string        `json:"created,omitempty"`
+	CreatedState []StateRestored `json:"created_state,omitempty"`
 }
 
 // op is the op-log record of a completed move.
 func (m *move) op() *refs.Op {
-	detail, _ := json.Marshal(moveDetail{m.Scope, m.Created})
+	detail, _ := json.Marshal(moveDetail{m.Scope, m.Created, m.CreatedState})
 	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Checkpoint: m.Found, Undoes: m.Undoes,
 		Refs: []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
 }
@@ -248,6 +251,9 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	if err := r.restore(ctx, w, cache, tck, now, m.Scope, false, res); err != nil {
 		return err
 	}
+	// (What the interrupted run created is there now, so not listed:
+	// its undo leaves it.)
+	m.Created, m.CreatedState = res.Created, res.createdState()
 	cache.SaveFS(r.fs, r.cachePath())
 	return r.finishMove(&m)
 }

@@ -33,11 +33,15 @@ type RewindOptions struct {
 }
 
 // StateRestored is a state document a rewind wrote, or removed (Deleted:
-// the target records it as absent).
+// the target records it as absent, or an undo removes the copy the rewind
+// it undoes created). Created: nothing was at Path, and the session keeps
+// the document elsewhere (or not at all) until the rewind; its undo
+// removes the file again while it holds what the rewind wrote.
 type StateRestored struct {
 	Name    string `json:"name"`
 	Path    string `json:"path"`
 	Deleted bool   `json:"deleted,omitempty"`
+	Created bool   `json:"created,omitempty"`
 }
 
 // RewindResult is what Rewind reports.
@@ -66,10 +70,12 @@ type rewindScope struct {
 	StateOut string   `json:"state_out,omitempty"`
 	Txn      string   `json:"txn,omitempty"` // identifies the operation, for crash recovery
 	// An undo's: what the rewind it undoes created though the ignore
-	// rules ignored it, and that rewind's target, which it was written
-	// from (worktree.RestoreOptions.UndoCreated).
-	UndoCreated []string    `json:"undo_created,omitempty"`
-	UndoFrom    *objects.ID `json:"undo_from,omitempty"`
+	// rules ignored it (worktree.RestoreOptions.UndoCreated), the state
+	// documents it created (StateRestored.Created), and that rewind's
+	// target, which they were written from.
+	UndoCreated      []string        `json:"undo_created,omitempty"`
+	UndoCreatedState []StateRestored `json:"undo_created_state,omitempty"`
+	UndoFrom         *objects.ID     `json:"undo_from,omitempty"`
 }
 
 // Rewind moves the working tree and/or the state documents back (or
@@ -226,7 +232,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		}
 		return res, nil
 	}
-	m.Created = res.Created
+	m.Created, m.CreatedState = res.Created, res.createdState()
 	if err := r.finishMove(m); err != nil {
 		if len(res.Errors) > 0 {
 			// Report the paths that failed first, as well.
@@ -308,9 +314,20 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		}
 	}
 	if scope.State {
-		return r.restoreState(tck, now, scope.StateOut, dryRun, res)
+		return r.restoreState(tck, now, scope, dryRun, res)
 	}
 	return nil
+}
+
+// createdState is the state documents the rewind created (for the op log).
+func (res *RewindResult) createdState() []StateRestored {
+	var out []StateRestored
+	for _, s := range res.State {
+		if s.Created {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // verifyTarget reads and verifies every content object the move will write.

@@ -1379,3 +1379,49 @@ func TestMovedTranscriptRewindAndUndo(t *testing.T) {
 		t.Fatalf("the live transcript after the undo: %q %v", b, err)
 	}
 }
+
+// A rewind that writes the target's transcript at its old path, where
+// nothing was (the session keeps it elsewhere now), lists it as created;
+// the undo removes it again unless it changed since (model seed 308).
+func TestUndoRemovesTranscriptItsRewindCreated(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	dir := t.TempDir()
+	old, live := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "other.jsonl")
+	writeFile(t, filepath.Join(root, "f"), "f\n")
+	writeFile(t, old, `{"role":"user","content":"old"}`+"\n")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, old)})
+	writeFile(t, live, `{"role":"user","content":"live"}`+"\n")
+	writeFile(t, filepath.Join(root, "f"), "f2\n")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, live)})
+	os.Remove(old)
+	for _, dry := range []bool{true, false} {
+		res, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1", DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.State) != 1 || res.State[0].Path != old || !res.State[0].Created {
+			t.Fatalf("dry run %v: state %+v, want %s listed as created", dry, res.State, old)
+		}
+	}
+	res, err := r.Undo(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(old); !os.IsNotExist(err) {
+		t.Fatalf("the undo left the transcript its rewind created: %v (%+v)", err, res.Rewind.State)
+	}
+	if b, err := os.ReadFile(live); err != nil || !strings.Contains(string(b), "live") {
+		t.Fatalf("the live transcript after the undo: %q %v", b, err)
+	}
+	// Redone, the file changed since: the undo keeps it.
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, old, `{"role":"user","content":"old, continued"}`+"\n")
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(old); !strings.Contains(string(b), "continued") {
+		t.Fatalf("the undo removed a created transcript changed since: %q", b)
+	}
+}

@@ -16,15 +16,18 @@ import (
 )
 
 // restoreState writes the target's state documents back to their source
-// paths (or into stateOut), skipping those already equal; a document the
-// target records as absent (a source and no content) is removed from its
-// source path.
-func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut string, dryRun bool, res *RewindResult) error {
+// paths (or into scope.StateOut), skipping those already equal; a document
+// the target records as absent (a source and no content) is removed from
+// its source path, and so is, by an undo, a copy the rewind it undoes
+// created (scope.UndoCreatedState) while it holds what that rewind wrote.
+func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewindScope, dryRun bool, res *RewindResult) error {
 	st, err := r.objects.ReadTree(tck.State)
 	if err != nil {
 		return err
 	}
+	stateOut := scope.StateOut
 	if stateOut == "" {
+		r.removeCreatedState(tck, scope, dryRun, res)
 		for _, name := range slices.Sorted(maps.Keys(tck.StateSources)) {
 			dest := tck.StateSources[name]
 			if _, ok := st.Find(name); ok || now.sources[name] != dest {
@@ -71,11 +74,15 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut str
 		if cur, ok := now.docs[e.Name]; ok && cur.ID == e.ID && now.sources[e.Name] == dest {
 			continue // already as in the target
 		}
+		created := false
 		if stateOut == "" && now.sources[e.Name] != dest {
 			// The head keeps this document elsewhere, so the safety
 			// checkpoint holds that copy, not the file here: a file here
-			// that differs is not overwritten.
+			// that differs is not overwritten; where nothing is, the file
+			// written is listed as created.
 			if real, err := r.docPath(dest); err == nil {
+				_, lerr := os.Lstat(real)
+				created = errors.Is(lerr, fs.ErrNotExist)
 				if f, err := os.Open(real); err == nil {
 					fi, serr := f.Stat()
 					same := serr == nil && worktree.SameBlob(r.objects, e.ID, f, fi.Size())
@@ -98,10 +105,54 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, stateOut str
 			res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
 			continue
 		}
-		res.State = append(res.State, StateRestored{Name: e.Name, Path: dest})
+		res.State = append(res.State, StateRestored{Name: e.Name, Path: dest, Created: created})
 	}
-	sort.Slice(res.State, func(i, j int) bool { return res.State[i].Name < res.State[j].Name })
+	sort.SliceStable(res.State, func(i, j int) bool { return res.State[i].Name < res.State[j].Name })
 	return nil
+}
+
+// removeCreatedState removes, for an undo, each state document the rewind
+// it undoes created where the target (its safety checkpoint) keeps no
+// document, while the file holds what that rewind wrote.
+func (r *Repo) removeCreatedState(tck *objects.Checkpoint, scope rewindScope, dryRun bool, res *RewindResult) {
+	if len(scope.UndoCreatedState) == 0 || scope.UndoFrom == nil {
+		return
+	}
+	from, err := r.objects.ReadCheckpoint(*scope.UndoFrom)
+	if err != nil {
+		return // expired or damaged: nothing to compare with, so it stays
+	}
+	fst, err := r.objects.ReadTree(from.State)
+	if err != nil {
+		return
+	}
+	for _, c := range scope.UndoCreatedState {
+		e, ok := fst.Find(c.Name)
+		if !ok || slices.Contains(slices.Collect(maps.Values(tck.StateSources)), c.Path) || r.safeStatePath(c.Path) != nil {
+			continue
+		}
+		real, err := r.docPath(c.Path)
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(real)
+		if err != nil {
+			continue
+		}
+		fi, err := f.Stat()
+		same := err == nil && fi.Mode().IsRegular() && worktree.SameBlob(r.objects, e.ID, f, fi.Size())
+		f.Close()
+		if !same {
+			continue // changed since: it stays
+		}
+		if !dryRun {
+			if err := os.Remove(real); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				res.Errors = append(res.Errors, worktree.PathError{Path: c.Path, Error: err.Error(), Err: err})
+				continue
+			}
+		}
+		res.State = append(res.State, StateRestored{Name: c.Name, Path: c.Path, Deleted: true})
+	}
 }
 
 // safeStatePath refuses state-document destinations inside the store or a

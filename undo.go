@@ -123,11 +123,11 @@ func moveTree(r *Repo, ctx context.Context, session string, op refs.Op, undo boo
 		return fmt.Errorf("%w: op %d: %v", objects.ErrCorrupt, op.Seq, err)
 	}
 	scope := detail.rewindScope
-	scope.UndoCreated, scope.UndoFrom = nil, nil
+	scope.UndoCreated, scope.UndoCreatedState, scope.UndoFrom = nil, nil, nil
 	target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}
-	if undo && len(detail.Created) > 0 {
+	if undo && (len(detail.Created) > 0 || len(detail.CreatedState) > 0) {
 		from := op.Target
-		scope.UndoCreated, scope.UndoFrom = detail.Created, &from
+		scope.UndoCreated, scope.UndoCreatedState, scope.UndoFrom = detail.Created, detail.CreatedState, &from
 	}
 	if !undo {
 		target, newHead, known = op.Target, op.Target, op.Safety

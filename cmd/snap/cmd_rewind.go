@@ -161,10 +161,14 @@ func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
 	}
 	for _, s := range res.State {
 		if s.Deleted {
-			fmt.Fprintf(w, "  %s %s: removed %s (absent in the target)\n", state, s.Name, quotePath(s.Path))
+			fmt.Fprintf(w, "  %s %s: removed %s (the target keeps no document there)\n", state, s.Name, quotePath(s.Path))
 			continue
 		}
-		fmt.Fprintf(w, "  %s %s -> %s\n", state, s.Name, quotePath(s.Path))
+		note := ""
+		if s.Created {
+			note = " (nothing was there; undo removes it)"
+		}
+		fmt.Fprintf(w, "  %s %s -> %s%s\n", state, s.Name, quotePath(s.Path), note)
 	}
 	for _, e := range res.Errors {
 		fmt.Fprintf(w, "  FAILED   %s: %s\n", quotePath(e.Path), printable(e.Error))

@@ -117,8 +117,11 @@ type stackOp struct {
 	outAfter       outState
 	// created: what the last application of the rewind created though
 	// the rules on disk ignored it (and the directories made for it), as
-	// it wrote them: its undo removes what is still so.
-	created tree
+	// it wrote them: its undo removes what is still so. createdDocs: the
+	// state-document files it wrote where nothing was (the head kept the
+	// document elsewhere), source → content; likewise.
+	created     tree
+	createdDocs map[string]string
 }
 
 // project is one project directory with its own store, and the model of
@@ -659,9 +662,9 @@ type moveExp struct {
 // force (on disk) or under T's own ignore files, those that cannot be read
 // now or could not when T was recorded, .git, the store, and state
 // documents kept in the project. Every other path ends as in T.
-// created, for an undo, is what the rewind undone created though the rules
-// ignored it (stackOp.created).
-func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope, created tree) moveExp {
+// created and createdDocs, for an undo, are what the rewind undone created
+// (stackOp.created, stackOp.createdDocs).
+func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope, created tree, createdDocs map[string]string) moveExp {
 	var hfiles tree
 	if h != nil {
 		hfiles = h.files
@@ -897,15 +900,7 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 				if d.Absent {
 					continue
 				}
-				cur, there := "", false
-				if rel, in := p.relIn(d.Source); in {
-					if e, ok := d0[rel]; ok {
-						cur, there = e.Data, true
-					}
-				} else if v := o0[d.Source]; v != nil {
-					cur, there = *v, true
-				}
-				if there && cur != d.Data {
+				if cur, there := p.docAt(d.Source, d0, o0); there && cur != d.Data {
 					me.mayFail[d.Source] = true
 					continue
 				}
@@ -931,6 +926,26 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 				me.out[d.Source] = &data
 			}
 		}
+		// An undo removes the documents its rewind created where the
+		// target keeps none, while they are as written.
+	created:
+		for src, data := range createdDocs {
+			for _, d := range T.docs {
+				if d.Source == src {
+					continue created
+				}
+			}
+			if cur, there := p.docAt(src, d0, o0); !there || cur != data {
+				continue
+			}
+			if rel, in := p.relIn(src); in {
+				me.docWrites[rel] = true
+				delete(exp, rel)
+			} else {
+				me.docWrites[src] = true
+				me.out[src] = nil
+			}
+		}
 	}
 	if feat.emptyDirs { // what stays keeps its directories
 		for q := range exp {
@@ -943,6 +958,42 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 	}
 	me.disk = exp
 	return me
+}
+
+// docAt is the content of the state-document source src on disk d0 and
+// outside o0, and whether there is one.
+func (p *project) docAt(src string, d0 tree, o0 outState) (string, bool) {
+	if rel, in := p.relIn(src); in {
+		e, ok := d0[rel]
+		return e.Data, ok
+	}
+	if v := o0[src]; v != nil {
+		return *v, true
+	}
+	return "", false
+}
+
+// createdDocs is what a move within sc to T, from d0/o0 to d1/o1, wrote
+// where nothing was at a source of T's the head kept elsewhere
+// (stackOp.createdDocs).
+func (p *project) createdDocs(me moveExp, T *ckRec, sc scope, d0 tree, o0 outState, d1 tree, o1 outState) map[string]string {
+	out := map[string]string{}
+	if !sc.state {
+		return out
+	}
+	for n, d := range T.docs {
+		hs := me.safetyDoc[n].Source
+		if d.Source == "" || d.Absent || hs == "" || hs == d.Source {
+			continue
+		}
+		if _, before := p.docAt(d.Source, d0, o0); before {
+			continue
+		}
+		if cur, after := p.docAt(d.Source, d1, o1); after && cur == d.Data {
+			out[d.Source] = cur
+		}
+	}
+	return out
 }
 
 // missingPaths returns a path of sc that is neither in the target nor in

@@ -661,7 +661,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 		r.checkUnchanged(p, d0, o0, "a refused rewind")
 		return
 	}
-	me := p.expectMove(d0, o0, tgt, h, sc, nil)
+	me := p.expectMove(d0, o0, tgt, h, sc, nil, nil)
 	if missing := me.missingPaths(sc, tgt); missing != "" {
 		_, err := p.repo.Rewind(r.ctx, opts)
 		if !errors.Is(err, snap.ErrNoPath) {
@@ -704,6 +704,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 	}
 	so.newHead = newHeadOf(sc, tgt.id, h, res)
 	so.created = createdIgnored(d0, d1, recordRules(me.safety.files))
+	so.createdDocs = p.createdDocs(me, tgt, sc, d0, o0, d1, o1)
 	r.push(p, op.Session, so)
 	p.noteOrder(op.Session, so.safety)
 	setHead(p, op.Session, so.newHead)
@@ -1061,10 +1062,11 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		return
 	}
 	var created tree
+	var createdDocs map[string]string
 	if undo {
-		created = top.created
+		created, createdDocs = top.created, top.createdDocs
 	}
-	me := p.expectMove(d0, o0, tgt, h, top.scope, created)
+	me := p.expectMove(d0, o0, tgt, h, top.scope, created, createdDocs)
 	if missing := me.missingPaths(top.scope, tgt); missing != "" {
 		_, err := call()
 		if !errors.Is(err, snap.ErrNoPath) {
@@ -1123,6 +1125,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 			top.oldHead = h.id
 		}
 		top.created = createdIgnored(d0, d1, recordRules(me.safety.files))
+		top.createdDocs = p.createdDocs(me, tgt, top.scope, d0, o0, d1, o1)
 	}
 	// The last application of the rewind, for the exact checks.
 	if undo {
