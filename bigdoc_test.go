@@ -50,7 +50,7 @@ func TestHugeTranscriptMemoryBounded(t *testing.T) {
 	var page *snap.ConversationPage
 	grew = peakHeap(t, func() {
 		var err error
-		if page, err = r.Conversation("", "@", 0, 2); err != nil {
+		if page, err = r.Conversation(ctx, mustResolve(t, r, "", "@"), 0, 2); err != nil {
 			t.Fatal(err)
 		}
 	})

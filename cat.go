@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -9,9 +10,9 @@ import (
 	"github.com/snapcore-dev/snap/objects"
 )
 
-// Cat writes a file of a checkpoint to w.
-func (r *Repo) Cat(session, ref, path string, w io.Writer) error {
-	id, ck, err := r.resolveCheckpoint(session, ref)
+// Cat writes file path of checkpoint id to w.
+func (r *Repo) Cat(ctx context.Context, id objects.ID, path string, w io.Writer) error {
+	ck, err := r.loadCheckpoint(id)
 	if err != nil {
 		return err
 	}
@@ -34,9 +35,9 @@ func (r *Repo) lookupPath(tree objects.ID, p string) (objects.TreeEntry, error) 
 	return e, err
 }
 
-// CatState writes a state document of a checkpoint to w.
-func (r *Repo) CatState(session, ref, name string, w io.Writer) error {
-	id, ck, err := r.resolveCheckpoint(session, ref)
+// CatState writes state document name of checkpoint id to w.
+func (r *Repo) CatState(ctx context.Context, id objects.ID, name string, w io.Writer) error {
+	ck, err := r.loadCheckpoint(id)
 	if err != nil {
 		return err
 	}
@@ -74,15 +75,15 @@ type ConversationPage struct {
 }
 
 // Conversation returns messages [offset, offset+limit) of the conversation
-// recorded at ref (limit <= 0: all).
+// recorded in checkpoint id (limit <= 0: all).
 //
 // The document is streamed from the store and only the page is kept in
 // memory (conversation.ParsePage), whatever the transcript's size.
-func (r *Repo) Conversation(session, ref string, offset, limit int) (*ConversationPage, error) {
+func (r *Repo) Conversation(ctx context.Context, id objects.ID, offset, limit int) (*ConversationPage, error) {
 	if offset < 0 {
 		return nil, fmt.Errorf("%w: negative offset", ErrUsage)
 	}
-	id, ck, err := r.resolveCheckpoint(session, ref)
+	ck, err := r.loadCheckpoint(id)
 	if err != nil {
 		return nil, err
 	}

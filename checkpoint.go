@@ -170,7 +170,7 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 				return nil, err
 			}
 		}
-		if parent != nil && !o.AllowEmpty && len(o.Labels) == 0 && c.same(parent) && r.headRecorded(session, parentID) {
+		if parent != nil && !o.AllowEmpty && len(o.Labels) == 0 && c.same(parent) && r.history().headRecorded(session, parentID) {
 			if cache != nil && cache.Dirty() {
 				cache.SaveFS(r.fs, r.cachePath()) // what the scan learned spares the next one
 			}
@@ -239,22 +239,6 @@ func (r *Repo) unchanged(session string, headID objects.ID, head *objects.Checkp
 		}
 	}
 	return res, nil
-}
-
-// headRecorded reports whether the op log records the operation that made
-// id the session's head. A checkpoint whose process died between moving
-// the head and appending its record has none: an identical checkpoint is
-// then recorded after all, so the head is one the op log (and undo) knows.
-func (r *Repo) headRecorded(session string, id objects.ID) bool {
-	ops, _ := r.refs.Ops()
-	for i := len(ops) - 1; i >= 0; i-- {
-		for _, c := range ops[i].Refs {
-			if c.Name == refs.SessionHead(session) && c.New == id {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // messageDetail is the detail of an OpMessage record: msg:ID resolves to its

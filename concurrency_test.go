@@ -99,7 +99,7 @@ func TestConcurrentSessions(t *testing.T) {
 	}
 	r.Objects().Reload()
 	for _, a := range acks {
-		log, err := r.Log(a.session, 0, false)
+		log, err := r.Log(ctx, a.session, 0, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,13 +110,13 @@ func TestConcurrentSessions(t *testing.T) {
 		if !found {
 			t.Errorf("checkpoint %s of %s missing from its log", a.id.Short(), a.session)
 		}
-		show, err := r.Show(a.session, a.id.String())
+		show, err := r.Show(ctx, a.id)
 		if err != nil {
 			t.Errorf("show %s: %v", a.id.Short(), err)
 			continue
 		}
 		var sb strings.Builder
-		if err := r.Cat(a.session, a.id.String(), a.session+".txt", &sb); err != nil {
+		if err := r.Cat(ctx, a.id, a.session+".txt", &sb); err != nil {
 			t.Errorf("cat %s: %v", a.id.Short(), err)
 		} else if !strings.HasPrefix(show.Summary, a.session) {
 			t.Errorf("checkpoint %s has summary %q", a.id.Short(), show.Summary)
@@ -124,7 +124,7 @@ func TestConcurrentSessions(t *testing.T) {
 	}
 	// Same-session writers were serialised by CAS: alpha's log is one chain
 	// holding all of both writers' checkpoints.
-	log, _ := r.Log("alpha", 0, false)
+	log, _ := r.Log(ctx, "alpha", 0, false)
 	if len(log) != 2*perProc {
 		t.Fatalf("alpha has %d checkpoints, want %d", len(log), 2*perProc)
 	}

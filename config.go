@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -133,7 +134,7 @@ func (r *Repo) ConfigGet(key string) (string, error) {
 
 // ConfigSet validates and stores a setting (an empty value restores the
 // default). The config file is replaced atomically and durably.
-func (r *Repo) ConfigSet(key, value string) error {
+func (r *Repo) ConfigSet(ctx context.Context, key, value string) error {
 	s, err := lookupSetting(key)
 	if err != nil {
 		return err

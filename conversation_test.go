@@ -21,10 +21,10 @@ func TestBrokenTranscriptStoredExactly(t *testing.T) {
 		`{"type":"assistant","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"trunc`
 	res := checkpoint(t, r, snap.CheckpointOptions{State: []snap.StateDoc{{Name: "conversation", Data: []byte(doc)}}})
 	var sb strings.Builder
-	if err := r.CatState("", res.ID.String(), "conversation", &sb); err != nil || sb.String() != doc {
+	if err := r.CatState(ctx, res.ID, "conversation", &sb); err != nil || sb.String() != doc {
 		t.Fatalf("stored bytes differ: %v", err)
 	}
-	page, err := r.Conversation("", "@", 0, 0)
+	page, err := r.Conversation(ctx, mustResolve(t, r, "", "@"), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRealTranscripts(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := checkpoint(t, r, snap.CheckpointOptions{State: []snap.StateDoc{d}})
-			page, err := r.Conversation("", "@", 0, 0)
+			page, err := r.Conversation(ctx, mustResolve(t, r, "", "@"), 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestRealTranscripts(t *testing.T) {
 			if tc.edits >= 0 && edits != tc.edits {
 				t.Errorf("%d Edit/Write calls in the view, want %d", edits, tc.edits)
 			}
-			p2, err := r.Conversation("", "@", 2, 3)
+			p2, err := r.Conversation(ctx, mustResolve(t, r, "", "@"), 2, 3)
 			if err != nil || len(p2.Messages) != 3 || p2.Messages[0].Index != 2 || p2.Total != page.Total {
 				t.Errorf("paging: %+v %v", p2, err)
 			}

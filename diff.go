@@ -55,7 +55,7 @@ func (r *Repo) Status(ctx context.Context, session string) (*StatusResult, error
 		return nil, err
 	}
 	res := &StatusResult{Session: session, Skipped: now.skipped(), State: []StateChange{}}
-	if res.Interrupted, err = r.Interrupted(); err != nil {
+	if res.Interrupted, err = r.Interrupted(ctx); err != nil {
 		return nil, err
 	}
 	var headTree objects.ID
@@ -128,20 +128,20 @@ type DiffResult struct {
 // maxDiffSize is the largest file diffed line by line.
 const maxDiffSize = 8 << 20
 
-// Diff compares checkpoint from (default: the head) with checkpoint to
-// (default: the working tree and the state documents at their sources),
-// optionally limited to paths. State documents are compared message by
-// message when they are conversations.
-func (r *Repo) Diff(ctx context.Context, session, from, to string, paths []string) (*DiffResult, error) {
-	fromID, fck, err := r.resolveCheckpoint(session, from)
+// Diff compares checkpoint from with checkpoint to (nil: the working tree
+// and the state documents at their sources), optionally limited to paths.
+// State documents are compared message by message when they are
+// conversations.
+func (r *Repo) Diff(ctx context.Context, from objects.ID, to *objects.ID, paths []string) (*DiffResult, error) {
+	fck, err := r.loadCheckpoint(from)
 	if err != nil {
 		return nil, err
 	}
-	res := &DiffResult{From: fromID, Files: []FileDiff{}, State: []StateDiff{}}
+	res := &DiffResult{From: from, Files: []FileDiff{}, State: []StateDiff{}}
 	var tr objects.TreeReader = r.objects
 	var toTree, toState objects.ID
 	read := func(id objects.ID) ([]byte, error) { return r.objects.ReadBlob(id, maxDocSize) }
-	if to == "" {
+	if to == nil {
 		w := r.objects.NewDryWriter()
 		now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: fck})
 		if err != nil {
@@ -177,10 +177,11 @@ func (r *Repo) Diff(ctx context.Context, session, from, to string, paths []strin
 			return nil, err
 		}
 	} else {
-		toID, tck, err := r.resolveCheckpoint(session, to)
+		tck, err := r.loadCheckpoint(*to)
 		if err != nil {
 			return nil, err
 		}
+		toID := *to
 		res.To, toTree, toState = &toID, tck.Tree, tck.State
 		if res.Files, err = r.fileDiffs(tr, fck.Tree, toTree, paths, read, false); err != nil {
 			return nil, err

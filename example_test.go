@@ -68,7 +68,7 @@ func Example_library() {
 
 	// A rewind moves the files it replaces or deletes into the store's
 	// trash; a program using the library empties it once the rewind is done.
-	if _, err := repo.EmptyTrash(); err != nil {
+	if _, err := repo.EmptyTrash(ctx); err != nil {
 		log.Fatal(err)
 	}
 

@@ -115,7 +115,7 @@ func (r *Repo) finishMove(m *move) error {
 			return err
 		}
 	}
-	done, err := r.recorded(m.Scope.Txn)
+	done, err := r.history().recorded(m.Scope.Txn)
 	if err != nil {
 		return err
 	}
@@ -125,21 +125,6 @@ func (r *Repo) finishMove(m *move) error {
 		}
 	}
 	return r.refs.RemoveJournal()
-}
-
-// recorded reports whether the op log holds the move with this txn.
-func (r *Repo) recorded(txn string) (bool, error) {
-	ops, err := r.refs.Ops()
-	if err != nil && len(ops) == 0 {
-		return false, err
-	}
-	for i := len(ops) - 1; i >= 0; i-- {
-		var sc rewindScope
-		if len(ops[i].Detail) > 0 && json.Unmarshal(ops[i].Detail, &sc) == nil && sc.Txn == txn {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // InterruptedMove is a rewind, undo or redo that was killed or interrupted
@@ -156,12 +141,12 @@ type InterruptedMove struct {
 // Interrupted reports the move a killed or interrupted process left
 // unfinished (nil when there is none, or when its process still runs).
 // Read-only commands use it to say so; they never complete it.
-func (r *Repo) Interrupted() (*InterruptedMove, error) {
+func (r *Repo) Interrupted(ctx context.Context) (*InterruptedMove, error) {
 	_, j, err := r.refs.ReadJournal()
 	if err != nil || j == nil {
 		return nil, err
 	}
-	lock, err := gc.LockFile(context.Background(), filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, 0)
+	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, 0)
 	if err != nil {
 		return nil, nil // its process still runs: a move in progress, not an interrupted one
 	}

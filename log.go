@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
@@ -28,10 +29,11 @@ type LogEntry struct {
 // Log lists every checkpoint of the session, newest first (at most n when
 // n > 0), including those on branches a rewind abandoned, which are marked.
 // With all, every session is listed, one after the other.
-func (r *Repo) Log(session string, n int, all bool) ([]LogEntry, error) {
+func (r *Repo) Log(ctx context.Context, session string, n int, all bool) ([]LogEntry, error) {
+	h := r.history()
 	sessions := []string{}
 	if all {
-		infos, err := r.Sessions()
+		infos, err := r.sessions(h)
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +53,10 @@ func (r *Repo) Log(session string, n int, all bool) ([]LogEntry, error) {
 	}
 	var out []LogEntry
 	for _, s := range sessions {
-		list, err := r.sessionCheckpoints(s)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		list, err := r.sessionCheckpoints(h, s)
 		if err != nil {
 			return nil, err
 		}
@@ -144,10 +149,10 @@ type ShowResult struct {
 	State         []StateInfo `json:"state"`
 }
 
-// Show describes one checkpoint: metadata, files changed against its
+// Show describes checkpoint id: metadata, files changed against its
 // parent, state documents with sizes.
-func (r *Repo) Show(session, ref string) (*ShowResult, error) {
-	id, ck, err := r.resolveCheckpoint(session, ref)
+func (r *Repo) Show(ctx context.Context, id objects.ID) (*ShowResult, error) {
+	ck, err := r.loadCheckpoint(id)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +163,7 @@ func (r *Repo) Show(session, ref string) (*ShowResult, error) {
 	res := &ShowResult{Tree: ck.Tree, State: []StateInfo{}}
 	res.LogEntry = LogEntry{ID: id, Session: ck.Session, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID,
 		Summary: ck.Summary, Labels: labels[id], Stats: ck.Stats}
-	if list, err := r.sessionCheckpoints(ck.Session); err == nil {
+	if list, err := r.sessionCheckpoints(r.history(), ck.Session); err == nil {
 		for i, e := range list {
 			if e.ID == id {
 				res.Seq = i + 1
@@ -243,14 +248,4 @@ func pathMatch(p string, paths []string) bool {
 
 // Ops returns the last n operations of the op log (all when n <= 0), newest
 // first.
-func (r *Repo) Ops(n int) ([]refs.Op, error) {
-	ops, err := r.refs.Ops()
-	if err != nil && len(ops) == 0 {
-		return nil, err
-	}
-	out := []refs.Op{}
-	for i := len(ops) - 1; i >= 0 && (n <= 0 || len(out) < n); i-- {
-		out = append(out, ops[i])
-	}
-	return out, nil
-}
+func (r *Repo) Ops(ctx context.Context, n int) ([]refs.Op, error) { return r.history().recent(n) }

@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -20,13 +21,13 @@ type FileInfo struct {
 	ID   objects.ID `json:"id"` // the content's id (the tree's, for a directory)
 }
 
-// Files lists the tree of checkpoint ref (of session) in path order: every
+// Files lists the tree of checkpoint id in path order: every
 // file and symlink, and every empty directory (a restore writes exactly
 // these). dir ("" or "." is the whole tree) limits the list to what lies
 // beneath it, or to itself when it names a file; a path the checkpoint
 // does not have is ErrNoPath.
-func (r *Repo) Files(session, ref, dir string) ([]FileInfo, error) {
-	_, ck, err := r.resolveCheckpoint(session, ref)
+func (r *Repo) Files(ctx context.Context, id objects.ID, dir string) ([]FileInfo, error) {
+	ck, err := r.loadCheckpoint(id)
 	if err != nil {
 		return nil, err
 	}

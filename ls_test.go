@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/snaptest"
 )
 
@@ -31,7 +32,7 @@ func TestFiles(t *testing.T) {
 
 	list := func(ref, dir string) string {
 		t.Helper()
-		fs, err := r.Files("", ref, dir)
+		fs, err := r.Files(ctx, mustResolve(t, r, "", ref), dir)
 		if err != nil {
 			t.Fatalf("Files(%q, %q): %v", ref, dir, err)
 		}
@@ -63,10 +64,10 @@ func TestFiles(t *testing.T) {
 	if got, want := list("@", "src/e"), "dir src/e/ 0\n"; got != want {
 		t.Errorf("an empty directory: %s", got)
 	}
-	if _, err := r.Files("", "@", "notes"); !errors.Is(err, snap.ErrNoPath) {
+	if _, err := r.Files(ctx, mustResolve(t, r, "", "@"), "notes"); !errors.Is(err, snap.ErrNoPath) {
 		t.Errorf("a path the head lacks: %v", err)
 	}
-	if _, err := r.Files("", "#9", ""); !errors.Is(err, snap.ErrNoCheckpoint) {
+	if _, err := r.Files(ctx, objects.ID{1}, ""); !errors.Is(err, objects.ErrNotFound) {
 		t.Errorf("a checkpoint that does not exist: %v", err)
 	}
 }

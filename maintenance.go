@@ -94,6 +94,6 @@ const AutoGCPacks = 50
 
 // NeedsGC reports whether the store has accumulated enough packs that an
 // automatic gc is worth running.
-func (r *Repo) NeedsGC() bool {
+func (r *Repo) NeedsGC(ctx context.Context) bool {
 	return r.objects.Packs() >= AutoGCPacks
 }

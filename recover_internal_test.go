@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/snapcore-dev/snap/refs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snapcore-dev/snap/refs"
 
 	"golang.org/x/sys/unix"
 
@@ -59,19 +60,19 @@ func TestInterruptedRewindIsCompleted(t *testing.T) {
 	write(map[string]string{"a": "a1"})
 
 	// The next writing command completes it.
-	if _, err := r.Label("", "@", "after"); err != nil {
+	if _, err := r.Label(ctx, "", "@", "after"); err != nil {
 		t.Fatal(err)
 	}
 	if read("a") != "a1" || read("b") != "b1" || read("c") != "" {
 		t.Fatalf("tree after recovery: a=%q b=%q c=%q", read("a"), read("b"), read("c"))
 	}
-	if head, _ := r.Resolve("", "@"); head != c1.ID {
+	if head, _ := r.Resolve(ctx, "", "@"); head != c1.ID {
 		t.Fatalf("head %s, want %s", head.Short(), c1.ID.Short())
 	}
 	if _, err := os.Stat(filepath.Join(r.StoreDir, refs.JournalName)); !os.IsNotExist(err) {
 		t.Fatalf("journal left: %v", err)
 	}
-	if done, _ := r.recorded("killed-txn"); !done {
+	if done, _ := r.history().recorded("killed-txn"); !done {
 		t.Fatal("the completed rewind is not in the op log")
 	}
 	// Undo the label, then the completed rewind: back to c2's files.
@@ -117,14 +118,14 @@ func TestInterruptedRewindIsReported(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "snap rewind") {
 		t.Fatalf("interrupted rewind: %v", err)
 	}
-	m, err := r.Interrupted()
+	m, err := r.Interrupted(ctx)
 	if err != nil || m == nil || m.Target != c1.ID || m.Kind != "rewind" {
 		t.Fatalf("Interrupted: %+v %v", m, err)
 	}
 	if _, err := r.Checkpoint(context.Background(), CheckpointOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := r.Interrupted(); m != nil {
+	if m, _ := r.Interrupted(ctx); m != nil {
 		t.Fatalf("still interrupted after a writer: %+v", m)
 	}
 	if data, _ := os.ReadFile(filepath.Join(root, "f199")); string(data) != "v1" {
@@ -179,13 +180,13 @@ func TestRecoveryRecordsWorkDoneSince(t *testing.T) {
 	if _, err := r.Checkpoint(ctx, CheckpointOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	log, err := r.Log("", 0, false)
+	log, err := r.Log(ctx, "", 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range log {
 		var buf strings.Builder
-		if r.Cat("", e.ID.String(), "notes.txt", &buf) == nil && buf.String() == "written after the interruption" {
+		if r.Cat(ctx, e.ID, "notes.txt", &buf) == nil && buf.String() == "written after the interruption" {
 			return
 		}
 	}

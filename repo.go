@@ -300,10 +300,10 @@ func (r *Repo) trashDir() string { return filepath.Join(r.StoreDir, "trash") }
 // free it) and reports how many files it removed. The CLI runs it in the
 // background after a rewind, undo or redo, and in every gc; a program using
 // the library should call it (e.g. in a goroutine) once a rewind is done.
-func (r *Repo) EmptyTrash() (int, error) { return worktree.EmptyTrash(r.trashDir()) }
+func (r *Repo) EmptyTrash(ctx context.Context) (int, error) { return worktree.EmptyTrash(r.trashDir()) }
 
 // TrashEmpty reports whether there is nothing for EmptyTrash to remove.
-func (r *Repo) TrashEmpty() bool { return worktree.TrashEmpty(r.trashDir()) }
+func (r *Repo) TrashEmpty(ctx context.Context) bool { return worktree.TrashEmpty(r.trashDir()) }
 
 func (r *Repo) cachePath() string { return filepath.Join(r.StoreDir, "cache", "stat") }
 

@@ -1,10 +1,9 @@
 package snap
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -23,7 +22,11 @@ import (
 //
 // It returns an error wrapping ErrNoCheckpoint when nothing matches, and
 // objects.ErrAmbiguous for an ambiguous prefix.
-func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
+func (r *Repo) Resolve(ctx context.Context, session, ref string) (objects.ID, error) {
+	return r.resolve(r.history(), session, ref)
+}
+
+func (r *Repo) resolve(h *history, session, ref string) (objects.ID, error) {
 	session, err := sessionName(session)
 	if err != nil {
 		return objects.ID{}, err
@@ -43,7 +46,7 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		if err != nil || n < 0 {
 			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want @~N)", ErrUsage, ref)
 		}
-		id, err := r.Resolve(session, "@")
+		id, err := r.resolve(h, session, "@")
 		if err != nil {
 			return id, err
 		}
@@ -66,7 +69,7 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		if err != nil || n < 1 {
 			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want #N, N >= 1)", ErrUsage, ref)
 		}
-		list, err := r.sessionCheckpoints(session)
+		list, err := r.sessionCheckpoints(h, session)
 		if err != nil {
 			return objects.ID{}, err
 		}
@@ -81,22 +84,13 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 		if ref == "msg:" {
 			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want msg:ID)", ErrUsage, ref)
 		}
-		list, err := r.sessionCheckpoints(session)
+		list, err := r.sessionCheckpoints(h, session)
 		if err != nil {
 			return objects.ID{}, err
 		}
 		// An unchanged checkpoint records its message id in the op log
 		// (OpMessage): the latest of either kind of record wins.
-		var latest objects.ID
-		var when int64
-		if ops, _ := r.refs.Ops(); len(ops) > 0 {
-			for _, op := range ops {
-				var d messageDetail
-				if op.Kind == string(OpMessage) && op.Session == session && json.Unmarshal(op.Detail, &d) == nil && d.MessageID == ref[4:] {
-					latest, when = op.Checkpoint, op.Time.UnixNano()
-				}
-			}
-		}
+		latest, when := h.message(session, ref[4:])
 		for i := len(list) - 1; i >= 0; i-- {
 			ck, err := r.load(&list[i])
 			if err != nil {
@@ -137,7 +131,7 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 	}
 	if len(ref) >= 6 && isHex(ref) {
 		if len(ref) == 2*objects.IDSize {
-			if id, err := objects.ParseID(strings.ToLower(ref)); err == nil && r.isExpired(id) {
+			if id, err := objects.ParseID(strings.ToLower(ref)); err == nil && h.isExpired(id) {
 				return objects.ID{}, fmt.Errorf("checkpoint %s: %w", id.Short(), ErrExpired)
 			}
 		}
@@ -157,23 +151,13 @@ func (r *Repo) Resolve(session, ref string) (objects.ID, error) {
 	return objects.ID{}, fmt.Errorf("%w: %q is not a checkpoint id, label or REF of session %q", ErrNoCheckpoint, ref, session)
 }
 
-// resolveCheckpoint resolves ref and reads the checkpoint it names.
-func (r *Repo) resolveCheckpoint(session, ref string) (objects.ID, *objects.Checkpoint, error) {
-	id, err := r.Resolve(session, ref)
-	if err != nil {
-		return id, nil, err
-	}
-	ck, err := r.loadCheckpoint(id)
-	return id, ck, err
-}
-
 // loadCheckpoint reads checkpoint id and is the one place that decides what
 // its absence means: a checkpoint retention removed is ErrExpired (exit 4,
 // not damage); any other missing or unreadable checkpoint is the store's
 // error (objects.ErrNotFound or ErrCorrupt: damage, exit 12).
 func (r *Repo) loadCheckpoint(id objects.ID) (*objects.Checkpoint, error) {
 	ck, err := r.objects.ReadCheckpoint(id)
-	if errors.Is(err, objects.ErrNotFound) && r.isExpired(id) {
+	if errors.Is(err, objects.ErrNotFound) && r.history().isExpired(id) {
 		return nil, fmt.Errorf("checkpoint %s: %w", id.Short(), ErrExpired)
 	}
 	return ck, err
@@ -194,73 +178,4 @@ func isHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// sessionEntry is one checkpoint of a session, in creation order. Its
-// checkpoint object is read only when needed (load).
-type sessionEntry struct {
-	ID      objects.ID
-	time    int64 // Unix ns, for ordering
-	expired bool  // removed by retention
-	ck      *objects.Checkpoint
-}
-
-// load reads the entry's checkpoint (nil, nil when it expired).
-func (r *Repo) load(e *sessionEntry) (*objects.Checkpoint, error) {
-	if e.expired || e.ck != nil {
-		return e.ck, nil
-	}
-	ck, err := r.objects.ReadCheckpoint(e.ID)
-	e.ck = ck
-	return ck, err
-}
-
-// isExpired reports whether retention removed checkpoint id.
-func (r *Repo) isExpired(id objects.ID) bool {
-	expired, _ := r.refs.Expired()
-	return expired[id]
-}
-
-// sessionCheckpoints returns every checkpoint ever recorded in the session
-// (from the op log, plus the head's ancestry for checkpoints whose op-log
-// record a crash may have lost), oldest first, without reading them.
-// Checkpoints retention expired are listed too, marked, so numbering (#N)
-// never shifts.
-func (r *Repo) sessionCheckpoints(session string) ([]sessionEntry, error) {
-	ops, err := r.refs.Ops()
-	if err != nil && len(ops) == 0 && !errors.Is(err, refs.ErrCorrupt) {
-		return nil, err
-	}
-	expired, err := r.refs.Expired()
-	if err != nil {
-		return nil, err
-	}
-	seen := map[objects.ID]bool{}
-	var list []sessionEntry
-	for _, op := range ops {
-		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
-			if op.Session == session && !id.IsZero() && !seen[id] {
-				seen[id] = true
-				list = append(list, sessionEntry{ID: id, time: op.Time.UnixNano(), expired: expired[id]})
-			}
-		}
-	}
-	head, _, err := r.head(session)
-	if err != nil {
-		return nil, err
-	}
-	for id := head; !id.IsZero() && !seen[id] && !expired[id]; {
-		seen[id] = true
-		ck, err := r.objects.ReadCheckpoint(id)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, sessionEntry{ID: id, time: ck.Time, ck: ck})
-		if len(ck.Parents) == 0 {
-			break
-		}
-		id = ck.Parents[0]
-	}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].time < list[j].time })
-	return list, nil
 }

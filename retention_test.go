@@ -68,7 +68,7 @@ func TestRetentionKeepsLastAndLabelled(t *testing.T) {
 			t.Fatalf("checkpoint %s should have expired", id.Short())
 		}
 	}
-	log, err := r.Log("", 0, false)
+	log, err := r.Log(ctx, "", 0, false)
 	if err != nil || len(log) != 6 {
 		t.Fatalf("log after gc: %d entries, %v", len(log), err)
 	}
@@ -82,10 +82,10 @@ func TestRetentionKeepsLastAndLabelled(t *testing.T) {
 		}
 	}
 	// Expired checkpoints are reported as such, never half-read.
-	if _, err := r.Resolve("", "#3"); err == nil {
+	if _, err := r.Resolve(ctx, "", "#3"); err == nil {
 		t.Fatal("#3 resolved after it expired")
 	}
-	if _, err := r.Resolve("", ids[3].String()); err == nil {
+	if _, err := r.Resolve(ctx, "", ids[3].String()); err == nil {
 		t.Fatal("an expired id resolved")
 	}
 }
@@ -128,7 +128,7 @@ func TestGCConcurrentWithCheckpoints(t *testing.T) {
 	// The last 3 are kept by the policy; all must read back.
 	for _, a := range acks[len(acks)-3:] {
 		var buf bytes.Buffer
-		if err := r.Cat("", a.id.String(), "f.txt", &buf); err != nil || buf.String() != a.content {
+		if err := r.Cat(ctx, a.id, "f.txt", &buf); err != nil || buf.String() != a.content {
 			t.Fatalf("checkpoint %s: %q, %v", a.id.Short(), buf.String(), err)
 		}
 	}
@@ -150,14 +150,14 @@ func TestInjectedClock(t *testing.T) {
 		writeFile(t, filepath.Join(root, "f"), fmt.Sprint(i))
 		checkpoint(t, r, snap.CheckpointOptions{})
 	}
-	log, err := r.Log("", 0, false)
+	log, err := r.Log(ctx, "", 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(log) != 3 || !log[0].Time.Equal(t0.Add(2*time.Hour)) || !log[2].Time.Equal(t0) {
 		t.Fatalf("checkpoint times: %+v", log)
 	}
-	ops, err := r.Ops(0)
+	ops, err := r.Ops(ctx, 0)
 	if err != nil || len(ops) == 0 || !ops[0].Time.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("op-log times: %+v %v", ops, err)
 	}

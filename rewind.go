@@ -93,7 +93,7 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 	if o.FilesOnly && o.ConversationOnly {
 		return nil, fmt.Errorf("%w: --files-only and --conversation-only exclude each other", ErrUsage)
 	}
-	target, err := r.Resolve(session, o.Target)
+	target, err := r.Resolve(ctx, session, o.Target)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func TestStdinStateNeedsStateOut(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	var sb strings.Builder
-	if err := r.CatState("", c1.ID.String(), "context", &sb); err != nil || sb.String() != "ctx v1" {
+	if err := r.CatState(ctx, c1.ID, "context", &sb); err != nil || sb.String() != "ctx v1" {
 		t.Fatalf("cat --state: %q %v", sb.String(), err)
 	}
 }
@@ -115,38 +115,38 @@ func TestRefForms(t *testing.T) {
 		snaptest.WriteFiles(t, root, map[string]string{"f": s})
 		ids = append(ids, checkpoint(t, r, snap.CheckpointOptions{MessageID: "msg" + s, Labels: labelsIf(i == 0, "first")}).ID)
 	}
-	if _, err := r.Label("", "#2", "second"); err != nil {
+	if _, err := r.Label(ctx, "", "#2", "second"); err != nil {
 		t.Fatal(err)
 	}
 	for ref, want := range map[string]objects.ID{
 		"@": ids[2], "@~1": ids[1], "@~2": ids[0], "#1": ids[0], "#3": ids[2], "msg:msgtwo": ids[1],
 		"first": ids[0], "second": ids[1], ids[1].String(): ids[1], ids[2].String()[:10]: ids[2],
 	} {
-		got, err := r.Resolve("", ref)
+		got, err := r.Resolve(ctx, "", ref)
 		if err != nil || got != want {
 			t.Errorf("%s → %v, %v; want %v", ref, got.Short(), err, want.Short())
 		}
 	}
-	if _, err := r.Resolve("", "#0"); !errors.Is(err, snap.ErrUsage) {
+	if _, err := r.Resolve(ctx, "", "#0"); !errors.Is(err, snap.ErrUsage) {
 		t.Errorf("#0: %v", err)
 	}
 	// Undo of the label removes it; undo of a checkpoint moves the head back.
 	if _, err := r.Undo(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Resolve("", "second"); !errors.Is(err, snap.ErrNoCheckpoint) {
+	if _, err := r.Resolve(ctx, "", "second"); !errors.Is(err, snap.ErrNoCheckpoint) {
 		t.Errorf("label survived its undo: %v", err)
 	}
 	if _, err := r.Undo(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if head, _ := r.Resolve("", "@"); head != ids[1] {
+	if head, _ := r.Resolve(ctx, "", "@"); head != ids[1] {
 		t.Errorf("undo of a checkpoint left the head at %v", head.Short())
 	}
 	if _, err := r.Redo(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if head, _ := r.Resolve("", "@"); head != ids[2] {
+	if head, _ := r.Resolve(ctx, "", "@"); head != ids[2] {
 		t.Errorf("redo left the head at %v", head.Short())
 	}
 }
@@ -276,7 +276,7 @@ func TestStatCacheRereadsMissingContent(t *testing.T) {
 	r.Objects().Reload()
 	res := checkpoint(t, r, snap.CheckpointOptions{})
 	var sb strings.Builder
-	if err := r.Cat("", res.ID.String(), "keep.txt", &sb); err != nil || sb.String() != "same content throughout" {
+	if err := r.Cat(ctx, res.ID, "keep.txt", &sb); err != nil || sb.String() != "same content throughout" {
 		t.Fatalf("keep.txt after its content was lost: %q, %v", sb.String(), err)
 	}
 }

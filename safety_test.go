@@ -6,6 +6,7 @@ package snap_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +32,7 @@ func TestDiffUncheckpointedEditInSubdirectory(t *testing.T) {
 	checkpoint(t, r, snap.CheckpointOptions{})
 	snaptest.WriteFiles(t, root, map[string]string{"src/main.go": "v2\n", "src/deep/new.go": "new\n"})
 	for _, paths := range [][]string{nil, {"src/main.go"}} {
-		res, err := r.Diff(ctx, "", "", "", paths)
+		res, err := r.Diff(ctx, mustResolve(t, r, "", "@"), nil, paths)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,7 @@ func TestExpiredParentIsNotDamage(t *testing.T) {
 	if _, err := gc.Collect(ctx, r.Objects(), r.Refs(), gc.Options{Grace: 0, Policy: &gc.Policy{KeepLast: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	show, err := r.Show("", "@")
+	show, err := r.Show(ctx, mustResolve(t, r, "", "@"))
 	if err != nil {
 		t.Fatalf("show @: %v", err)
 	}
@@ -78,7 +79,10 @@ func TestExpiredParentIsNotDamage(t *testing.T) {
 		t.Fatalf("show @: parent_expired %v, stats %+v", show.ParentExpired, show.Stats)
 	}
 	for _, ref := range []string{"@~1", "@~2", "#1", ids[1].String(), ids[0].String()} {
-		_, err := r.Diff(ctx, "", ref, "", nil)
+		id, err := r.Resolve(ctx, "", ref)
+		if err == nil {
+			_, err = r.Diff(ctx, id, nil, nil)
+		}
 		if !errors.Is(err, snap.ErrExpired) || !errors.Is(err, snap.ErrNoCheckpoint) || errors.Is(err, objects.ErrNotFound) {
 			t.Errorf("diff %s: %v, want ErrExpired", ref, err)
 		}
@@ -180,12 +184,12 @@ func TestRewindUndoRedoLeaveIgnoredAlone(t *testing.T) {
 	}
 	ignored("rewind #2")
 	app("rewind #2", "v2")
-	log, err := r.Log("", 0, true)
+	log, err := r.Log(ctx, "", 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range log {
-		if err := r.Cat("", e.ID.String(), ".env", io.Discard); !errors.Is(err, snap.ErrNoPath) {
+		if err := r.Cat(ctx, e.ID, ".env", io.Discard); !errors.Is(err, snap.ErrNoPath) {
 			t.Errorf("checkpoint %s (%s) holds .env: %v", e.ID.Short(), e.Kind, err)
 		}
 	}
@@ -216,7 +220,7 @@ func TestUnreadableFileIsNeverADeletion(t *testing.T) {
 	if strings.Join(unreadable, ",") != "big.bin,new.bin" {
 		t.Fatalf("skipped: %+v", res.Skipped)
 	}
-	show, err := r.Show("", "@")
+	show, err := r.Show(ctx, mustResolve(t, r, "", "@"))
 	if err != nil || len(show.Files.Deleted) != 0 {
 		t.Fatalf("show: %+v %v", show, err)
 	}
@@ -322,7 +326,7 @@ func TestUnchangedCheckpointRecordsNothing(t *testing.T) {
 	if !c2.Unchanged || c2.ID != c1.ID {
 		t.Fatalf("identical checkpoint: %+v", c2)
 	}
-	if id, err := r.Resolve("", "msg:m2"); err != nil || id != c1.ID {
+	if id, err := r.Resolve(ctx, "", "msg:m2"); err != nil || id != c1.ID {
 		t.Fatalf("msg:m2 = %v, %v", id, err)
 	}
 	c3 := checkpoint(t, r, snap.CheckpointOptions{AllowEmpty: true})
@@ -333,14 +337,14 @@ func TestUnchangedCheckpointRecordsNothing(t *testing.T) {
 	if c4.Unchanged {
 		t.Fatal("a labelled checkpoint was not recorded")
 	}
-	log, _ := r.Log("", 0, false)
+	log, _ := r.Log(ctx, "", 0, false)
 	if len(log) != 3 {
 		t.Fatalf("log has %d checkpoints, want 3", len(log))
 	}
 	// A later real checkpoint with message id m2 wins over the record.
 	writeFile(t, filepath.Join(root, "a"), "2")
 	c5 := checkpoint(t, r, snap.CheckpointOptions{MessageID: "m2"})
-	if id, _ := r.Resolve("", "msg:m2"); id != c5.ID {
+	if id, _ := r.Resolve(ctx, "", "msg:m2"); id != c5.ID {
 		t.Fatalf("msg:m2 after a newer checkpoint: %v, want %v", id, c5.ID)
 	}
 }
@@ -502,22 +506,22 @@ func TestLabelsCannotShadowRefs(t *testing.T) {
 	writeFile(t, filepath.Join(root, "f"), "2")
 	c2 := checkpoint(t, r, snap.CheckpointOptions{})
 	for _, l := range []string{c2.ID.String(), c2.ID.String()[:8], "abcdef", "HEAD", "head", "bad/name", "-x"} {
-		if _, err := r.Label("", "#1", l); !errors.Is(err, snap.ErrUsage) {
+		if _, err := r.Label(ctx, "", "#1", l); !errors.Is(err, snap.ErrUsage) {
 			t.Errorf("label %q: %v, want ErrUsage", l, err)
 		}
 	}
 	for _, l := range []string{"v1", "abcdefg", "12345", "release-2"} {
-		if _, err := r.Label("", "#1", l); err != nil {
+		if _, err := r.Label(ctx, "", "#1", l); err != nil {
 			t.Errorf("label %q: %v", l, err)
 		}
 	}
-	if id, err := r.Resolve("", c2.ID.String()); err != nil || id != c2.ID {
+	if id, err := r.Resolve(ctx, "", c2.ID.String()); err != nil || id != c2.ID {
 		t.Fatalf("full id resolves to %v, %v", id, err)
 	}
 	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Kind: "pre-rewind", AllowEmpty: true}); !errors.Is(err, snap.ErrUsage) {
 		t.Errorf("--kind pre-rewind: %v", err)
 	}
-	if _, err := r.Resolve("", "msg:"); !errors.Is(err, snap.ErrUsage) {
+	if _, err := r.Resolve(ctx, "", "msg:"); !errors.Is(err, snap.ErrUsage) {
 		t.Errorf("msg: with no id: %v", err)
 	}
 	_ = c1
@@ -532,7 +536,7 @@ func TestSessionManagement(t *testing.T) {
 	c := checkpoint(t, r, snap.CheckpointOptions{Session: "ag"})
 	count := func(name string, archived bool) int {
 		t.Helper()
-		infos, err := r.Sessions()
+		infos, err := r.Sessions(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -547,8 +551,8 @@ func TestSessionManagement(t *testing.T) {
 		}
 		return n
 	}
-	for _, op := range []func(string) error{r.ArchiveSession, r.RemoveSession} {
-		if err := op("ag"); err != nil {
+	for _, op := range []func(context.Context, string) error{r.ArchiveSession, r.RemoveSession} {
+		if err := op(ctx, "ag"); err != nil {
 			t.Fatal(err)
 		}
 		if count("ag", false) >= 0 {
@@ -557,18 +561,18 @@ func TestSessionManagement(t *testing.T) {
 		if _, err := r.Undo(ctx, "ag"); err != nil {
 			t.Fatalf("undo: %v", err)
 		}
-		if id, err := r.Resolve("ag", "@"); err != nil || id != c.ID || count("ag", false) != 1 {
+		if id, err := r.Resolve(ctx, "ag", "@"); err != nil || id != c.ID || count("ag", false) != 1 {
 			t.Fatalf("after undo: head %v %v, count %d", id, err, count("ag", false))
 		}
 	}
-	if err := r.ArchiveSession("ag"); err != nil {
+	if err := r.ArchiveSession(ctx, "ag"); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(root, "a"), "2")
 	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "ag"}); !errors.Is(err, snap.ErrUsage) {
 		t.Fatalf("checkpoint into an archived session's name: %v", err)
 	}
-	if err := r.RemoveSession("nosuch"); !errors.Is(err, snap.ErrNoSession) {
+	if err := r.RemoveSession(ctx, "nosuch"); !errors.Is(err, snap.ErrNoSession) {
 		t.Fatalf("rm nosuch: %v", err)
 	}
 	// Counts follow retention: 5 checkpoints, gc keeps 2.
@@ -579,7 +583,7 @@ func TestSessionManagement(t *testing.T) {
 	if _, err := gc.Collect(ctx, r.Objects(), r.Refs(), gc.Options{Grace: 0, Policy: &gc.Policy{KeepLast: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	log, _ := r.Log("five", 0, false)
+	log, _ := r.Log(ctx, "five", 0, false)
 	if n := count("five", false); n != len(log) || n != 2 {
 		t.Fatalf("count %d, log lists %d, want 2", n, len(log))
 	}
@@ -596,18 +600,18 @@ func TestRewindPathKeepsHead(t *testing.T) {
 	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), Paths: []string{"a"}}); err != nil {
 		t.Fatal(err)
 	}
-	if head, _ := r.Resolve("", "@"); head != c2.ID {
+	if head, _ := r.Resolve(ctx, "", "@"); head != c2.ID {
 		t.Fatalf("head moved to %v", head)
 	}
 	st, _ := r.Status(ctx, "")
 	if strings.Join(st.Files.Modified, ",") != "a" {
 		t.Fatalf("status after --path a: %+v", st.Files)
 	}
-	ops, _ := r.Ops(0)
+	ops, _ := r.Ops(ctx, 0)
 	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), Paths: []string{"typo/not/there"}}); !errors.Is(err, snap.ErrNoPath) {
 		t.Fatalf("--path typo: %v", err)
 	}
-	if after, _ := r.Ops(0); len(after) != len(ops) {
+	if after, _ := r.Ops(ctx, 0); len(after) != len(ops) {
 		t.Fatal("a refused --path rewind recorded an operation")
 	}
 	if _, err := r.Undo(ctx, ""); err != nil {
@@ -625,12 +629,13 @@ func TestDiffEmptyDirectory(t *testing.T) {
 	writeFile(t, filepath.Join(root, "a"), "1")
 	checkpoint(t, r, snap.CheckpointOptions{})
 	os.Mkdir(filepath.Join(root, "e"), 0o755)
-	res, err := r.Diff(ctx, "", "", "", nil)
+	res, err := r.Diff(ctx, mustResolve(t, r, "", "@"), nil, nil)
 	if err != nil || len(res.Files) != 1 || res.Files[0].Status != "added" || res.Files[0].NewMode != "dir" {
 		t.Fatalf("diff with a new empty directory: %+v %v", res, err)
 	}
 	checkpoint(t, r, snap.CheckpointOptions{})
-	if res, err := r.Diff(ctx, "", "@~1", "@", nil); err != nil || len(res.Files) != 1 {
+	to := mustResolve(t, r, "", "@")
+	if res, err := r.Diff(ctx, mustResolve(t, r, "", "@~1"), &to, nil); err != nil || len(res.Files) != 1 {
 		t.Fatalf("diff of two checkpoints: %+v %v", res, err)
 	}
 }
@@ -673,7 +678,7 @@ func TestSafetyCheckpointRecordsUnreadable(t *testing.T) {
 	c1 := checkpoint(t, r, snap.CheckpointOptions{})
 	writeFile(t, filepath.Join(root, "other"), "o2")
 	checkpoint(t, r, snap.CheckpointOptions{})
-	if err := r.ConfigSet("capture.max-file-size", "10"); err != nil {
+	if err := r.ConfigSet(ctx, "capture.max-file-size", "10"); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(root, "big"), "the user's edit, too big to read")
@@ -681,7 +686,7 @@ func TestSafetyCheckpointRecordsUnreadable(t *testing.T) {
 	if err != nil || !res.SafetyCreated {
 		t.Fatalf("rewind with an unreadable edit: safety created %v, %v", res != nil && res.SafetyCreated, err)
 	}
-	if err := r.ConfigSet("capture.max-file-size", ""); err != nil {
+	if err := r.ConfigSet(ctx, "capture.max-file-size", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Undo(ctx, ""); err != nil {
@@ -705,10 +710,10 @@ func TestUnreadableTranscriptKeptAndLongHexRef(t *testing.T) {
 	writeFile(t, filepath.Join(root, "a"), "2")
 	res := checkpoint(t, r, snap.CheckpointOptions{})
 	var buf strings.Builder
-	if err := r.CatState("", "@", "conversation", &buf); err != nil || buf.String() != "m1\n" {
+	if err := r.CatState(ctx, mustResolve(t, r, "", "@"), "conversation", &buf); err != nil || buf.String() != "m1\n" {
 		t.Fatalf("unreadable transcript: %q %v (skipped %+v)", buf.String(), err, res.Skipped)
 	}
-	if _, err := r.Resolve("", strings.Repeat("ab", 40)); !errors.Is(err, snap.ErrNoCheckpoint) {
+	if _, err := r.Resolve(ctx, "", strings.Repeat("ab", 40)); !errors.Is(err, snap.ErrNoCheckpoint) {
 		t.Fatalf("80 hex digits: %v", err)
 	}
 }
@@ -857,7 +862,7 @@ func TestTargetOnlyIgnoredIsKeptInSafety(t *testing.T) {
 	if err != nil || !res.SafetyCreated {
 		t.Fatalf("rewind: %+v %v", res, err)
 	}
-	show, err := r.Show("", res.SafetyCheckpoint.String())
+	show, err := r.Show(ctx, *res.SafetyCheckpoint)
 	if err != nil || len(show.Files.Deleted) != 0 {
 		t.Fatalf("safety checkpoint records deletions: %+v %v", show.Files, err)
 	}
@@ -893,15 +898,15 @@ func TestSecondPassMinor(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "e1")); !os.IsNotExist(err) {
 		t.Fatalf("e1/ left behind: %v", err)
 	}
-	head, _ := r.Resolve("", "@")
+	head, _ := r.Resolve(ctx, "", "@")
 	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c2.ID.String(), ConversationOnly: true, StateOut: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	if now, _ := r.Resolve("", "@"); now != head {
+	if now, _ := r.Resolve(ctx, "", "@"); now != head {
 		t.Fatal("an export with --state-out moved the head")
 	}
 	checkpoint(t, r, snap.CheckpointOptions{Session: "arch", AllowEmpty: true})
-	if err := r.ArchiveSession("arch"); err != nil {
+	if err := r.ArchiveSession(ctx, "arch"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "arch", Target: c1.ID.String()}); !errors.Is(err, snap.ErrUsage) {
@@ -1258,7 +1263,7 @@ func TestKeptFileNowADirectory(t *testing.T) {
 	r, root := snaptest.NewRepo(t)
 	snaptest.WriteFiles(t, root, map[string]string{"a/notes": "small\n", "f": "f\n"})
 	checkpoint(t, r, snap.CheckpointOptions{})
-	if err := r.ConfigSet("capture.max-file-size", "100"); err != nil {
+	if err := r.ConfigSet(ctx, "capture.max-file-size", "100"); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(root, "a/notes"), strings.Repeat("big\n", 100)) // unreadable now: kept

@@ -23,7 +23,11 @@ type SessionInfo struct {
 // Sessions lists sessions (active first, then archived), by name, with the
 // number of checkpoints log lists for each (those retention expired are
 // not counted).
-func (r *Repo) Sessions() ([]SessionInfo, error) {
+func (r *Repo) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	return r.sessions(r.history())
+}
+
+func (r *Repo) sessions(h *history) ([]SessionInfo, error) {
 	out := []SessionInfo{}
 	for _, kind := range []string{refs.SessionsPrefix, refs.ArchivePrefix} {
 		list, err := r.refs.List(kind)
@@ -38,7 +42,7 @@ func (r *Repo) Sessions() ([]SessionInfo, error) {
 			info := SessionInfo{Name: name, Head: ref.ID, Archived: archived}
 			// Counted as log lists them: every checkpoint of the session
 			// that retention has not expired.
-			if list, err := r.sessionCheckpoints(name); err == nil {
+			if list, err := r.sessionCheckpoints(h, name); err == nil {
 				for _, e := range list {
 					if !e.expired {
 						info.Checkpoints++
@@ -61,7 +65,7 @@ func (r *Repo) Sessions() ([]SessionInfo, error) {
 }
 
 // Label names a checkpoint (moving the label if it exists).
-func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
+func (r *Repo) Label(ctx context.Context, session, ref, name string) (objects.ID, error) {
 	session, err := sessionName(session)
 	if err != nil {
 		return objects.ID{}, err
@@ -69,12 +73,12 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 	if err := validLabel(name); err != nil {
 		return objects.ID{}, err
 	}
-	release, err := r.writing(context.Background())
+	release, err := r.writing(ctx)
 	if err != nil {
 		return objects.ID{}, err
 	}
 	defer release()
-	id, err := r.Resolve(session, ref)
+	id, err := r.Resolve(ctx, session, ref)
 	if err != nil {
 		return id, err
 	}
@@ -97,14 +101,14 @@ func (r *Repo) Label(session, ref, name string) (objects.ID, error) {
 // are recorded in the op log.
 //
 // Both are undoable: 'snap undo' in that session puts the session back.
-func (r *Repo) ArchiveSession(session string) error {
-	return r.moveSession(session, refs.ArchivedHead(session), OpSessionArchive)
+func (r *Repo) ArchiveSession(ctx context.Context, session string) error {
+	return r.moveSession(ctx, session, refs.ArchivedHead(session), OpSessionArchive)
 }
 
 // RemoveSession deletes a session's head ref (an active session's, else an
 // archived one's).
-func (r *Repo) RemoveSession(session string) error {
-	return r.moveSession(session, "", OpSessionRemove)
+func (r *Repo) RemoveSession(ctx context.Context, session string) error {
+	return r.moveSession(ctx, session, "", OpSessionRemove)
 }
 
 // checkNotArchived refuses to start a session whose name an archived
@@ -118,12 +122,12 @@ func (r *Repo) checkNotArchived(session string) error {
 	return nil
 }
 
-func (r *Repo) moveSession(session, to string, kind OpKind) error {
+func (r *Repo) moveSession(ctx context.Context, session, to string, kind OpKind) error {
 	session, err := sessionName(session)
 	if err != nil {
 		return err
 	}
-	release, err := r.writing(context.Background())
+	release, err := r.writing(ctx)
 	if err != nil {
 		return err
 	}

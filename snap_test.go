@@ -11,6 +11,7 @@ import (
 	"time"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/snaptest"
 )
 
@@ -68,10 +69,10 @@ func TestCheckpointCapturesTreeRules(t *testing.T) {
 		t.Fatalf("skipped = %v", res.Skipped)
 	}
 	var sb strings.Builder
-	if err := r.Cat("", "@", "link", &sb); err != nil || sb.String() != "main.go" {
+	if err := r.Cat(ctx, mustResolve(t, r, "", "@"), "link", &sb); err != nil || sb.String() != "main.go" {
 		t.Fatalf("symlink stored as %q, %v", sb.String(), err)
 	}
-	show, err := r.Show("", "@")
+	show, err := r.Show(ctx, mustResolve(t, r, "", "@"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestRewindUndoRedoRoundTrip(t *testing.T) {
 		t.Fatalf("redo differs from #1:\n%s", d)
 	}
 	// The log still shows c2 (abandoned) and the safety checkpoint.
-	log, err := r.Log("", 0, false)
+	log, err := r.Log(ctx, "", 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,3 +219,13 @@ func copyMap(m map[string]string) map[string]string {
 
 var _ = errors.Is
 var _ = time.Now
+
+// mustResolve resolves ref in session of r.
+func mustResolve(t testing.TB, r *snap.Repo, session, ref string) objects.ID {
+	t.Helper()
+	id, err := r.Resolve(ctx, session, ref)
+	if err != nil {
+		t.Fatalf("resolve %q: %v", ref, err)
+	}
+	return id
+}

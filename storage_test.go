@@ -173,7 +173,7 @@ func TestBigFileEdit(t *testing.T) {
 	copy(data[size/2:], edit)
 	var buf bytes.Buffer
 	r.Objects().Reload()
-	if err := r.Cat("", "@", "big.bin", &buf); err != nil || !bytes.Equal(buf.Bytes(), data) {
+	if err := r.Cat(ctx, mustResolve(t, r, "", "@"), "big.bin", &buf); err != nil || !bytes.Equal(buf.Bytes(), data) {
 		t.Fatalf("big file does not read back exactly: %v", err)
 	}
 }

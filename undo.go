@@ -16,48 +16,6 @@ type UndoResult struct {
 	Rewind *RewindResult `json:"rewind"` // for a rewind: what the files and state did
 }
 
-// stacks derives the session's undo and redo stacks from the op log: every
-// undoable op pushes onto undo and clears redo; "undo X" moves X to redo;
-// "redo X" moves it back — as the redo left it: undoing a redone rewind
-// returns to the state before the redo (its safety checkpoint and head),
-// not to the state before the original rewind.
-func (r *Repo) stacks(session string) (undo, redo []refs.Op, err error) {
-	ops, err := r.refs.Ops()
-	if err != nil && len(ops) == 0 {
-		return nil, nil, err
-	}
-	bySeq := map[int64]refs.Op{}
-	for _, op := range ops {
-		bySeq[op.Seq] = op
-		if op.Session != session {
-			continue
-		}
-		switch {
-		case op.Kind == string(OpUndo):
-			if n := len(undo); n > 0 && undo[n-1].Seq == op.Undoes {
-				redo = append(redo, undo[n-1])
-				undo = undo[:n-1]
-			}
-		case op.Kind == string(OpRedo):
-			if n := len(redo); n > 0 && redo[n-1].Seq == op.Undoes {
-				x := redo[n-1]
-				if x.Kind == string(OpRewind) && !op.Safety.IsZero() && len(op.Refs) > 0 && len(x.Refs) > 0 {
-					x.Safety = op.Safety
-					x.Refs = append([]refs.RefChange(nil), x.Refs...)
-					x.Refs[0].Old = op.Refs[0].Old
-					x.Detail = op.Detail // what the redo created
-				}
-				undo = append(undo, x)
-				redo = redo[:n-1]
-			}
-		case undoable(op.Kind):
-			undo = append(undo, op)
-			redo = nil
-		}
-	}
-	return undo, redo, nil
-}
-
 // Undo reverses the session's last operation: a checkpoint moves the head
 // back, a label is removed or moved back, a rewind puts the working tree and
 // state documents back exactly as they were before it (after a safety
@@ -81,7 +39,7 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 		return nil, err
 	}
 	defer release()
-	us, rs, err := r.stacks(session)
+	us, rs, err := r.history().stacks(session)
 	if err != nil {
 		return nil, err
 	}

@@ -79,22 +79,21 @@ func splitRefPath(s string) (ref, path string, ok bool) {
 	return strings.Cut(s, ":")
 }
 
-func runCat(_ context.Context, o catOptions, out io.Writer) error {
-	repo, err := o.open()
+func runCat(ctx context.Context, o catOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	id, err := repo.Resolve(o.session(), o.Ref)
+	id, err := repo.Resolve(ctx, o.session(), o.Ref)
 	if err != nil {
 		return err
 	}
-	ref := id.String() // resolve once, so the JSON names what was printed
-	cat := func(w io.Writer) error {
+	cat := func(w io.Writer) error { // resolved once: the JSON names what was printed
 		if o.State != "" {
-			return repo.CatState(o.session(), ref, o.State, w)
+			return repo.CatState(ctx, id, o.State, w)
 		}
-		return repo.Cat(o.session(), ref, o.Path, w)
+		return repo.Cat(ctx, id, o.Path, w)
 	}
 	if !o.JSON {
 		return cat(out)

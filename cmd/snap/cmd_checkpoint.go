@@ -110,7 +110,7 @@ func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) erro
 		return err
 	}
 	co.State = docs
-	repo, err := o.open()
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) erro
 	}
 	res, err := repo.Checkpoint(ctx, co)
 	if err == nil {
-		startAutoGC(repo)
+		startAutoGC(ctx, repo)
 	}
 	if err != nil {
 		return err

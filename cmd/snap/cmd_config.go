@@ -64,20 +64,20 @@ Examples:
 	}
 }
 
-func runConfig(_ context.Context, o configOptions, out io.Writer) error {
-	repo, err := o.open()
+func runConfig(ctx context.Context, o configOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
 	switch {
 	case o.Unset:
-		err = repo.ConfigSet(o.Key, "")
+		err = repo.ConfigSet(ctx, o.Key, "")
 	case o.Value != nil:
 		if *o.Value == "" {
 			return usageErrorf("empty value: use --unset to return %s to its default", o.Key)
 		}
-		err = repo.ConfigSet(o.Key, *o.Value)
+		err = repo.ConfigSet(ctx, o.Key, *o.Value)
 	}
 	if err != nil {
 		return err

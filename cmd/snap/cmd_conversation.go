@@ -58,13 +58,17 @@ Examples:
 	}
 }
 
-func runConversation(_ context.Context, o conversationOptions, out io.Writer) error {
-	repo, err := o.open()
+func runConversation(ctx context.Context, o conversationOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	page, err := repo.Conversation(o.session(), o.Ref, o.Offset, o.Limit)
+	id, err := repo.Resolve(ctx, o.session(), o.Ref)
+	if err != nil {
+		return err
+	}
+	page, err := repo.Conversation(ctx, id, o.Offset, o.Limit)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ Examples:
 }
 
 func runDiff(ctx context.Context, o diffOptions, out io.Writer) error {
-	repo, err := o.open()
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,20 @@ func runDiff(ctx context.Context, o diffOptions, out io.Writer) error {
 			return err
 		}
 	}
-	res, err := repo.Diff(ctx, o.session(), o.From, o.To, paths)
+	// Each REF is resolved once: the result names what was compared.
+	from, err := repo.Resolve(ctx, o.session(), o.From)
+	if err != nil {
+		return err
+	}
+	var to *snap.ID
+	if o.To != "" {
+		id, err := repo.Resolve(ctx, o.session(), o.To)
+		if err != nil {
+			return err
+		}
+		to = &id
+	}
+	res, err := repo.Diff(ctx, from, to, paths)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ Examples:
 // runFsck prints the report and returns errCorruptFound (exit 12) when it
 // lists damage.
 func runFsck(ctx context.Context, o fsckOptions, out io.Writer) error {
-	repo, err := o.open()
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ Examples:
 }
 
 func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
-	repo, err := o.open()
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -121,11 +121,11 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 	}
 	res := gcResult{Grace: opts.Grace.String(), KeepLast: policy.KeepLast, KeepWithin: policy.KeepWithin.String()}
 	if !o.DryRun {
-		if res.TrashRemoved, err = repo.EmptyTrash(); err != nil {
+		if res.TrashRemoved, err = repo.EmptyTrash(ctx); err != nil {
 			return err
 		}
 	}
-	if o.Auto && !repo.NeedsGC() {
+	if o.Auto && !repo.NeedsGC(ctx) {
 		res.Skipped = "the store does not need it yet"
 		res.GCResult = &snap.GCResult{}
 	} else {
@@ -167,8 +167,8 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 // detached from this process, when the store needs it or a rewind left
 // replaced files' old content to delete. Failing to start it is not an
 // error of the command that triggered it. SNAP_NO_AUTO_GC=1 disables it.
-func startAutoGC(repo *snap.Repo) {
-	if noAutoGC || os.Getenv("SNAP_NO_AUTO_GC") != "" || (!repo.NeedsGC() && repo.TrashEmpty()) {
+func startAutoGC(ctx context.Context, repo *snap.Repo) {
+	if noAutoGC || os.Getenv("SNAP_NO_AUTO_GC") != "" || (!repo.NeedsGC(ctx) && repo.TrashEmpty(ctx)) {
 		return
 	}
 	self, err := os.Executable()

@@ -45,7 +45,7 @@ Examples:
 	}
 }
 
-func runInit(_ context.Context, o initOptions, out io.Writer) error {
+func runInit(ctx context.Context, o initOptions, out io.Writer) error {
 	repo, created, err := snap.Init(o.repoOptions())
 	if err != nil {
 		return err

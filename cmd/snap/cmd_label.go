@@ -44,13 +44,13 @@ Examples:
 	}
 }
 
-func runLabel(_ context.Context, o labelOptions, out io.Writer) error {
-	repo, err := o.open()
+func runLabel(ctx context.Context, o labelOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	id, err := repo.Label(o.session(), o.Ref, o.Name)
+	id, err := repo.Label(ctx, o.session(), o.Ref, o.Name)
 	if err != nil {
 		return err
 	}

@@ -57,13 +57,13 @@ Examples:
 	}
 }
 
-func runLog(_ context.Context, o logOptions, out io.Writer) error {
-	repo, err := o.open()
+func runLog(ctx context.Context, o logOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	entries, err := repo.Log(o.session(), o.N, o.All)
+	entries, err := repo.Log(ctx, o.session(), o.N, o.All)
 	if err != nil {
 		return err
 	}

@@ -53,13 +53,13 @@ Examples:
 	}
 }
 
-func runOpLog(_ context.Context, o opLogOptions, out io.Writer) error {
-	repo, err := o.open()
+func runOpLog(ctx context.Context, o opLogOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	ops, err := repo.Ops(o.N)
+	ops, err := repo.Ops(ctx, o.N)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ Examples:
 // runRewind prints the result even when some paths failed (snap.ErrPartial),
 // and returns that error so the exit code says partial.
 func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
-	repo, err := o.open()
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
 	}
 	res, err := repo.Rewind(ctx, ro)
 	if !ro.DryRun {
-		startAutoGC(repo)
+		startAutoGC(ctx, repo)
 	}
 	if err != nil && !errors.Is(err, snap.ErrPartial) {
 		return withSafety(err, res)

@@ -106,13 +106,13 @@ Example:
 	}
 }
 
-func runSessions(_ context.Context, o sessionsOptions, out io.Writer) error {
-	repo, err := o.open()
+func runSessions(ctx context.Context, o sessionsOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	list, err := repo.Sessions()
+	list, err := repo.Sessions(ctx)
 	if err != nil {
 		return err
 	}
@@ -138,18 +138,18 @@ func runSessions(_ context.Context, o sessionsOptions, out io.Writer) error {
 	})
 }
 
-func runSessionOp(_ context.Context, o sessionOpOptions, out io.Writer) error {
-	repo, err := o.open()
+func runSessionOp(ctx context.Context, o sessionOpOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
 	res := sessionOpResult{Session: o.Name}
 	if o.Remove {
-		err = repo.RemoveSession(o.Name)
+		err = repo.RemoveSession(ctx, o.Name)
 		res.Removed = err == nil
 	} else {
-		err = repo.ArchiveSession(o.Name)
+		err = repo.ArchiveSession(ctx, o.Name)
 		res.Archived = err == nil
 	}
 	if err != nil {

@@ -69,13 +69,17 @@ Examples:
 	}
 }
 
-func runShow(_ context.Context, o showOptions, out io.Writer) error {
-	repo, err := o.open()
+func runShow(ctx context.Context, o showOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	res, err := repo.Show(o.session(), o.Ref)
+	id, err := repo.Resolve(ctx, o.session(), o.Ref)
+	if err != nil {
+		return err
+	}
+	res, err := repo.Show(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -162,8 +166,8 @@ func writeChanges(w io.Writer, prefix string, added, modified, deleted []string)
 }
 
 // runShowFiles lists the files of a checkpoint (show --files).
-func runShowFiles(_ context.Context, o showOptions, out io.Writer) error {
-	repo, err := o.open()
+func runShowFiles(ctx context.Context, o showOptions, out io.Writer) error {
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -176,11 +180,11 @@ func runShowFiles(_ context.Context, o showOptions, out io.Writer) error {
 		}
 		dir = paths[0]
 	}
-	id, err := repo.Resolve(o.session(), o.Ref)
+	id, err := repo.Resolve(ctx, o.session(), o.Ref)
 	if err != nil {
 		return err
 	}
-	files, err := repo.Files(o.session(), id.String(), dir)
+	files, err := repo.Files(ctx, id, dir)
 	if err != nil {
 		return err
 	}

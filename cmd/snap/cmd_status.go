@@ -35,7 +35,7 @@ Examples:
 }
 
 func runStatus(ctx context.Context, o statusOptions, out io.Writer) error {
-	repo, err := o.open()
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ Example:
 // runUndo runs undo (or redo with o.Redo). For a rewind that failed on some
 // paths it prints the result and returns snap.ErrPartial.
 func runUndo(ctx context.Context, o undoOptions, out io.Writer) error {
-	repo, err := o.open()
+	repo, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runUndo(ctx context.Context, o undoOptions, out io.Writer) error {
 	} else {
 		res, err = repo.Undo(ctx, o.session())
 	}
-	startAutoGC(repo)
+	startAutoGC(ctx, repo)
 	if err != nil && !(errors.Is(err, snap.ErrPartial) && res != nil && res.Rewind != nil) {
 		if res != nil {
 			return withSafety(err, res.Rewind)

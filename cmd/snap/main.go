@@ -187,12 +187,12 @@ func (g globalOptions) repoOptions() snap.Options {
 // open opens the project's store; the caller closes it. A rewind that a
 // killed or interrupted process left part way is announced on stderr (a
 // command that changes the store completes it first).
-func (g globalOptions) open() (*snap.Repo, error) {
+func (g globalOptions) open(ctx context.Context) (*snap.Repo, error) {
 	repo, err := snap.Open(g.repoOptions())
 	if err != nil {
 		return nil, err
 	}
-	if m, err := repo.Interrupted(); err == nil && m != nil && g.stderr != nil {
+	if m, err := repo.Interrupted(ctx); err == nil && m != nil && g.stderr != nil {
 		fmt.Fprintf(g.stderr, "snap: warning: a %s of session %s to %s was interrupted and left the working tree part way; "+
 			"the next command that changes the store (checkpoint, rewind, undo...) completes it, recording first anything changed since; "+
 			"then 'snap -s %s rewind %s' returns to the state before it\n",

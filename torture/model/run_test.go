@@ -66,7 +66,7 @@ func newRunner(dir string, disabled map[string]bool, logf func(string, ...any)) 
 			return nil, err
 		}
 		p.repo, p.store = repo, repo.StoreDir
-		if err := repo.ConfigSet("capture.max-file-size", fmt.Sprint(maxFileSize)); err != nil {
+		if err := repo.ConfigSet(r.ctx, "capture.max-file-size", fmt.Sprint(maxFileSize)); err != nil {
 			return nil, err
 		}
 		r.projs = append(r.projs, p)
@@ -548,7 +548,7 @@ func (r *runner) checkUnchanged(p *project, d0 tree, o0 outState, what string) {
 // checkHeads compares every session head with the model.
 func (r *runner) checkHeads(p *project) {
 	for _, s := range sessions {
-		id, err := p.repo.Resolve(s, "@")
+		id, err := p.repo.Resolve(r.ctx, s, "@")
 		want := p.heads[s]
 		switch {
 		case errors.Is(err, snap.ErrNoCheckpoint) && want.IsZero():
@@ -1147,7 +1147,7 @@ func exactEqual(a, b tree) bool { return len(diffTrees(a, b, 1)) == 0 }
 func (r *runner) opLabel(p *project, op *Op) {
 	tgt, ref, maybe := p.target(op.Target, op.Form, op.Session)
 	d0, o0 := r.mustScan(p), p.scanOut()
-	id, err := p.repo.Label(op.Session, ref, op.Label)
+	id, err := p.repo.Label(r.ctx, op.Session, ref, op.Label)
 	r.checkUnchanged(p, d0, o0, "label")
 	switch {
 	case tgt == nil && !maybe:
@@ -1183,7 +1183,7 @@ func (r *runner) opGC(p *project, op *Op) {
 	}
 	d0, o0 := r.mustScan(p), p.scanOut()
 	_, err := gc.Collect(r.ctx, p.repo.Objects(), p.repo.Refs(), gc.Options{Grace: grace, Policy: &policy})
-	if _, terr := p.repo.EmptyTrash(); terr != nil && err == nil {
+	if _, terr := p.repo.EmptyTrash(r.ctx); terr != nil && err == nil {
 		err = terr
 	}
 	r.checkUnchanged(p, d0, o0, "gc")

@@ -1,0 +1,233 @@
+package snap
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// history is the op log and the expired set as one command sees them: read
+// in one place, on first use, at most once per command (a command builds
+// one value with Repo.history and hands it to every reader it calls).
+// Everything derived from the op log (a session's checkpoints, its undo
+// and redo stacks, transactions, message ids) is derived here.
+//
+// A damaged log: each record carries its own checksum, so records that
+// fail it are skipped and the rest are used (snap fsck names the damaged
+// lines); a log that cannot be read at all is an error. A damaged expired
+// set is used up to the damage (a checkpoint listed after it then reads as
+// missing, which is damage, never as present).
+type history struct {
+	refs       *refs.Store
+	ops        []refs.Op
+	expired    map[objects.ID]bool
+	opsErr     error // the log could not be read
+	expiredErr error // the expired set could not be read
+	opsRead    bool
+	expRead    bool
+}
+
+// history returns the command's history value; nothing is read until it
+// is first used, and the log and the expired set are read separately (a
+// checkpoint's loader needs only the latter).
+func (r *Repo) history() *history { return &history{refs: r.refs} }
+
+// load reads the log and the expired set once.
+func (h *history) load() error {
+	if !h.opsRead {
+		h.opsRead = true
+		ops, err := h.refs.Ops()
+		if err != nil && !errors.Is(err, refs.ErrCorrupt) {
+			h.opsErr = err
+		}
+		h.ops = ops
+	}
+	if h.opsErr != nil {
+		return h.opsErr
+	}
+	return h.loadExpired()
+}
+
+func (h *history) loadExpired() error {
+	if !h.expRead {
+		h.expRead = true
+		expired, err := h.refs.Expired()
+		if err != nil && !errors.Is(err, refs.ErrCorrupt) {
+			h.expiredErr = err
+		}
+		if expired == nil {
+			expired = map[objects.ID]bool{}
+		}
+		h.expired = expired
+	}
+	return h.expiredErr
+}
+
+// isExpired reports whether retention removed checkpoint id (false when
+// the expired set cannot be read: the checkpoint then reads as missing).
+func (h *history) isExpired(id objects.ID) bool {
+	return h.loadExpired() == nil && h.expired[id]
+}
+
+// recent returns the last n operations (all when n <= 0), newest first.
+func (h *history) recent(n int) ([]refs.Op, error) {
+	if err := h.load(); err != nil {
+		return nil, err
+	}
+	out := []refs.Op{}
+	for i := len(h.ops) - 1; i >= 0 && (n <= 0 || len(out) < n); i-- {
+		out = append(out, h.ops[i])
+	}
+	return out, nil
+}
+
+// recorded reports whether the log holds the move with this txn.
+func (h *history) recorded(txn string) (bool, error) {
+	if err := h.load(); err != nil {
+		return false, err
+	}
+	for i := len(h.ops) - 1; i >= 0; i-- {
+		var sc rewindScope
+		if len(h.ops[i].Detail) > 0 && json.Unmarshal(h.ops[i].Detail, &sc) == nil && sc.Txn == txn {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// headRecorded reports whether the log records the operation that made id
+// the session's head. A checkpoint whose process died between moving the
+// head and appending its record has none: an identical checkpoint is then
+// recorded after all, so the head is one the log (and undo) knows.
+func (h *history) headRecorded(session string, id objects.ID) bool {
+	if h.load() != nil {
+		return false
+	}
+	name := refs.SessionHead(session)
+	for i := len(h.ops) - 1; i >= 0; i-- {
+		for _, c := range h.ops[i].Refs {
+			if c.Name == name && c.New == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// message returns the checkpoint the latest OpMessage record of the
+// session gives message id msg (an unchanged checkpoint records it there)
+// and when; zero when none does.
+func (h *history) message(session, msg string) (objects.ID, int64) {
+	var latest objects.ID
+	var when int64
+	if h.load() != nil {
+		return latest, when
+	}
+	for _, op := range h.ops {
+		var d messageDetail
+		if op.Kind == string(OpMessage) && op.Session == session && json.Unmarshal(op.Detail, &d) == nil && d.MessageID == msg {
+			latest, when = op.Checkpoint, op.Time.UnixNano()
+		}
+	}
+	return latest, when
+}
+
+// stacks derives the session's undo and redo stacks: every undoable op
+// pushes onto undo and clears redo; "undo X" moves X to redo; "redo X"
+// moves it back — as the redo left it: undoing a redone rewind returns to
+// the state before the redo (its safety checkpoint and head), not to the
+// state before the original rewind.
+func (h *history) stacks(session string) (undo, redo []refs.Op, err error) {
+	if err := h.load(); err != nil {
+		return nil, nil, err
+	}
+	for _, op := range h.ops {
+		if op.Session != session {
+			continue
+		}
+		switch {
+		case op.Kind == string(OpUndo):
+			if n := len(undo); n > 0 && undo[n-1].Seq == op.Undoes {
+				redo = append(redo, undo[n-1])
+				undo = undo[:n-1]
+			}
+		case op.Kind == string(OpRedo):
+			if n := len(redo); n > 0 && redo[n-1].Seq == op.Undoes {
+				x := redo[n-1]
+				if x.Kind == string(OpRewind) && !op.Safety.IsZero() && len(op.Refs) > 0 && len(x.Refs) > 0 {
+					x.Safety = op.Safety
+					x.Refs = append([]refs.RefChange(nil), x.Refs...)
+					x.Refs[0].Old = op.Refs[0].Old
+					x.Detail = op.Detail // what the redo created
+				}
+				undo = append(undo, x)
+				redo = redo[:n-1]
+			}
+		case undoable(op.Kind):
+			undo = append(undo, op)
+			redo = nil
+		}
+	}
+	return undo, redo, nil
+}
+
+// sessionEntry is one checkpoint of a session, in creation order. Its
+// checkpoint object is read only when needed (load).
+type sessionEntry struct {
+	ID      objects.ID
+	time    int64 // Unix ns, for ordering
+	expired bool  // removed by retention
+	ck      *objects.Checkpoint
+}
+
+// load reads the entry's checkpoint (nil, nil when it expired).
+func (r *Repo) load(e *sessionEntry) (*objects.Checkpoint, error) {
+	if e.expired || e.ck != nil {
+		return e.ck, nil
+	}
+	ck, err := r.objects.ReadCheckpoint(e.ID)
+	e.ck = ck
+	return ck, err
+}
+
+// sessionCheckpoints returns every checkpoint ever recorded in the session
+// (from the log, plus the head's ancestry for checkpoints whose record a
+// crash may have lost), oldest first, without reading them. Checkpoints
+// retention expired are listed too, marked, so numbering (#N) never
+// shifts.
+func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, error) {
+	if err := h.load(); err != nil {
+		return nil, err
+	}
+	seen := map[objects.ID]bool{}
+	var list []sessionEntry
+	for _, op := range h.ops {
+		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
+			if op.Session == session && !id.IsZero() && !seen[id] {
+				seen[id] = true
+				list = append(list, sessionEntry{ID: id, time: op.Time.UnixNano(), expired: h.expired[id]})
+			}
+		}
+	}
+	head, _, err := r.head(session)
+	if err != nil {
+		return nil, err
+	}
+	for id := head; !id.IsZero() && !seen[id] && !h.expired[id]; {
+		seen[id] = true
+		ck, err := r.objects.ReadCheckpoint(id)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, sessionEntry{ID: id, time: ck.Time, ck: ck})
+		if len(ck.Parents) == 0 {
+			break
+		}
+		id = ck.Parents[0]
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].time < list[j].time })
+	return list, nil
+}
