@@ -2,6 +2,7 @@ package snap
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/snapcore-dev/snap/gc"
@@ -96,4 +97,15 @@ const AutoGCPacks = 50
 // automatic gc is worth running.
 func (r *Repo) NeedsGC(ctx context.Context) bool {
 	return r.objects.Packs() >= AutoGCPacks
+}
+
+// AutoGCDue reports whether a front-end should start an automatic gc
+// (`snap gc --auto`, in the background) after a command that wrote: the
+// store needs one (NeedsGC) or a rewind left replaced files in the trash;
+// never when $SNAP_NO_AUTO_GC is set.
+func (r *Repo) AutoGCDue(ctx context.Context) bool {
+	if os.Getenv(EnvNoAutoGC) != "" {
+		return false
+	}
+	return r.NeedsGC(ctx) || !worktree.TrashEmpty(r.trashDir())
 }

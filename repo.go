@@ -52,6 +52,48 @@ type Options struct {
 	Clock func() time.Time
 }
 
+// The environment every front-end honours (see Options.FromEnv, SessionFromEnv
+// and Repo.AutoGCDue).
+const (
+	EnvSession     = "SNAP_SESSION"      // the session when none is named
+	EnvStore       = "SNAP_STORE"        // the store when none is given
+	EnvLockTimeout = "SNAP_LOCK_TIMEOUT" // Options.LockTimeout, as a duration ("5s", "200ms")
+	EnvNoAutoGC    = "SNAP_NO_AUTO_GC"   // any value: never start an automatic gc
+)
+
+// FromEnv returns o with what it leaves unset taken from the environment:
+// Store from $SNAP_STORE (a relative path is taken from Dir, else from the
+// current directory), LockTimeout from $SNAP_LOCK_TIMEOUT (ignored when it
+// does not parse).
+func (o Options) FromEnv() Options {
+	if o.Store == "" {
+		o.Store = os.Getenv(EnvStore)
+	}
+	if o.LockTimeout == 0 {
+		if d, err := ParseDuration(os.Getenv(EnvLockTimeout)); err == nil && d > 0 {
+			o.LockTimeout = d
+		}
+	}
+	if o.Store != "" && !filepath.IsAbs(o.Store) {
+		base, err := filepath.Abs(o.Dir) // "" is the current directory
+		if err == nil {
+			o.Store = filepath.Join(base, o.Store)
+		}
+	}
+	return o
+}
+
+// SessionFromEnv returns name, else $SNAP_SESSION, else DefaultSession.
+func SessionFromEnv(name string) string {
+	if name != "" {
+		return name
+	}
+	if s := os.Getenv(EnvSession); s != "" {
+		return s
+	}
+	return DefaultSession
+}
+
 // DefaultLockTimeout is Options.LockTimeout's default.
 const DefaultLockTimeout = gc.DefaultLockTimeout
 
@@ -301,9 +343,6 @@ func (r *Repo) trashDir() string { return filepath.Join(r.StoreDir, "trash") }
 // background after a rewind, undo or redo, and in every gc; a program using
 // the library should call it (e.g. in a goroutine) once a rewind is done.
 func (r *Repo) EmptyTrash(ctx context.Context) (int, error) { return worktree.EmptyTrash(r.trashDir()) }
-
-// TrashEmpty reports whether there is nothing for EmptyTrash to remove.
-func (r *Repo) TrashEmpty(ctx context.Context) bool { return worktree.TrashEmpty(r.trashDir()) }
 
 func (r *Repo) cachePath() string { return filepath.Join(r.StoreDir, "cache", "stat") }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/snaptest"
@@ -175,5 +176,49 @@ func TestBigFileEdit(t *testing.T) {
 	r.Objects().Reload()
 	if err := r.Cat(ctx, mustResolve(t, r, "", "@"), "big.bin", &buf); err != nil || !bytes.Equal(buf.Bytes(), data) {
 		t.Fatalf("big file does not read back exactly: %v", err)
+	}
+}
+
+// Every front-end reads the environment through the engine: SNAP_STORE
+// (relative to Dir), SNAP_LOCK_TIMEOUT, SNAP_SESSION, SNAP_NO_AUTO_GC.
+func TestOptionsFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(snap.EnvStore, "st")
+	t.Setenv(snap.EnvLockTimeout, "250ms")
+	t.Setenv(snap.EnvSession, "from-env")
+	o := snap.Options{Dir: dir}.FromEnv()
+	if o.Store != filepath.Join(dir, "st") || o.LockTimeout != 250*time.Millisecond {
+		t.Fatalf("FromEnv: store %q, lock timeout %v", o.Store, o.LockTimeout)
+	}
+	if o := (snap.Options{Dir: dir, Store: "/x", LockTimeout: time.Second}).FromEnv(); o.Store != "/x" || o.LockTimeout != time.Second {
+		t.Fatalf("FromEnv overrode what was given: %+v", o)
+	}
+	t.Setenv(snap.EnvLockTimeout, "soon")
+	if o := (snap.Options{Dir: dir}).FromEnv(); o.LockTimeout != 0 {
+		t.Fatalf("an unparsable SNAP_LOCK_TIMEOUT was used: %v", o.LockTimeout)
+	}
+	if s := snap.SessionFromEnv(""); s != "from-env" {
+		t.Fatalf("SessionFromEnv: %q", s)
+	}
+	if s := snap.SessionFromEnv("named"); s != "named" {
+		t.Fatalf("SessionFromEnv with a name: %q", s)
+	}
+	t.Setenv(snap.EnvSession, "")
+	if s := snap.SessionFromEnv(""); s != snap.DefaultSession {
+		t.Fatalf("SessionFromEnv unset: %q", s)
+	}
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"a": "1"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	snaptest.WriteFiles(t, root, map[string]string{"a": "2"})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil {
+		t.Fatal(err)
+	}
+	if !r.AutoGCDue(ctx) {
+		t.Fatal("a rewind that replaced a file left nothing for the automatic gc")
+	}
+	t.Setenv(snap.EnvNoAutoGC, "1")
+	if r.AutoGCDue(ctx) {
+		t.Fatal("SNAP_NO_AUTO_GC did not turn the automatic gc off")
 	}
 }

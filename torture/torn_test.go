@@ -43,7 +43,7 @@ func init() {
 // binary of commit 8bc9f62, 2-3 of 20 per run).
 //
 // Long mode only: the fix re-reads a file changed within the last
-// timestamp tick (50 ms), so it cannot see a single write syscall that
+// timestamp tick (three ticks of the coarse clock: 2-50 ms), so it cannot see a single write syscall that
 // takes longer than that (an 8 MiB write on a machine loaded by the rest
 // of the suite can); the short CI run would then fail by timing, not by
 // a change in snap.

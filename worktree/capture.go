@@ -687,9 +687,18 @@ func (c *capturer) readFile(dirfd int, name string, base objects.ID) (objects.ID
 	return objects.ID{}, index.Stat{}, errChanging
 }
 
-// timestampTick bounds the granularity of file times (the kernel's coarse
-// clock ticks every 1-10 ms), with a margin.
-const timestampTick = 50 * time.Millisecond
+// timestampTick bounds the granularity of file times: they come from the
+// kernel's coarse clock, which ticks every 1-10 ms (its resolution,
+// CLOCK_REALTIME_COARSE, is the jiffy); three ticks, for a margin, within
+// [2 ms, 50 ms] (50 ms when the resolution cannot be read). A checkpoint
+// taken right after an edit waits up to this long.
+var timestampTick = func() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &ts) != nil || ts.Nano() <= 0 {
+		return 50 * time.Millisecond
+	}
+	return min(max(3*time.Duration(ts.Nano()), 2*time.Millisecond), 50*time.Millisecond)
+}()
 
 func statFromUnix(st *unix.Stat_t) index.Stat {
 	return index.Stat{

@@ -168,7 +168,7 @@ func runGC(ctx context.Context, o gcOptions, out io.Writer) error {
 // replaced files' old content to delete. Failing to start it is not an
 // error of the command that triggered it. SNAP_NO_AUTO_GC=1 disables it.
 func startAutoGC(ctx context.Context, repo *snap.Repo) {
-	if noAutoGC || os.Getenv("SNAP_NO_AUTO_GC") != "" || (!repo.NeedsGC(ctx) && repo.TrashEmpty(ctx)) {
+	if noAutoGC || !repo.AutoGCDue(ctx) {
 		return
 	}
 	self, err := os.Executable()

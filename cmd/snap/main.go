@@ -155,33 +155,12 @@ type globalOptions struct {
 	stderr io.Writer // for warnings; nil: none
 }
 
-func (g globalOptions) session() string {
-	if g.Session != "" {
-		return g.Session
-	}
-	if s := os.Getenv("SNAP_SESSION"); s != "" {
-		return s
-	}
-	return snap.DefaultSession
-}
+func (g globalOptions) session() string { return snap.SessionFromEnv(g.Session) }
 
+// repoOptions: SNAP_STORE and SNAP_LOCK_TIMEOUT (a hook that must not
+// block its agent sets a short one) as every front-end reads them.
 func (g globalOptions) repoOptions() snap.Options {
-	o := snap.Options{Dir: g.Dir, Store: g.Store}
-	if o.Store == "" {
-		o.Store = os.Getenv("SNAP_STORE")
-	}
-	// SNAP_LOCK_TIMEOUT bounds every wait for another snap process's lock
-	// (a hook that must not block its agent sets a short one); one that
-	// does not parse is ignored.
-	if d, err := snap.ParseDuration(os.Getenv("SNAP_LOCK_TIMEOUT")); err == nil && d > 0 {
-		o.LockTimeout = d
-	}
-	if o.Store != "" && !filepath.IsAbs(o.Store) {
-		if base, err := g.base(); err == nil {
-			o.Store = filepath.Join(base, o.Store)
-		}
-	}
-	return o
+	return snap.Options{Dir: g.Dir, Store: g.Store}.FromEnv()
 }
 
 // open opens the project's store; the caller closes it. A rewind that a
