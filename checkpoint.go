@@ -29,7 +29,7 @@ const ConversationDoc = "conversation"
 
 // StateDoc is a named state document to record with a checkpoint.
 type StateDoc struct {
-	Name   string // "conversation", "context", "tasks", ...
+	Name   string // "conversation", "context", ... ("tasks" is snap's own: TaskDoc)
 	Source string // absolute path it is read from and written back to; "" when read from stdin
 	// Data is the content; nil with a Source: read from Source when the
 	// checkpoint is taken, streamed through the chunker (memory stays
@@ -105,18 +105,32 @@ type captured struct {
 // meanwhile, the checkpoint is rebuilt on the new head and retried, so
 // concurrent checkpoints of one session are all kept.
 func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*CheckpointResult, error) {
-	session, err := sessionName(o.Session)
-	if err != nil {
-		return nil, err
-	}
 	if o.Kind == "" {
 		o.Kind = "manual"
 	}
 	if err := checkName("kind", o.Kind); err != nil {
 		return nil, err
 	}
-	if o.Kind == kindPreRewind {
+	switch o.Kind {
+	case kindPreRewind:
 		return nil, fmt.Errorf("%w: kind %q is snap's own (the safety checkpoint of a rewind)", ErrUsage, o.Kind)
+	case kindTaskBegin, kindTaskCommit, kindTaskRevert:
+		return nil, fmt.Errorf("%w: kind %q is snap's own (use 'snap task')", ErrUsage, o.Kind)
+	}
+	for _, d := range o.State {
+		if d.Name == TaskDoc {
+			return nil, fmt.Errorf("%w: state document %q is snap's task stack ('snap task'); give yours another name", ErrUsage, TaskDoc)
+		}
+	}
+	return r.checkpoint(ctx, o, nil)
+}
+
+// checkpoint records a checkpoint; step, for a task operation, derives the
+// task document from the head it is built on and names the op recorded.
+func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskStep) (*CheckpointResult, error) {
+	session, err := sessionName(o.Session)
+	if err != nil {
+		return nil, err
 	}
 	for _, l := range o.Labels {
 		if err := validLabel(l); err != nil {
@@ -165,8 +179,8 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 		if err != nil {
 			return nil, err
 		}
-		if c == nil || len(o.Paths) > 0 {
-			if c, err = r.capture(ctx, w, cache, captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize}); err != nil {
+		if c == nil || len(o.Paths) > 0 || step != nil {
+			if c, err = r.capture(ctx, w, cache, captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize, task: step}); err != nil {
 				return nil, err
 			}
 		}
@@ -193,6 +207,9 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 		}
 		op := &refs.Op{Kind: string(OpCheckpoint), Session: session, Checkpoint: res.ID,
 			Refs: []refs.RefChange{{Name: refs.SessionHead(session), Old: parentID, New: res.ID}}}
+		if step != nil {
+			op.Kind, op.Detail = taskOp(step.kind, step.done.ID)
+		}
 		for _, l := range ck.Labels {
 			old, _ := r.refs.Get(refs.Label(l))
 			if err := r.refs.Update(refs.Label(l), old, res.ID); err != nil {
@@ -279,6 +296,8 @@ type captureSpec struct {
 	// rules are stored trees whose ignore files apply too (a rewind's
 	// target): what they ignore is neither recorded nor touched.
 	rules []objects.ID
+	// task: a task operation, applied to the parent's task document.
+	task *taskStep
 }
 
 // capture records the tree and the state documents. A document not given
@@ -429,6 +448,19 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			continue
 		}
 		c.docs[name] = doc
+	}
+	if spec.task != nil {
+		data, err := r.applyTask(spec.task, c, parent)
+		if err != nil {
+			return nil, err
+		}
+		id, err := putDoc(TaskDoc, data)
+		if err != nil {
+			return nil, err
+		}
+		c.docs[TaskDoc] = objects.TreeEntry{Name: TaskDoc, Mode: objects.ModeFile, ID: id, Size: int64(len(data))}
+		c.data[TaskDoc] = data
+		delete(c.sources, TaskDoc)
 	}
 	names := make([]string, 0, len(c.docs))
 	for n := range c.docs {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/gc"
+	"github.com/snapcore-dev/snap/tasks"
 )
 
 // setting is one key of `snap config`.
@@ -81,6 +82,24 @@ func init() {
 		func(c *Config) *string { return &c.KeepWithin })
 	settings["retention.archived-expire"] = durationSetting("gc removes sessions archived longer ago than this (default 7d)",
 		func(c *Config) *string { return &c.ArchivedExpire })
+	settings["tasks.max-depth"] = setting{
+		doc: fmt.Sprintf("how deep tasks nest; a deeper 'task begin' is refused (default %d)", tasks.DefaultMaxDepth),
+		get: func(c *Config) string {
+			if c.TasksMaxDepth == 0 {
+				return ""
+			}
+			return strconv.Itoa(c.TasksMaxDepth)
+		},
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("want a depth from 1 to 100, got %q", v)
+			}
+			c.TasksMaxDepth = n
+			return nil
+		},
+		reset: func(c *Config) { c.TasksMaxDepth = 0 },
+	}
 	settings["gc.grace"] = durationSetting("gc never removes unreferenced data younger than this (default 1h)",
 		func(c *Config) *string { return &c.GCGrace })
 }

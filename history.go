@@ -174,6 +174,44 @@ func (h *history) stacks(session string) (undo, redo []refs.Op, err error) {
 	return undo, redo, nil
 }
 
+// nextTask returns one past the highest task id the session's history has
+// seen (1 when none), so that no id is given out twice, even after a
+// rewind or an undo took the task out of the stack.
+func (h *history) nextTask(session string) (int, error) {
+	if err := h.load(); err != nil {
+		return 0, err
+	}
+	next := 1
+	for _, op := range h.ops {
+		if op.Session == session && isTaskKind(op.Kind) {
+			next = max(next, taskOf(op)+1)
+		}
+	}
+	return next, nil
+}
+
+// taskCheckpoints returns the checkpoints where task id of the session
+// began and where it was last committed or reverted (zero when none).
+func (h *history) taskCheckpoints(session string, id int) (begin, end objects.ID) {
+	if h.load() != nil {
+		return begin, end
+	}
+	for _, op := range h.ops {
+		if op.Session != session || !isTaskKind(op.Kind) || taskOf(op) != id {
+			continue
+		}
+		switch OpKind(op.Kind) {
+		case OpTaskBegin:
+			begin = op.Checkpoint
+		case OpTaskCommit:
+			end = op.Checkpoint
+		case OpTaskRevert:
+			end = op.Target
+		}
+	}
+	return begin, end
+}
+
 // sessionEntry is one checkpoint of a session, in creation order. Its
 // checkpoint object is read only when needed (load).
 type sessionEntry struct {

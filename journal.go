@@ -49,6 +49,11 @@ type move struct {
 	// Found: the state a recovery found, recorded before it completed the
 	// move (work done after the interruption); zero when there was none.
 	Found objects.ID `json:"found,omitempty"`
+	// revert: a task revert's step; its checkpoint is built once the
+	// safety checkpoint is taken, and becomes Target and NewHead (before
+	// the journal is written, so a recovery needs nothing more).
+	revert  *taskStep
+	summary string
 	// Created, CreatedState: set from the restore, for the op log.
 	Created      []string        `json:"created,omitempty"`
 	CreatedState []StateRestored `json:"created_state,omitempty"`

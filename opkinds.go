@@ -20,6 +20,9 @@ const (
 	OpRedo           OpKind = "redo"    // re-applies op Undoes
 	OpMessage        OpKind = "message" // names the checkpoint of msg:ID; changes nothing
 	OpGC             OpKind = "gc"      // recorded by gc; not undone
+	OpTaskBegin      OpKind = "task-begin"
+	OpTaskCommit     OpKind = "task-commit"
+	OpTaskRevert     OpKind = "task-revert"
 )
 
 // reverser undoes (undo) or re-applies (!undo) op in session, filling
@@ -35,6 +38,11 @@ var opKinds = map[OpKind]struct{ undo, redo reverser }{
 	OpSessionArchive: {moveRefsBack, moveRefsBack},
 	OpSessionRemove:  {moveRefsBack, moveRefsBack},
 	OpRewind:         {moveTree, moveTree},
+	// The task stack travels with the head: moving the head back undoes a
+	// begin or a commit. A revert rewound the files: it is a move.
+	OpTaskBegin:  {moveRefsBack, moveRefsBack},
+	OpTaskCommit: {moveRefsBack, moveRefsBack},
+	OpTaskRevert: {moveTree, moveTree},
 }
 
 // undoable reports whether operations of kind go on the undo stack.

@@ -125,6 +125,7 @@ type Config struct {
 	KeepLast       *int   `json:"keep_last,omitempty"`       // retention.keep-last
 	KeepWithin     string `json:"keep_within,omitempty"`     // retention.keep-within
 	ArchivedExpire string `json:"archived_expire,omitempty"` // retention.archived-expire
+	TasksMaxDepth  int    `json:"tasks_max_depth,omitempty"` // tasks.max-depth
 }
 
 // locate finds the project root and the store. A store inside a project

@@ -68,7 +68,8 @@ type rewindScope struct {
 	State    bool     `json:"state"`
 	Paths    []string `json:"paths,omitempty"`
 	StateOut string   `json:"state_out,omitempty"`
-	Txn      string   `json:"txn,omitempty"` // identifies the operation, for crash recovery
+	Txn      string   `json:"txn,omitempty"`  // identifies the operation, for crash recovery
+	Task     int      `json:"task,omitempty"` // a task revert's task
 	// An undo's: what the rewind it undoes created though the ignore
 	// rules ignored it (worktree.RestoreOptions.UndoCreated), the state
 	// documents it created (StateRestored.Created), and that rewind's
@@ -208,6 +209,13 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		// exporting the state documents elsewhere leaves the head where it
 		// is: the session did not go back.
 		m.NewHead = current
+	}
+	if !dryRun && m.revert != nil {
+		id, err := r.buildRevert(m, safety, tck)
+		if err != nil {
+			return nil, err
+		}
+		m.Target, m.NewHead = id, id
 	}
 	if !dryRun {
 		s := safety

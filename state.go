@@ -59,6 +59,9 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 		if stateOut != "" {
 			dest = filepath.Join(stateOut, e.Name)
 		}
+		if dest == "" && e.Name == TaskDoc {
+			continue // the task stack has no file: it travels with the head
+		}
 		if dest == "" {
 			if cur, ok := now.docs[e.Name]; ok && cur.ID == e.ID {
 				continue // from stdin, and as in the target already

@@ -13,16 +13,33 @@ import (
 
 type checkpointOptions struct {
 	globalOptions
-	MessageID    string
-	Summary      string
+	docFlags
+	MessageID   string
+	Summary     string
+	Labels      []string
+	Kind        string
+	Paths       []string
+	MaxFileSize string // bytes, with an optional K/M/G/T suffix
+	AllowEmpty  bool
+}
+
+// docFlags are the state documents a command records: --conversation and
+// --state.
+type docFlags struct {
 	Conversation string   // FILE or "-": shorthand for --state conversation=FILE
 	State        []string // NAME=FILE, FILE may be "-"
-	Labels       []string
-	Kind         string
-	Paths        []string
-	MaxFileSize  string // bytes, with an optional K/M/G/T suffix
-	AllowEmpty   bool
 	Stdin        io.Reader
+}
+
+func docFlagsOf(c *cli.Context, inv *invocation) docFlags {
+	return docFlags{Conversation: c.String("conversation"), State: c.StringSlice("state"), Stdin: inv.stdin}
+}
+
+func docCLIFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "conversation", Usage: "record `FILE` (- for stdin) as the conversation document"},
+		&cli.StringSliceFlag{Name: "state", Usage: "record state document `NAME=FILE` (- for stdin); repeatable"},
+	}
 }
 
 func checkpointCommand(inv *invocation) *cli.Command {
@@ -60,33 +77,29 @@ Examples:
    snap checkpoint -m msg_01 --summary "add parser" --conversation session.jsonl
    cat transcript.json | snap checkpoint --conversation - --kind post-tool
    snap checkpoint --paths src/main.go --kind pre-tool --json`,
-		Flags: withGlobals(
+		Flags: withGlobals(append(docCLIFlags(),
 			&cli.StringFlag{Name: "message-id", Aliases: []string{"m"}, Usage: "the agent's message `ID` this checkpoint belongs to (REF msg:ID finds it)"},
 			&cli.StringFlag{Name: "summary", Usage: "one-line `TEXT` describing the step"},
-			&cli.StringFlag{Name: "conversation", Usage: "record `FILE` (- for stdin) as the conversation document"},
-			&cli.StringSliceFlag{Name: "state", Usage: "record state document `NAME=FILE` (- for stdin); repeatable"},
 			&cli.StringSliceFlag{Name: "label", Usage: "label the checkpoint `L` (moved if it exists); repeatable"},
 			&cli.StringFlag{Name: "kind", Usage: "why it was taken: `K` = manual (default), pre-tool, post-tool, prompt, ..."},
 			&cli.StringSliceFlag{Name: "paths", Usage: "examine only `P` (edit-set hint), inherit the rest; repeatable"},
 			&cli.StringFlag{Name: "max-file-size", Usage: "skip files larger than `N` bytes (suffixes K, M, G, T); default: the store's setting"},
 			&cli.BoolFlag{Name: "allow-empty", Usage: "record a checkpoint even when nothing differs from the head"},
-		),
+		)...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usageErrorf("checkpoint takes no arguments (got %q); paths go with --paths", c.Args().First())
 			}
 			return runCheckpoint(c.Context, checkpointOptions{
 				globalOptions: globals(c),
+				docFlags:      docFlagsOf(c, inv),
 				MessageID:     c.String("message-id"),
 				Summary:       c.String("summary"),
-				Conversation:  c.String("conversation"),
-				State:         c.StringSlice("state"),
 				Labels:        c.StringSlice("label"),
 				Kind:          c.String("kind"),
 				Paths:         c.StringSlice("paths"),
 				MaxFileSize:   c.String("max-file-size"),
 				AllowEmpty:    c.Bool("allow-empty"),
-				Stdin:         inv.stdin,
 			}, inv.stdout)
 		},
 	}
@@ -105,7 +118,7 @@ func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) erro
 		}
 		co.MaxFileSize = n
 	}
-	docs, err := o.stateDocs()
+	docs, err := o.stateDocs(o.globalOptions)
 	if err != nil {
 		return err
 	}
@@ -162,8 +175,9 @@ func writeSkipped(w io.Writer, skipped []snap.Skipped) {
 	}
 }
 
-// stateDocs reads the state documents named by --conversation and --state.
-func (o checkpointOptions) stateDocs() ([]snap.StateDoc, error) {
+// stateDocs reads the state documents named by --conversation and --state
+// (relative paths from g's base directory).
+func (o docFlags) stateDocs(g globalOptions) ([]snap.StateDoc, error) {
 	type spec struct{ name, file, flag string }
 	var specs []spec
 	if o.Conversation != "" {
@@ -192,7 +206,7 @@ func (o checkpointOptions) stateDocs() ([]snap.StateDoc, error) {
 			stdinUsed = s.flag
 		} else {
 			var err error
-			if file, err = o.absPath(file); err != nil {
+			if file, err = g.absPath(file); err != nil {
 				return nil, err
 			}
 		}

@@ -343,6 +343,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			redoCommand(inv),
 			opCommand(inv),
 			labelCommand(inv),
+			taskCommand(inv),
 			configCommand(inv),
 			sessionsCommand(inv),
 			sessionCommand(inv),

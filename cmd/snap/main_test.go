@@ -67,11 +67,11 @@ func TestCommandsJSON(t *testing.T) {
 		{
 			name:  "checkpoint first of a new session, state from stdin",
 			stdin: "task state",
-			args:  []string{"checkpoint", "-s", "agent-2", "--state", "tasks=-"},
+			args:  []string{"checkpoint", "-s", "agent-2", "--state", "todo=-"},
 			check: func(t *testing.T, p *project, doc map[string]any) {
 				eq(t, "session", doc["session"], any("agent-2"))
 				eq(t, "parent", doc["parent"], nil)
-				eq(t, "state.tasks", get(t, doc, "state.tasks"), any(float64(len("task state"))))
+				eq(t, "state.todo", get(t, doc, "state.todo"), any(float64(len("task state"))))
 			},
 		},
 		{

@@ -112,7 +112,7 @@ func (o Op) String() string {
 			b.WriteString(" --conversation")
 		}
 		if o.Tasks {
-			b.WriteString(" --state tasks")
+			b.WriteString(" --state todo")
 		}
 		if o.Label != "" {
 			fmt.Fprintf(&b, " --label %s", o.Label)

@@ -321,7 +321,7 @@ func (r *runner) opCheckpoint(p *project, op *Op) {
 	for _, g := range []struct {
 		want       bool
 		name, from string
-	}{{op.Conv, "conversation", p.convPath()}, {op.Tasks, "tasks", p.tasksPath()}} {
+	}{{op.Conv, "conversation", p.convPath()}, {op.Tasks, "todo", p.tasksPath()}} {
 		if !g.want {
 			continue
 		}

@@ -75,7 +75,7 @@ func shellScript(ops []Op, disabled map[string]bool) string {
 		}
 		if op.Kind == "checkpoint" {
 			t := fmt.Sprintf("$W/p%d-out/tasks.json", p.idx+1)
-			fmt.Fprintf(&b, "CA=(); [ -f \"$CONV\" ] && CA=(--conversation \"$CONV\"); TA=(); [ -f \"%s\" ] && TA=(--state \"tasks=%s\")\n", t, t)
+			fmt.Fprintf(&b, "CA=(); [ -f \"$CONV\" ] && CA=(--conversation \"$CONV\"); TA=(); [ -f \"%s\" ] && TA=(--state \"todo=%s\")\n", t, t)
 		}
 		if cmds := r.cmdOf(p, &op, ref); cmds != nil {
 			for j, c := range cmds {

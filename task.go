@@ -1,0 +1,374 @@
+package snap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/tasks"
+	"github.com/snapcore-dev/snap/worktree"
+)
+
+// TaskDoc is the state document holding the session's task stack and task
+// tree (package tasks). snap writes it, never a caller; it has no source
+// path: it travels with the session head. Every checkpoint inherits it, and
+// a rewind, undo or redo that moves the head moves the stack with it
+// (--path restores, which leave the head, leave it too).
+const TaskDoc = "tasks"
+
+// Checkpoint kinds of task operations; like pre-rewind, snap's own.
+const (
+	kindTaskBegin  = "task-begin"
+	kindTaskCommit = "task-commit"
+	kindTaskRevert = "task-revert"
+)
+
+// TaskOptions describe a task operation.
+type TaskOptions struct {
+	Session string
+	// Text is the goal (begin), the summary (commit) or the reason
+	// (revert).
+	Text string
+	// Parent (begin): the task the new one belongs to, which must be open;
+	// 0 is the current task (top level when none is open), -1 top level.
+	Parent int
+	// KeepOpen (commit): record the summary, keep the task current.
+	KeepOpen bool
+	// State: documents given explicitly (--conversation, --state); the
+	// session's others are re-read from the paths they were last recorded
+	// from, as every checkpoint does.
+	State []StateDoc
+}
+
+// TaskInfo is one task as every front-end reports it.
+type TaskInfo struct {
+	tasks.Task
+	Current bool        `json:"current"`
+	Begin   *objects.ID `json:"begin"` // its task-begin checkpoint; null when retention expired it or it is unknown
+	End     *objects.ID `json:"end"`   // its task-commit or task-revert checkpoint; null while open
+}
+
+// TaskTree is a session's task stack and tree at a checkpoint.
+type TaskTree struct {
+	Session    string      `json:"session"`
+	Checkpoint *objects.ID `json:"checkpoint"` // where it was read; null: the session has no checkpoint
+	Current    *int        `json:"current"`    // the current task; null when none is open
+	Stack      []int       `json:"stack"`      // the open tasks, outermost first
+	Tasks      []TaskInfo  `json:"tasks"`      // every task, by id
+	state      *tasks.State
+}
+
+// Text renders the tree for people (✅ committed, ❌ reverted, 📝 current,
+// ⏳ open); Prompt the compact plain text meant for an agent's next prompt.
+func (t *TaskTree) Text() string   { return t.state.Tree() }
+func (t *TaskTree) Prompt() string { return t.state.Prompt() }
+
+// TaskResult reports a task operation.
+type TaskResult struct {
+	Task       TaskInfo      `json:"task"`
+	Checkpoint objects.ID    `json:"checkpoint"` // the task-begin, task-commit or task-revert checkpoint
+	Stack      []int         `json:"stack"`      // the open tasks after it
+	Rewind     *RewindResult `json:"rewind,omitempty"`
+}
+
+// taskDetail is the op-log detail of a task operation.
+type taskDetail struct {
+	Task int `json:"task"`
+}
+
+// taskStep is a task operation as a checkpoint applies it to the task
+// document of the head it is built on (again on each retry).
+type taskStep struct {
+	kind  OpKind
+	floor int // the least id a new task may take (one past every id the history has seen)
+	apply func(s *tasks.State, messages int) (*tasks.Task, error)
+	done  *tasks.Task  // the task as the last application left it
+	after *tasks.State // the document after it
+}
+
+// TaskBegin pushes a new task (the current one's child unless o.Parent
+// says otherwise) and records a task-begin checkpoint. Deeper than
+// tasks.max-depth is refused (ErrUsage) with advice to split the work.
+func (r *Repo) TaskBegin(ctx context.Context, o TaskOptions) (*TaskResult, error) {
+	depth := r.config.TasksMaxDepth
+	return r.taskCheckpoint(ctx, o, OpTaskBegin, kindTaskBegin, func(s *tasks.State, floor, messages int) (*tasks.Task, error) {
+		return s.Begin(o.Text, o.Parent, depth, floor, messages)
+	})
+}
+
+// TaskCommit completes the current task with a summary and records a
+// task-commit checkpoint (with o.KeepOpen the task stays current). With no
+// open task it is ErrUsage.
+func (r *Repo) TaskCommit(ctx context.Context, o TaskOptions) (*TaskResult, error) {
+	return r.taskCheckpoint(ctx, o, OpTaskCommit, kindTaskCommit, func(s *tasks.State, _, messages int) (*tasks.Task, error) {
+		return s.Commit(o.Text, o.KeepOpen, messages)
+	})
+}
+
+func (r *Repo) taskCheckpoint(ctx context.Context, o TaskOptions, op OpKind, kind string,
+	apply func(s *tasks.State, floor, messages int) (*tasks.Task, error)) (*TaskResult, error) {
+	session, err := sessionName(o.Session)
+	if err != nil {
+		return nil, err
+	}
+	floor, err := r.history().nextTask(session)
+	if err != nil {
+		return nil, err
+	}
+	step := &taskStep{kind: op, floor: floor}
+	step.apply = func(s *tasks.State, messages int) (*tasks.Task, error) { return apply(s, step.floor, messages) }
+	res, err := r.checkpoint(ctx, CheckpointOptions{Session: session, Kind: kind, Summary: o.Text, State: o.State, AllowEmpty: true}, step)
+	if err != nil {
+		return nil, err
+	}
+	return r.taskResult(session, step, res.ID, nil), nil
+}
+
+// TaskRevert abandons the current task: it rewinds the working tree to the
+// task's task-begin checkpoint (after the usual safety checkpoint, so undo
+// brings the attempt back), keeps the conversation and other state
+// documents as they are, and records a task-revert checkpoint holding the
+// begin's files and the task marked reverted with the reason. With no open
+// task it is ErrUsage; when retention expired the begin checkpoint,
+// ErrExpired.
+func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, error) {
+	session, err := sessionName(o.Session)
+	if err != nil {
+		return nil, err
+	}
+	release, err := r.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	_, head, err := r.head(session)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.taskState(head)
+	if err != nil {
+		return nil, err
+	}
+	cur := s.Current()
+	if cur == nil {
+		return nil, fmt.Errorf("%w: %w to revert in session %q: begin one with 'snap task begin GOAL'", ErrUsage, tasks.ErrNoOpenTask, session)
+	}
+	h := r.history()
+	begin, _ := h.taskCheckpoints(session, cur.ID)
+	if begin.IsZero() {
+		return nil, fmt.Errorf("%w: the task-begin checkpoint of task %d is not in the op log", ErrNoCheckpoint, cur.ID)
+	}
+	if _, err := r.loadCheckpoint(begin); err != nil {
+		return nil, fmt.Errorf("task %d began at %s: %w", cur.ID, begin.Short(), err)
+	}
+	step := &taskStep{kind: OpTaskRevert, apply: func(s *tasks.State, messages int) (*tasks.Task, error) {
+		t := s.Current()
+		if t == nil || t.ID != cur.ID {
+			return nil, fmt.Errorf("%w: the current task changed meanwhile", ErrConflict)
+		}
+		return s.Revert(o.Text, messages)
+	}}
+	if _, err := step.apply(s.Clone(), 0); err != nil { // refuse a bad reason before anything is recorded
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	m := &move{Kind: string(OpTaskRevert), Session: session, Target: begin, NewHead: begin,
+		Scope: rewindScope{Files: true, Task: cur.ID}, revert: step, summary: o.Text}
+	rr, err := r.run(ctx, m, false)
+	if err != nil && (rr == nil || step.after == nil) {
+		return nil, err
+	}
+	res := r.taskResult(session, step, m.Target, rr)
+	return res, err
+}
+
+// taskResult builds a task operation's answer from the step's outcome.
+func (r *Repo) taskResult(session string, step *taskStep, ck objects.ID, rr *RewindResult) *TaskResult {
+	res := &TaskResult{Checkpoint: ck, Stack: append([]int{}, step.after.Stack...), Rewind: rr}
+	res.Task = r.taskInfo(r.history(), session, step.after, step.done)
+	return res
+}
+
+func (r *Repo) taskInfo(h *history, session string, s *tasks.State, t *tasks.Task) TaskInfo {
+	info := TaskInfo{Task: *t, Current: s.Current() != nil && s.Current().ID == t.ID}
+	begin, end := h.taskCheckpoints(session, t.ID)
+	if !begin.IsZero() && !h.isExpired(begin) {
+		info.Begin = &begin
+	}
+	if !end.IsZero() && t.Status != tasks.Open && !h.isExpired(end) {
+		info.End = &end
+	}
+	return info
+}
+
+// Tasks returns the session's task stack and tree as recorded at
+// checkpoint at (nil: the session head).
+func (r *Repo) Tasks(ctx context.Context, session string, at *objects.ID) (*TaskTree, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	var id objects.ID
+	var ck *objects.Checkpoint
+	if at != nil {
+		if ck, err = r.loadCheckpoint(*at); err != nil {
+			return nil, err
+		}
+		id = *at
+	} else if id, ck, err = r.head(session); err != nil {
+		return nil, err
+	}
+	s, err := r.taskState(ck)
+	if err != nil {
+		return nil, err
+	}
+	tree := &TaskTree{Session: session, Stack: append([]int{}, s.Stack...), Tasks: []TaskInfo{}, state: s}
+	if ck != nil {
+		tree.Checkpoint = &id
+	}
+	if cur := s.Current(); cur != nil {
+		n := cur.ID
+		tree.Current = &n
+	}
+	h := r.history()
+	for i := range s.Tasks {
+		tree.Tasks = append(tree.Tasks, r.taskInfo(h, session, s, &s.Tasks[i]))
+	}
+	return tree, nil
+}
+
+// taskState reads the task document of checkpoint ck (nil: none yet).
+func (r *Repo) taskState(ck *objects.Checkpoint) (*tasks.State, error) {
+	if ck == nil {
+		return tasks.Parse(nil)
+	}
+	st, err := r.objects.ReadTree(ck.State)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := st.Find(TaskDoc)
+	if !ok {
+		return tasks.Parse(nil)
+	}
+	data, err := r.objects.ReadBlob(e.ID, maxDocSize)
+	if err != nil {
+		return nil, err
+	}
+	s, err := tasks.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state document %s: %w", ErrCorrupt, TaskDoc, err)
+	}
+	return s, nil
+}
+
+// taskOp is the op-log record of a task checkpoint.
+func taskOp(kind OpKind, task int) (string, json.RawMessage) {
+	detail, _ := json.Marshal(taskDetail{Task: task})
+	return string(kind), detail
+}
+
+// taskOf returns the task a task operation's record names (0: none).
+func taskOf(op refs.Op) int {
+	var d taskDetail
+	if len(op.Detail) == 0 || json.Unmarshal(op.Detail, &d) != nil {
+		return 0
+	}
+	return d.Task
+}
+
+// isTaskKind reports whether op kind k is a task operation.
+func isTaskKind(k string) bool {
+	return k == string(OpTaskBegin) || k == string(OpTaskCommit) || k == string(OpTaskRevert)
+}
+
+// applyTask applies step to the task document c inherited from parent and
+// returns the new document; the conversation's message count (for history
+// compaction) is taken as captured.
+func (r *Repo) applyTask(step *taskStep, c *captured, parent *objects.Checkpoint) ([]byte, error) {
+	s, err := r.taskState(parent)
+	if err != nil {
+		return nil, err
+	}
+	messages := 0
+	if doc, ok := c.docs[ConversationDoc]; ok {
+		messages = max(r.countMessages(doc.ID, c, parent), 0)
+	}
+	t, err := step.apply(s, messages)
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	step.done, step.after = t, s
+	return s.Marshal(), nil
+}
+
+// buildRevert records the checkpoint a task revert ends on: the files of
+// the task's begin (tck), the state documents of the safety checkpoint,
+// and the task document with the current task reverted; its parent is the
+// safety checkpoint.
+func (r *Repo) buildRevert(m *move, safety objects.ID, tck *objects.Checkpoint) (objects.ID, error) {
+	sck, err := r.objects.ReadCheckpoint(safety)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	s, err := r.taskState(sck)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	t, err := m.revert.apply(s, max(sck.Stats.Messages, 0))
+	if err != nil {
+		return objects.ID{}, err
+	}
+	m.revert.done, m.revert.after = t, s
+	st, err := r.objects.ReadTree(sck.State)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	w := r.objects.NewWriter()
+	defer w.Abort()
+	data := s.Marshal()
+	var base objects.ID
+	if e, ok := st.Find(TaskDoc); ok {
+		base = e.ID
+	}
+	docID, err := w.PutBytesAppend(data, base)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	c := &captured{tree: tck.Tree, sources: maps.Clone(sck.StateSources), docs: map[string]objects.TreeEntry{},
+		data: map[string][]byte{TaskDoc: data}, files: map[string]string{},
+		snap: &worktree.Snapshot{Files: tck.Stats.Files, Bytes: tck.Stats.Bytes}}
+	if c.sources == nil {
+		c.sources = map[string]string{}
+	}
+	for _, p := range tck.Skipped {
+		c.snap.Skipped = append(c.snap.Skipped, worktree.Skipped{Path: p, Kept: true})
+	}
+	var nst objects.Tree
+	for _, e := range st.Entries {
+		if e.Name != TaskDoc {
+			c.docs[e.Name] = e
+		}
+	}
+	c.docs[TaskDoc] = objects.TreeEntry{Name: TaskDoc, Mode: objects.ModeFile, ID: docID, Size: int64(len(data))}
+	for _, n := range slices.Sorted(maps.Keys(c.docs)) {
+		nst.Entries = append(nst.Entries, c.docs[n])
+	}
+	if c.state, err = w.PutDelta(objects.TypeTree, nst.Encode(), sck.State); err != nil {
+		return objects.ID{}, err
+	}
+	res, _, err := r.buildCheckpoint(w, m.Session, safety, sck, c, CheckpointOptions{Kind: kindTaskRevert, Summary: m.summary})
+	if err != nil {
+		return objects.ID{}, err
+	}
+	if _, err := w.Commit(); err != nil {
+		return objects.ID{}, err
+	}
+	return res.ID, nil
+}

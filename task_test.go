@@ -1,0 +1,171 @@
+package snap_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/snaptest"
+	"github.com/snapcore-dev/snap/tasks"
+)
+
+func begin(t *testing.T, r *snap.Repo, session, goal string) *snap.TaskResult {
+	t.Helper()
+	res, err := r.TaskBegin(ctx, snap.TaskOptions{Session: session, Text: goal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Task checkpoints re-read the transcript from its recorded path and
+// record how many messages there were when each task began and ended.
+func TestTaskMessagesAndTranscript(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	conv := filepath.Join(t.TempDir(), "chat.jsonl")
+	writeFile(t, conv, `{"role":"user","content":"one"}`+"\n")
+	writeFile(t, filepath.Join(root, "a"), "1")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, conv)})
+	appendFile(t, conv, `{"role":"assistant","content":"two"}`+"\n")
+	b := begin(t, r, "", "goal")
+	if b.Task.BeginMessages != 2 || b.Task.ID != 1 || !b.Task.Current || b.Task.Begin == nil || *b.Task.Begin != b.Checkpoint {
+		t.Fatalf("begin: %+v", b.Task)
+	}
+	appendFile(t, conv, `{"role":"user","content":"three"}`+"\n")
+	c, err := r.TaskCommit(ctx, snap.TaskOptions{Text: "done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Task.EndMessages != 3 || c.Task.Status != tasks.Committed || c.Task.End == nil || *c.Task.End != c.Checkpoint || len(c.Stack) != 0 {
+		t.Fatalf("commit: %+v", c)
+	}
+	show, err := r.Show(ctx, c.Checkpoint)
+	if err != nil || show.Kind != "task-commit" || show.Stats.Messages != 3 {
+		t.Fatalf("the task-commit checkpoint: %+v %v", show, err)
+	}
+}
+
+// A revert puts the files back as at the task's begin (files created in
+// the task go, edited ones come back), leaves the transcript, and is undone
+// and redone exactly; later checkpoints inherit the stack.
+func TestTaskRevertUndoRedo(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	conv := filepath.Join(t.TempDir(), "chat.jsonl")
+	writeFile(t, conv, `{"role":"user","content":"one"}`+"\n")
+	writeFile(t, filepath.Join(root, "a"), "1")
+	checkpoint(t, r, snap.CheckpointOptions{State: convDoc(t, conv)})
+	begin(t, r, "", "try")
+	writeFile(t, filepath.Join(root, "a"), "2")
+	writeFile(t, filepath.Join(root, "new"), "n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "a"), "3") // not checkpointed: the safety checkpoint holds it
+	appendFile(t, conv, `{"role":"assistant","content":"two"}`+"\n")
+	before := listTree(t, root)
+	res, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "wrong approach"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Task.Status != tasks.Reverted || res.Task.Reason != "wrong approach" || res.Rewind == nil || res.Rewind.SafetyCheckpoint == nil {
+		t.Fatalf("revert: %+v", res)
+	}
+	if got := listTree(t, root); got != `. ""; a "1"; ` {
+		t.Fatalf("files after the revert: %s", got)
+	}
+	if b, _ := os.ReadFile(conv); len(b) == 0 || string(b) == `{"role":"user","content":"one"}`+"\n" {
+		t.Fatalf("the revert rewound the transcript: %q", b)
+	}
+	tree, err := r.Tasks(ctx, "", nil)
+	if err != nil || tree.Current != nil || tree.Tasks[0].End == nil || *tree.Tasks[0].End != res.Checkpoint {
+		t.Fatalf("tree after the revert: %+v %v", tree, err)
+	}
+	// A hook's checkpoint after it inherits the stack.
+	checkpoint(t, r, snap.CheckpointOptions{AllowEmpty: true})
+	if tree, _ := r.Tasks(ctx, "", nil); tree.Tasks[0].Status != tasks.Reverted {
+		t.Fatalf("a later checkpoint lost the stack: %+v", tree.Tasks)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil { // the plain checkpoint
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil { // the revert
+		t.Fatal(err)
+	}
+	if got := listTree(t, root); got != before {
+		t.Fatalf("undo of the revert:\n got %s\nwant %s", got, before)
+	}
+	if tree, _ := r.Tasks(ctx, "", nil); tree.Current == nil || *tree.Current != 1 {
+		t.Fatalf("undo of the revert: the task is not current again: %+v", tree)
+	}
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := listTree(t, root); got != `. ""; a "1"; ` {
+		t.Fatalf("redo of the revert: %s", got)
+	}
+}
+
+// Commit and revert with nothing open are usage errors that record
+// nothing; a bad parent, an empty goal and a too deep task likewise.
+func TestTaskErrors(t *testing.T) {
+	r, _ := snaptest.NewRepo(t)
+	for name, f := range map[string]func() error{
+		"commit":     func() error { _, err := r.TaskCommit(ctx, snap.TaskOptions{Text: "x"}); return err },
+		"revert":     func() error { _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "x"}); return err },
+		"empty goal": func() error { _, err := r.TaskBegin(ctx, snap.TaskOptions{Text: " "}); return err },
+		"bad parent": func() error { _, err := r.TaskBegin(ctx, snap.TaskOptions{Text: "x", Parent: 5}); return err },
+	} {
+		if err := f(); !errors.Is(err, snap.ErrUsage) {
+			t.Errorf("%s: %v, want a usage error", name, err)
+		}
+	}
+	if ops, _ := r.Ops(ctx, 0); len(ops) != 0 {
+		t.Fatalf("refused task operations recorded %d operations", len(ops))
+	}
+	for i := range 3 {
+		begin(t, r, "", string(rune('a'+i)))
+	}
+	if _, err := r.TaskBegin(ctx, snap.TaskOptions{Text: "d"}); !errors.Is(err, snap.ErrUsage) || !errors.Is(err, tasks.ErrTooDeep) {
+		t.Fatalf("a fourth level: %v", err)
+	}
+	if _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: ""}); !errors.Is(err, snap.ErrUsage) {
+		t.Fatalf("a revert without a reason: %v", err)
+	}
+}
+
+// Concurrent begins in one session all land, with distinct ids, chained.
+func TestTaskConcurrentBegins(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "1")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if err := r.ConfigSet(ctx, "tasks.max-depth", "20"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	ids := make([]int, 8)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := r.TaskBegin(ctx, snap.TaskOptions{Text: "t", Parent: -1})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = res.Task.ID
+		}()
+	}
+	wg.Wait()
+	tree, err := r.Tasks(ctx, "", nil)
+	if err != nil || len(tree.Tasks) != 8 || len(tree.Stack) != 8 {
+		t.Fatalf("after 8 concurrent begins: %+v %v", tree, err)
+	}
+	seen := map[int]bool{}
+	for _, id := range ids {
+		if seen[id] || id < 1 || id > 8 {
+			t.Fatalf("ids %v", ids)
+		}
+		seen[id] = true
+	}
+}
