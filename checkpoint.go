@@ -114,8 +114,8 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	switch o.Kind {
 	case kindPreRewind:
 		return nil, fmt.Errorf("%w: kind %q is snap's own (the safety checkpoint of a rewind)", ErrUsage, o.Kind)
-	case kindTaskBegin, kindTaskCommit, kindTaskRevert:
-		return nil, fmt.Errorf("%w: kind %q is snap's own (use 'snap task')", ErrUsage, o.Kind)
+	case kindTaskBegin, kindTaskCommit, kindTaskRevert, kindEditCommit:
+		return nil, fmt.Errorf("%w: kind %q is snap's own (use 'snap task' or 'snap edit')", ErrUsage, o.Kind)
 	}
 	for _, d := range o.State {
 		if d.Name == TaskDoc {

@@ -49,10 +49,10 @@ type move struct {
 	// Found: the state a recovery found, recorded before it completed the
 	// move (work done after the interruption); zero when there was none.
 	Found objects.ID `json:"found,omitempty"`
-	// revert: a task revert's step; its checkpoint is built once the
-	// safety checkpoint is taken, and becomes Target and NewHead (before
-	// the journal is written, so a recovery needs nothing more).
-	revert  *taskStep
+	// build, when set, records the checkpoint the move ends on (a task
+	// revert's, an edit commit's) once the safety checkpoint is taken; it
+	// becomes Target and NewHead. summary is that checkpoint's.
+	build   func(m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error)
 	summary string
 	// Created, CreatedState: set from the restore, for the op log.
 	Created      []string        `json:"created,omitempty"`

@@ -23,6 +23,7 @@ const (
 	OpTaskBegin      OpKind = "task-begin"
 	OpTaskCommit     OpKind = "task-commit"
 	OpTaskRevert     OpKind = "task-revert"
+	OpEditCommit     OpKind = "edit-commit"
 )
 
 // reverser undoes (undo) or re-applies (!undo) op in session, filling
@@ -43,6 +44,8 @@ var opKinds = map[OpKind]struct{ undo, redo reverser }{
 	OpTaskBegin:  {moveRefsBack, moveRefsBack},
 	OpTaskCommit: {moveRefsBack, moveRefsBack},
 	OpTaskRevert: {moveTree, moveTree},
+	// An edit commit is a move limited to the edited paths (MovesHead).
+	OpEditCommit: {moveTree, moveTree},
 }
 
 // undoable reports whether operations of kind go on the undo stack.

@@ -70,6 +70,9 @@ type rewindScope struct {
 	StateOut string   `json:"state_out,omitempty"`
 	Txn      string   `json:"txn,omitempty"`  // identifies the operation, for crash recovery
 	Task     int      `json:"task,omitempty"` // a task revert's task
+	// MovesHead: the head goes to the target even when Paths limit the
+	// restore (an edit commit), instead of staying as for 'rewind --path'.
+	MovesHead bool `json:"moves_head,omitempty"`
 	// An undo's: what the rewind it undoes created though the ignore
 	// rules ignored it (worktree.RestoreOptions.UndoCreated), the state
 	// documents it created (StateRestored.Created), and that rewind's
@@ -178,9 +181,10 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	res := &RewindResult{Target: target, DryRun: dryRun, Restored: []string{}, Deleted: []string{},
 		State: []StateRestored{}, Skipped: now.skipped(), Errors: []worktree.PathError{}}
 	// A --path that names nothing, in the target or in the tree now, is a
-	// typo: refused before anything is recorded.
+	// typo: refused before anything is recorded. (An edit commit's paths
+	// are its own, and may be new files.)
 	for _, p := range scope.Paths {
-		if !inTree(w, now.tree, p) && !inTree(w, tck.Tree, p) {
+		if !scope.MovesHead && !inTree(w, now.tree, p) && !inTree(w, tck.Tree, p) {
 			return nil, fmt.Errorf("%w: %s is neither in checkpoint %s nor in the working tree", ErrNoPath, p, target.Short())
 		}
 	}
@@ -204,18 +208,24 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		safety, current = cres.ID, cres.ID
 		res.SafetyCreated = true
 	}
-	if (len(scope.Paths) > 0 || scope.StateOut != "" && !scope.Files) && m.Kind != "undo" {
+	if (len(scope.Paths) > 0 || scope.StateOut != "" && !scope.Files) && m.Kind != "undo" && !scope.MovesHead {
 		// Restoring some paths, like 'git checkout REF -- PATH', or
 		// exporting the state documents elsewhere leaves the head where it
 		// is: the session did not go back.
 		m.NewHead = current
 	}
-	if !dryRun && m.revert != nil {
-		id, err := r.buildRevert(m, safety, tck)
+	if !dryRun && m.build != nil {
+		// The move's own end: recorded now that the present is safe, and
+		// before the journal, which then names it (a recovery needs
+		// nothing more).
+		id, err := m.build(m, safety, now, tck)
 		if err != nil {
 			return nil, err
 		}
-		m.Target, m.NewHead = id, id
+		if tck, err = r.objects.ReadCheckpoint(id); err != nil {
+			return nil, err
+		}
+		m.Target, m.NewHead, res.Target = id, id, id
 	}
 	if !dryRun {
 		s := safety

@@ -177,7 +177,10 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	m := &move{Kind: string(OpTaskRevert), Session: session, Target: begin, NewHead: begin,
-		Scope: rewindScope{Files: true, Task: cur.ID}, revert: step, summary: o.Text}
+		Scope: rewindScope{Files: true, Task: cur.ID}, summary: o.Text,
+		build: func(m *move, safety objects.ID, _ *captured, tck *objects.Checkpoint) (objects.ID, error) {
+			return r.buildRevert(m, safety, tck, step)
+		}}
 	rr, err := r.run(ctx, m, false)
 	if err != nil && (rr == nil || step.after == nil) {
 		return nil, err
@@ -312,7 +315,7 @@ func (r *Repo) applyTask(step *taskStep, c *captured, parent *objects.Checkpoint
 // the task's begin (tck), the state documents of the safety checkpoint,
 // and the task document with the current task reverted; its parent is the
 // safety checkpoint.
-func (r *Repo) buildRevert(m *move, safety objects.ID, tck *objects.Checkpoint) (objects.ID, error) {
+func (r *Repo) buildRevert(m *move, safety objects.ID, tck *objects.Checkpoint, step *taskStep) (objects.ID, error) {
 	sck, err := r.objects.ReadCheckpoint(safety)
 	if err != nil {
 		return objects.ID{}, err
@@ -321,11 +324,11 @@ func (r *Repo) buildRevert(m *move, safety objects.ID, tck *objects.Checkpoint) 
 	if err != nil {
 		return objects.ID{}, err
 	}
-	t, err := m.revert.apply(s, max(sck.Stats.Messages, 0))
+	t, err := step.apply(s, max(sck.Stats.Messages, 0))
 	if err != nil {
 		return objects.ID{}, err
 	}
-	m.revert.done, m.revert.after = t, s
+	step.done, step.after = t, s
 	st, err := r.objects.ReadTree(sck.State)
 	if err != nil {
 		return objects.ID{}, err

@@ -311,3 +311,15 @@ func applyEdits(w *objects.Writer, id objects.ID, dir string, edits map[string]*
 	nid, err := w.PutDelta(objects.TypeTree, out.Encode(), id) // the tree it edits is the delta base
 	return nid, size, false, err
 }
+
+// EditTree returns tree with the edits applied: each path (relative, with
+// slashes) set to its entry, or removed when nil. A directory a removal
+// empties stays, as an empty directory, when isDir(dir) reports that it
+// exists on disk; the result of removing everything is the empty tree.
+func EditTree(w *objects.Writer, tree objects.ID, edits map[string]*objects.TreeEntry, isDir func(string) bool) (objects.ID, error) {
+	id, _, empty, err := applyEdits(w, tree, "", edits, isDir)
+	if err != nil || !empty {
+		return id, err
+	}
+	return w.Put(objects.TypeTree, (&objects.Tree{}).Encode())
+}

@@ -344,6 +344,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			opCommand(inv),
 			labelCommand(inv),
 			taskCommand(inv),
+			editCommand(inv),
 			configCommand(inv),
 			sessionsCommand(inv),
 			sessionCommand(inv),

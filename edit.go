@@ -1,0 +1,637 @@
+package snap
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/snapcore-dev/snap/edits"
+	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/internal/flock"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/worktree"
+)
+
+// Staged edits: an agent stages changes to files (lettered A-Z), previews
+// them and commits them together; nothing touches the working tree before
+// the commit. The pending changes of a session live in the store
+// (edits/SESSION.json, replaced atomically under edits/SESSION.lock), so a
+// crash or another process loses none. The commit is a move (see run): a
+// safety checkpoint of the present, then the changed paths written through
+// the move journal (all or, after a crash, completed by the next command),
+// and an edit-commit checkpoint of the result; undo puts those paths back.
+
+const kindEditCommit = "edit-commit"
+
+// EditRequest stages one change.
+type EditRequest struct {
+	Session string
+	Path    string     // project-relative (slashes) or absolute inside the project
+	Kind    edits.Kind // edits.Replace (default), edits.Write, edits.Delete
+	Old     string     // replace: the text to find in the file's base
+	New     string     // replace: its replacement; write: the whole content
+	Match   string     // replace: the candidate letter of a needs_match answer
+	After   string     // replace: only matches after the first occurrence of this text
+	// AllMatches offers up to 26 candidates instead of 5.
+	AllMatches bool
+}
+
+// PendingChange is one pending change as answers list it.
+type PendingChange struct {
+	ChangeID string     `json:"change_id"`
+	Path     string     `json:"path"`
+	Kind     edits.Kind `json:"kind"`
+	Line     int        `json:"line"`
+	Position int        `json:"position"`
+	Preview  string     `json:"preview"`
+}
+
+// EditAnswer is the answer of an edit verb: status "editing" (changes are
+// pending), "idle" (none), or "needs_match" (the text occurs more than once:
+// nothing was staged; repeat with Match set to a candidate's letter).
+type EditAnswer struct {
+	Status      string            `json:"status"`
+	Staged      *PendingChange    `json:"staged,omitempty"`
+	Dropped     *PendingChange    `json:"dropped,omitempty"`
+	Candidates  []edits.Candidate `json:"candidates,omitempty"`
+	NotShown    int               `json:"not_shown,omitempty"` // candidates beyond those listed (AllMatches shows up to 26)
+	Hint        string            `json:"hint,omitempty"`
+	Pending     []PendingChange   `json:"pending_changes"`
+	NextActions []string          `json:"next_actions"`
+}
+
+// EditCommitResult reports a commit (or, with Checkpoint nil, a revert) of
+// the pending changes.
+type EditCommitResult struct {
+	Checkpoint     *objects.ID   `json:"checkpoint"`
+	AppliedChanges int           `json:"applied_changes"`
+	DroppedChanges int           `json:"dropped_changes,omitempty"`
+	CharsAdded     int           `json:"chars_added"`
+	CharsRemoved   int           `json:"chars_removed"`
+	Paths          []string      `json:"paths"`
+	Rewind         *RewindResult `json:"rewind,omitempty"` // the move that wrote the files
+}
+
+// EditPreview renders the pending changes.
+type EditPreview struct {
+	Mode    string             `json:"mode"`
+	Files   []EditPreviewFile  `json:"files"`
+	Changes []edits.ChangeStat `json:"changes"`
+}
+
+// EditPreviewFile is one path's rendering.
+type EditPreviewFile struct {
+	Path string `json:"path"`
+	Text string `json:"text"`
+}
+
+// editPath is a request path relative to the project root, refused when
+// it lies outside it, in .git or in the store.
+func (r *Repo) editPath(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("%w: no path given", ErrUsage)
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(r.Root, filepath.FromSlash(p))
+	}
+	rel, err := filepath.Rel(r.Root, abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%w: %s is outside the project %s", ErrUsage, p, r.Root)
+	}
+	if s, err := filepath.Rel(r.StoreDir, abs); err == nil && filepath.IsLocal(s) || abs == r.StoreDir {
+		return "", fmt.Errorf("%w: %s is inside the store", ErrUsage, p)
+	}
+	for _, c := range strings.Split(filepath.ToSlash(rel), "/") {
+		if objects.IsReservedName(c) {
+			return "", fmt.Errorf("%w: %s is inside a .git directory", ErrUsage, p)
+		}
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// fileBase reads a project file as a change's base: its content and its
+// content id ("" and nil when it does not exist). Only regular files are
+// edited.
+func (r *Repo) fileBase(rel string) ([]byte, string, error) {
+	p := filepath.Join(r.Root, filepath.FromSlash(rel))
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, "", fmt.Errorf("%w: %s is not a regular file (a %s)", ErrUsage, rel, fileKind(fi.Mode()))
+	}
+	if fi.Size() > r.MaxFileSize() {
+		return nil, "", fmt.Errorf("%w: %s is larger than capture.max-file-size", ErrUsage, rel)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, "", err
+	}
+	w := r.objects.NewDryWriter()
+	defer w.Abort()
+	id, _, err := w.PutBlob(bytes.NewReader(data))
+	if err != nil {
+		return nil, "", err
+	}
+	return data, id.String(), nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m.IsDir():
+		return "directory"
+	}
+	return "special file"
+}
+
+func (r *Repo) editsFile(session string) string {
+	return filepath.Join(r.StoreDir, "edits", session+".json")
+}
+
+// lockEdits serialises the edit verbs of one session.
+func (r *Repo) lockEdits(ctx context.Context, session string) (func(), error) {
+	if err := os.MkdirAll(filepath.Join(r.StoreDir, "edits"), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := flock.Lock{Path: filepath.Join(r.StoreDir, "edits", session+".lock"), Timeout: r.lockTimeout,
+		Busy: ErrBusy, Holder: "another snap edit of session " + session}.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+func (r *Repo) loadEdits(session string) (*edits.Pending, error) {
+	data, err := os.ReadFile(r.editsFile(session))
+	if errors.Is(err, fs.ErrNotExist) {
+		return edits.New(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := edits.New()
+	if err := json.Unmarshal(data, p); err != nil || p.Version != edits.Version {
+		return nil, fmt.Errorf("%w: %s: not a pending-changes document of this snap (%v)", ErrCorrupt, r.editsFile(session), err)
+	}
+	return p, nil
+}
+
+// saveEdits replaces the session's pending changes durably (none: the file
+// goes).
+func (r *Repo) saveEdits(session string, p *edits.Pending) error {
+	if len(p.Changes) == 0 {
+		if err := os.Remove(r.editsFile(session)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return fsys.WriteFileAtomic(r.fs, r.editsFile(session), append(data, '\n'))
+}
+
+// EditStage stages one change. A replace whose text occurs more than once
+// stages nothing and answers needs_match with lettered candidates; one that
+// does not occur is ErrNoPath with the closest lines. A path whose content
+// changed since its first change was staged is ErrConflict.
+func (r *Repo) EditStage(ctx context.Context, q EditRequest) (*EditAnswer, error) {
+	session, err := sessionName(q.Session)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := r.editPath(q.Path)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := r.lockEdits(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	p, err := r.loadEdits(session)
+	if err != nil {
+		return nil, err
+	}
+	data, id, err := r.fileBase(rel)
+	if err != nil {
+		return nil, err
+	}
+	if base, ok := p.Base(rel); ok && base != id {
+		return nil, fmt.Errorf("%w: %s changed since its first change was staged; 'snap edit revert REASON' drops the pending changes", ErrConflict, rel)
+	}
+	c := edits.Change{Path: rel, Kind: q.Kind}
+	switch q.Kind {
+	case edits.Write:
+		c.New, c.Line = q.New, 1
+	case edits.Delete:
+		if id == "" {
+			return nil, fmt.Errorf("%w: %s does not exist", ErrNoPath, rel)
+		}
+		c.Line = 1
+	case edits.Replace, "":
+		c.Kind = edits.Replace
+		if id == "" {
+			return nil, fmt.Errorf("%w: %s does not exist ('snap edit write' creates a file)", ErrNoPath, rel)
+		}
+		matches, err := edits.Find(data, q.Old, q.After)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrUsage, rel, err)
+		}
+		if len(matches) == 0 {
+			return nil, noMatch(rel, data, q.Old)
+		}
+		m := matches[0]
+		switch {
+		case q.Match != "":
+			if m, err = edits.Pick(matches, q.Match); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrUsage, rel, err)
+			}
+		case len(matches) > 1:
+			limit := 5
+			if q.AllMatches {
+				limit = edits.MaxChanges
+			}
+			cands, more := p.Candidates(data, rel, q.Old, matches, limit)
+			ans := r.editAnswer(p, "needs_match")
+			ans.Candidates, ans.NotShown = cands, more
+			ans.Hint = fmt.Sprintf("the text occurs %d times in %s: nothing was staged; repeat the call with --match LETTER (e.g. --match %s)",
+				len(matches), rel, recommended(cands))
+			if more > 0 {
+				ans.Hint += fmt.Sprintf("; %d more matches are not shown (--all-matches lists up to 26, --after ANCHOR narrows)", more)
+			}
+			return ans, nil
+		}
+		c.Offset, c.Line, c.Old, c.New = m.Offset, m.Line, q.Old, q.New
+	default:
+		return nil, fmt.Errorf("%w: unknown edit kind %q", ErrUsage, q.Kind)
+	}
+	staged, err := p.Stage(c, id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	pc := pendingOf(*staged)
+	if err := r.saveEdits(session, p); err != nil {
+		return nil, err
+	}
+	ans := r.editAnswer(p, "")
+	ans.Staged = &pc
+	return ans, nil
+}
+
+func recommended(cands []edits.Candidate) string {
+	for _, c := range cands {
+		if c.Recommended {
+			return c.MatchID
+		}
+	}
+	return "A"
+}
+
+// noMatch is the error of a text that does not occur, with the closest
+// lines.
+func noMatch(rel string, data []byte, old string) error {
+	msg := fmt.Sprintf("%q does not occur in %s", shortText(old), rel)
+	if near := edits.Closest(data, old, 3); len(near) > 0 {
+		var lines []string
+		for _, l := range near {
+			lines = append(lines, fmt.Sprintf("%d: %s", l.Line, l.Text))
+		}
+		msg += "; the closest lines are " + strings.Join(lines, " | ")
+	}
+	return fmt.Errorf("%w: %s", ErrNoPath, msg)
+}
+
+func shortText(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
+
+func pendingOf(c edits.Change) PendingChange {
+	pc := PendingChange{ChangeID: c.ID, Path: c.Path, Kind: c.Kind, Line: c.Line, Position: c.Offset}
+	switch c.Kind {
+	case edits.Replace:
+		pc.Preview = fmt.Sprintf("%s -> %s", shortText(c.Old), shortText(c.New))
+	case edits.Write:
+		pc.Preview = fmt.Sprintf("whole content, %d bytes", len(c.New))
+	case edits.Delete:
+		pc.Preview = "delete the file"
+	}
+	return pc
+}
+
+// editAnswer lists p's pending changes and what can be done next.
+func (r *Repo) editAnswer(p *edits.Pending, status string) *EditAnswer {
+	ans := &EditAnswer{Status: status, Pending: []PendingChange{}}
+	for _, c := range p.Changes {
+		ans.Pending = append(ans.Pending, pendingOf(c))
+	}
+	if ans.Status == "" {
+		ans.Status = "idle"
+		if len(p.Changes) > 0 {
+			ans.Status = "editing"
+		}
+	}
+	switch {
+	case ans.Status == "needs_match":
+		ans.NextActions = []string{"snap edit replace PATH --old TEXT --new TEXT --match LETTER"}
+	case len(p.Changes) > 0:
+		ans.NextActions = []string{"snap edit preview", "snap edit commit SUMMARY", "snap edit drop LETTER", "snap edit revert REASON"}
+	default:
+		ans.NextActions = []string{"snap edit replace PATH --old TEXT --new TEXT", "snap edit write PATH", "snap edit delete PATH"}
+	}
+	return ans
+}
+
+// EditStatus lists the session's pending changes.
+func (r *Repo) EditStatus(ctx context.Context, session string) (*EditAnswer, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.loadEdits(session)
+	if err != nil {
+		return nil, err
+	}
+	return r.editAnswer(p, ""), nil
+}
+
+// EditDrop removes pending change id; the later ones keep their letters.
+func (r *Repo) EditDrop(ctx context.Context, session, id string) (*EditAnswer, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := r.lockEdits(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	p, err := r.loadEdits(session)
+	if err != nil {
+		return nil, err
+	}
+	c, err := p.Drop(strings.ToUpper(id))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if err := r.saveEdits(session, p); err != nil {
+		return nil, err
+	}
+	ans := r.editAnswer(p, "")
+	pc := pendingOf(*c)
+	ans.Dropped = &pc
+	return ans, nil
+}
+
+// EditPreview renders the pending changes: mode edits.Compact (context
+// lines around each change), edits.Full (each file's whole changed region)
+// or edits.Stats (characters added and removed per change).
+func (r *Repo) EditPreview(ctx context.Context, session, mode string, context int) (*EditPreview, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	if mode == "" {
+		mode = edits.Compact
+	}
+	if mode != edits.Compact && mode != edits.Full && mode != edits.Stats {
+		return nil, fmt.Errorf("%w: preview mode %q (want compact, full or stats)", ErrUsage, mode)
+	}
+	if context < 0 {
+		return nil, fmt.Errorf("%w: negative context", ErrUsage)
+	}
+	p, err := r.loadEdits(session)
+	if err != nil {
+		return nil, err
+	}
+	out := &EditPreview{Mode: mode, Files: []EditPreviewFile{}, Changes: []edits.ChangeStat{}}
+	for _, rel := range p.Paths() {
+		data, id, err := r.fileBase(rel)
+		if err != nil {
+			return nil, err
+		}
+		if base, _ := p.Base(rel); base != id {
+			return nil, fmt.Errorf("%w: %s changed since its first change was staged; 'snap edit revert REASON' drops the pending changes", ErrConflict, rel)
+		}
+		changes := p.Of(rel)
+		out.Files = append(out.Files, EditPreviewFile{Path: rel, Text: edits.Render(rel, data, changes, mode, context)})
+		for _, c := range changes {
+			out.Changes = append(out.Changes, edits.Stat(c, data))
+		}
+	}
+	return out, nil
+}
+
+// EditRevert drops every pending change of the session; nothing on disk
+// changes.
+func (r *Repo) EditRevert(ctx context.Context, session, reason string) (*EditCommitResult, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		return nil, fmt.Errorf("%w: a revert needs a reason", ErrUsage)
+	}
+	unlock, err := r.lockEdits(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	p, err := r.loadEdits(session)
+	if err != nil {
+		return nil, err
+	}
+	res := &EditCommitResult{DroppedChanges: len(p.Changes), Paths: p.Paths()}
+	if res.Paths == nil {
+		res.Paths = []string{}
+	}
+	return res, r.saveEdits(session, edits.New())
+}
+
+// EditCommit applies every pending change atomically and records an
+// edit-commit checkpoint with summary. A path whose content changed since
+// its first change was staged refuses the commit (ErrConflict, naming the
+// paths): nothing is written and the changes stay pending.
+func (r *Repo) EditCommit(ctx context.Context, session, summary string) (*EditCommitResult, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(summary) == "" {
+		return nil, fmt.Errorf("%w: a commit needs a summary", ErrUsage)
+	}
+	unlock, err := r.lockEdits(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	p, err := r.loadEdits(session)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Changes) == 0 {
+		return nil, fmt.Errorf("%w: no pending changes in session %q ('snap edit replace' stages one)", ErrUsage, session)
+	}
+	// New contents, from the bases as they are on disk now.
+	res := &EditCommitResult{Paths: p.Paths(), AppliedChanges: len(p.Changes)}
+	next := map[string][]byte{} // nil: deleted
+	var stale []string
+	for _, rel := range res.Paths {
+		data, id, err := r.fileBase(rel)
+		if err != nil {
+			return nil, err
+		}
+		if base, _ := p.Base(rel); base != id {
+			stale = append(stale, rel)
+			continue
+		}
+		out, exists, err := edits.Apply(data, p.Of(rel))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+		if exists {
+			next[rel] = out
+		} else {
+			next[rel] = nil
+		}
+		for _, c := range p.Of(rel) {
+			s := edits.Stat(c, data)
+			res.CharsAdded += s.Added
+			res.CharsRemoved += s.Removed
+		}
+	}
+	if len(stale) > 0 {
+		return nil, fmt.Errorf("%w: changed since their changes were staged, so nothing was written and the changes stay pending: %s",
+			ErrConflict, strings.Join(stale, ", "))
+	}
+	release, err := r.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	headID, head, err := r.head(session)
+	release()
+	if err != nil {
+		return nil, err
+	}
+	if head == nil {
+		// A move needs a checkpoint to start from: the present, first.
+		c, err := r.Checkpoint(ctx, CheckpointOptions{Session: session, Kind: "manual", Summary: "before the first edit commit"})
+		if err != nil {
+			return nil, err
+		}
+		headID = c.ID
+	}
+	release, err = r.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	m := &move{Kind: string(OpEditCommit), Session: session, Target: headID, NewHead: headID,
+		Scope:   rewindScope{Files: true, Paths: res.Paths, MovesHead: true},
+		summary: summary,
+		build: func(m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
+			return r.buildEditCommit(m, safety, now, p, next)
+		}}
+	rr, err := r.run(ctx, m, false)
+	res.Rewind = rr
+	if err != nil {
+		return res, err
+	}
+	id := m.NewHead
+	res.Checkpoint = &id
+	if err := r.saveEdits(session, edits.New()); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// buildEditCommit records the checkpoint an edit commit ends on: the
+// safety checkpoint's tree and state with the new contents at the edited
+// paths; it refuses (ErrConflict) when a path differs from its base in the
+// safety capture (changed between the check and the capture).
+func (r *Repo) buildEditCommit(m *move, safety objects.ID, now *captured, p *edits.Pending, next map[string][]byte) (objects.ID, error) {
+	sck, err := r.objects.ReadCheckpoint(safety)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	w := r.objects.NewWriter()
+	defer w.Abort()
+	treeEdits := map[string]*objects.TreeEntry{}
+	for _, rel := range slices.Sorted(maps.Keys(next)) {
+		e, ok, err := objects.EntryAt(w, now.tree, "/"+rel)
+		if err != nil {
+			return objects.ID{}, err
+		}
+		got := ""
+		if ok {
+			got = e.ID.String()
+		}
+		if base, _ := p.Base(rel); base != got {
+			return objects.ID{}, fmt.Errorf("%w: %s changed while the commit began; nothing was written and the changes stay pending", ErrConflict, rel)
+		}
+		data := next[rel]
+		if data == nil {
+			treeEdits[rel] = nil
+			continue
+		}
+		id, n, err := w.PutBlob(bytes.NewReader(data))
+		if err != nil {
+			return objects.ID{}, err
+		}
+		mode := objects.ModeFile
+		if ok && e.Mode == objects.ModeExec {
+			mode = objects.ModeExec
+		}
+		treeEdits[rel] = &objects.TreeEntry{Name: path.Base(rel), Mode: mode, ID: id, Size: n}
+	}
+	tree, err := worktree.EditTree(w, now.tree, treeEdits, func(dir string) bool {
+		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
+		return err == nil && fi.IsDir()
+	})
+	if err != nil {
+		return objects.ID{}, err
+	}
+	c := &captured{tree: tree, state: sck.State, sources: maps.Clone(sck.StateSources), docs: map[string]objects.TreeEntry{},
+		data: map[string][]byte{}, files: map[string]string{}, snap: &worktree.Snapshot{Files: -1}}
+	if c.sources == nil {
+		c.sources = map[string]string{}
+	}
+	st, err := r.objects.ReadTree(sck.State)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	for _, e := range st.Entries {
+		c.docs[e.Name] = e
+	}
+	for _, q := range sck.Skipped {
+		c.snap.Skipped = append(c.snap.Skipped, worktree.Skipped{Path: q, Kept: true})
+	}
+	res, _, err := r.buildCheckpoint(w, m.Session, safety, sck, c, CheckpointOptions{Kind: kindEditCommit, Summary: m.summary})
+	if err != nil {
+		return objects.ID{}, err
+	}
+	if _, err := w.Commit(); err != nil {
+		return objects.ID{}, err
+	}
+	return res.ID, nil
+}
