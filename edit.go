@@ -468,11 +468,28 @@ func (r *Repo) EditRevert(ctx context.Context, session, reason string) (*EditCom
 	return res, r.saveEdits(session, edits.New())
 }
 
+// dropEdits drops the session's pending changes.
+func (r *Repo) dropEdits(ctx context.Context, session string) error {
+	unlock, err := r.lockEdits(ctx, session)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return r.saveEdits(session, edits.New())
+}
+
 // EditCommit applies every pending change atomically and records an
 // edit-commit checkpoint with summary. A path whose content changed since
 // its first change was staged refuses the commit (ErrConflict, naming the
 // paths): nothing is written and the changes stay pending.
 func (r *Repo) EditCommit(ctx context.Context, session, summary string) (*EditCommitResult, error) {
+	return r.editCommit(ctx, session, summary, nil)
+}
+
+// editCommit commits the pending changes; with step (a task commit), the
+// checkpoint is the task's task-commit, its task document changed by step,
+// and the operation is recorded as OpTaskCommit.
+func (r *Repo) editCommit(ctx context.Context, session, summary string, step *taskStep) (*EditCommitResult, error) {
 	session, err := sessionName(session)
 	if err != nil {
 		return nil, err
@@ -546,11 +563,19 @@ func (r *Repo) EditCommit(ctx context.Context, session, summary string) (*EditCo
 		return nil, err
 	}
 	defer release()
-	m := &move{Kind: string(OpEditCommit), Session: session, Target: headID, NewHead: headID,
+	kind := OpEditCommit
+	if step != nil {
+		kind = step.kind
+	}
+	m := &move{Kind: string(kind), Session: session, Target: headID, NewHead: headID,
 		Scope:   rewindScope{Files: true, Paths: res.Paths, MovesHead: true},
 		summary: summary,
 		build: func(m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
-			return r.buildEditCommit(m, safety, now, p, next)
+			id, err := r.buildEditCommit(m, safety, now, p, next, step)
+			if err == nil && step != nil {
+				m.Scope.Task = step.done.ID // the op log names the task
+			}
+			return id, err
 		}}
 	rr, err := r.run(ctx, m, false)
 	res.Rewind = rr
@@ -569,11 +594,7 @@ func (r *Repo) EditCommit(ctx context.Context, session, summary string) (*EditCo
 // safety checkpoint's tree and state with the new contents at the edited
 // paths; it refuses (ErrConflict) when a path differs from its base in the
 // safety capture (changed between the check and the capture).
-func (r *Repo) buildEditCommit(m *move, safety objects.ID, now *captured, p *edits.Pending, next map[string][]byte) (objects.ID, error) {
-	sck, err := r.objects.ReadCheckpoint(safety)
-	if err != nil {
-		return objects.ID{}, err
-	}
+func (r *Repo) buildEditCommit(m *move, safety objects.ID, now *captured, p *edits.Pending, next map[string][]byte, step *taskStep) (objects.ID, error) {
 	w := r.objects.NewWriter()
 	defer w.Abort()
 	treeEdits := map[string]*objects.TreeEntry{}
@@ -611,27 +632,13 @@ func (r *Repo) buildEditCommit(m *move, safety objects.ID, now *captured, p *edi
 	if err != nil {
 		return objects.ID{}, err
 	}
-	c := &captured{tree: tree, state: sck.State, sources: maps.Clone(sck.StateSources), docs: map[string]objects.TreeEntry{},
-		data: map[string][]byte{}, files: map[string]string{}, snap: &worktree.Snapshot{Files: -1}}
-	if c.sources == nil {
-		c.sources = map[string]string{}
+	snap := &worktree.Snapshot{Files: -1}
+	for _, q := range now.unreadable() {
+		snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: q, Kept: true})
 	}
-	st, err := r.objects.ReadTree(sck.State)
-	if err != nil {
-		return objects.ID{}, err
+	kind := kindEditCommit
+	if step != nil {
+		kind = kindTaskCommit
 	}
-	for _, e := range st.Entries {
-		c.docs[e.Name] = e
-	}
-	for _, q := range sck.Skipped {
-		c.snap.Skipped = append(c.snap.Skipped, worktree.Skipped{Path: q, Kept: true})
-	}
-	res, _, err := r.buildCheckpoint(w, m.Session, safety, sck, c, CheckpointOptions{Kind: kindEditCommit, Summary: m.summary})
-	if err != nil {
-		return objects.ID{}, err
-	}
-	if _, err := w.Commit(); err != nil {
-		return objects.ID{}, err
-	}
-	return res.ID, nil
+	return r.recordMoveEnd(w, m, safety, tree, snap, kind, step)
 }

@@ -203,10 +203,13 @@ func (h *history) taskCheckpoints(session string, id int) (begin, end objects.ID
 		switch OpKind(op.Kind) {
 		case OpTaskBegin:
 			begin = op.Checkpoint
-		case OpTaskCommit:
+		case OpTaskCommit, OpTaskRevert:
+			// A move (a revert, a commit with staged edits) names its
+			// end as its target; a checkpoint as its checkpoint.
 			end = op.Checkpoint
-		case OpTaskRevert:
-			end = op.Target
+			if !op.Target.IsZero() {
+				end = op.Target
+			}
 		}
 	}
 	return begin, end

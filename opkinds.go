@@ -42,10 +42,19 @@ var opKinds = map[OpKind]struct{ undo, redo reverser }{
 	// The task stack travels with the head: moving the head back undoes a
 	// begin or a commit. A revert rewound the files: it is a move.
 	OpTaskBegin:  {moveRefsBack, moveRefsBack},
-	OpTaskCommit: {moveRefsBack, moveRefsBack},
+	OpTaskCommit: {commitBack, commitBack},
 	OpTaskRevert: {moveTree, moveTree},
 	// An edit commit is a move limited to the edited paths (MovesHead).
 	OpEditCommit: {moveTree, moveTree},
+}
+
+// commitBack undoes or redoes a task commit: a move when it applied staged
+// edits (its record then names a safety checkpoint), else a head move.
+func commitBack(r *Repo, ctx context.Context, session string, op refs.Op, undo bool, res *UndoResult) error {
+	if !op.Safety.IsZero() {
+		return moveTree(r, ctx, session, op, undo, res)
+	}
+	return moveRefsBack(r, ctx, session, op, undo, res)
 }
 
 // undoable reports whether operations of kind go on the undo stack.

@@ -74,6 +74,8 @@ type TaskResult struct {
 	Checkpoint objects.ID    `json:"checkpoint"` // the task-begin, task-commit or task-revert checkpoint
 	Stack      []int         `json:"stack"`      // the open tasks after it
 	Rewind     *RewindResult `json:"rewind,omitempty"`
+	// Edits: the staged edits a task commit applied with it.
+	Edits *EditCommitResult `json:"edits,omitempty"`
 }
 
 // taskDetail is the op-log detail of a task operation.
@@ -104,10 +106,52 @@ func (r *Repo) TaskBegin(ctx context.Context, o TaskOptions) (*TaskResult, error
 // TaskCommit completes the current task with a summary and records a
 // task-commit checkpoint (with o.KeepOpen the task stays current). With no
 // open task it is ErrUsage.
+//
+// Staged edits pending in the session are committed with it, atomically:
+// the task-commit checkpoint then holds them, and undo puts the files back.
 func (r *Repo) TaskCommit(ctx context.Context, o TaskOptions) (*TaskResult, error) {
-	return r.taskCheckpoint(ctx, o, OpTaskCommit, kindTaskCommit, func(s *tasks.State, _, messages int) (*tasks.Task, error) {
-		return s.Commit(o.Text, o.KeepOpen, messages)
-	})
+	apply := func(s *tasks.State, _, messages int) (*tasks.Task, error) { return s.Commit(o.Text, o.KeepOpen, messages) }
+	session, err := sessionName(o.Session)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.loadEdits(session)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Changes) == 0 {
+		return r.taskCheckpoint(ctx, o, OpTaskCommit, kindTaskCommit, apply)
+	}
+	if len(o.State) > 0 {
+		return nil, fmt.Errorf("%w: a task commit with staged edits re-reads the state documents; --conversation and --state are not taken", ErrUsage)
+	}
+	step := &taskStep{kind: OpTaskCommit}
+	step.apply = func(s *tasks.State, messages int) (*tasks.Task, error) {
+		t, err := apply(s, 0, messages)
+		if err != nil {
+			err = fmt.Errorf("%w: %w", ErrUsage, err)
+		}
+		return t, err
+	}
+	// Refuse a commit with nothing open before anything is written.
+	_, head, err := r.head(session)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.taskState(head)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := step.apply(s, 0); err != nil {
+		return nil, err
+	}
+	ec, err := r.editCommit(ctx, session, o.Text, step)
+	if err != nil {
+		return nil, err
+	}
+	res := r.taskResult(session, step, *ec.Checkpoint, ec.Rewind)
+	res.Edits = ec
+	return res, nil
 }
 
 func (r *Repo) taskCheckpoint(ctx context.Context, o TaskOptions, op OpKind, kind string,
@@ -129,7 +173,7 @@ func (r *Repo) taskCheckpoint(ctx context.Context, o TaskOptions, op OpKind, kin
 	return r.taskResult(session, step, res.ID, nil), nil
 }
 
-// TaskRevert abandons the current task: it rewinds the working tree to the
+// TaskRevert abandons the current task (dropping staged edits): it rewinds the working tree to the
 // task's task-begin checkpoint (after the usual safety checkpoint, so undo
 // brings the attempt back), keeps the conversation and other state
 // documents as they are, and records a task-revert checkpoint holding the
@@ -145,7 +189,12 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
 	_, head, err := r.head(session)
 	if err != nil {
 		return nil, err
@@ -184,6 +233,14 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	rr, err := r.run(ctx, m, false)
 	if err != nil && (rr == nil || step.after == nil) {
 		return nil, err
+	}
+	release() // the edits lock is taken before the writer's, never after
+	released = true
+	if err == nil || errors.Is(err, ErrPartial) {
+		// The attempt is abandoned: so are its staged edits.
+		if derr := r.dropEdits(ctx, session); derr != nil {
+			err = errors.Join(err, derr)
+		}
 	}
 	res := r.taskResult(session, step, m.Target, rr)
 	return res, err
@@ -313,60 +370,64 @@ func (r *Repo) applyTask(step *taskStep, c *captured, parent *objects.Checkpoint
 
 // buildRevert records the checkpoint a task revert ends on: the files of
 // the task's begin (tck), the state documents of the safety checkpoint,
-// and the task document with the current task reverted; its parent is the
-// safety checkpoint.
+// and the task document with the current task reverted.
 func (r *Repo) buildRevert(m *move, safety objects.ID, tck *objects.Checkpoint, step *taskStep) (objects.ID, error) {
+	w := r.objects.NewWriter()
+	defer w.Abort()
+	snap := &worktree.Snapshot{Files: tck.Stats.Files, Bytes: tck.Stats.Bytes}
+	for _, p := range tck.Skipped {
+		snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: p, Kept: true})
+	}
+	return r.recordMoveEnd(w, m, safety, tck.Tree, snap, kindTaskRevert, step)
+}
+
+// recordMoveEnd records and commits the checkpoint a built move ends on:
+// tree (snap gives its counts and kept paths), the safety checkpoint's
+// state documents with, when step is given, the task document it changes;
+// its parent is the safety checkpoint.
+func (r *Repo) recordMoveEnd(w *objects.Writer, m *move, safety, tree objects.ID, snap *worktree.Snapshot, kind string, step *taskStep) (objects.ID, error) {
 	sck, err := r.objects.ReadCheckpoint(safety)
 	if err != nil {
 		return objects.ID{}, err
 	}
-	s, err := r.taskState(sck)
-	if err != nil {
-		return objects.ID{}, err
-	}
-	t, err := step.apply(s, max(sck.Stats.Messages, 0))
-	if err != nil {
-		return objects.ID{}, err
-	}
-	step.done, step.after = t, s
 	st, err := r.objects.ReadTree(sck.State)
 	if err != nil {
 		return objects.ID{}, err
 	}
-	w := r.objects.NewWriter()
-	defer w.Abort()
-	data := s.Marshal()
-	var base objects.ID
-	if e, ok := st.Find(TaskDoc); ok {
-		base = e.ID
-	}
-	docID, err := w.PutBytesAppend(data, base)
-	if err != nil {
-		return objects.ID{}, err
-	}
-	c := &captured{tree: tck.Tree, sources: maps.Clone(sck.StateSources), docs: map[string]objects.TreeEntry{},
-		data: map[string][]byte{TaskDoc: data}, files: map[string]string{},
-		snap: &worktree.Snapshot{Files: tck.Stats.Files, Bytes: tck.Stats.Bytes}}
+	c := &captured{tree: tree, state: sck.State, sources: maps.Clone(sck.StateSources), docs: map[string]objects.TreeEntry{},
+		data: map[string][]byte{}, files: map[string]string{}, snap: snap}
 	if c.sources == nil {
 		c.sources = map[string]string{}
 	}
-	for _, p := range tck.Skipped {
-		c.snap.Skipped = append(c.snap.Skipped, worktree.Skipped{Path: p, Kept: true})
-	}
-	var nst objects.Tree
 	for _, e := range st.Entries {
-		if e.Name != TaskDoc {
-			c.docs[e.Name] = e
+		c.docs[e.Name] = e
+	}
+	if step != nil {
+		s, err := r.taskState(sck)
+		if err != nil {
+			return objects.ID{}, err
+		}
+		t, err := step.apply(s, max(sck.Stats.Messages, 0))
+		if err != nil {
+			return objects.ID{}, err
+		}
+		step.done, step.after = t, s
+		data := s.Marshal()
+		docID, err := w.PutBytesAppend(data, c.docs[TaskDoc].ID)
+		if err != nil {
+			return objects.ID{}, err
+		}
+		c.docs[TaskDoc] = objects.TreeEntry{Name: TaskDoc, Mode: objects.ModeFile, ID: docID, Size: int64(len(data))}
+		c.data[TaskDoc] = data
+		var nst objects.Tree
+		for _, n := range slices.Sorted(maps.Keys(c.docs)) {
+			nst.Entries = append(nst.Entries, c.docs[n])
+		}
+		if c.state, err = w.PutDelta(objects.TypeTree, nst.Encode(), sck.State); err != nil {
+			return objects.ID{}, err
 		}
 	}
-	c.docs[TaskDoc] = objects.TreeEntry{Name: TaskDoc, Mode: objects.ModeFile, ID: docID, Size: int64(len(data))}
-	for _, n := range slices.Sorted(maps.Keys(c.docs)) {
-		nst.Entries = append(nst.Entries, c.docs[n])
-	}
-	if c.state, err = w.PutDelta(objects.TypeTree, nst.Encode(), sck.State); err != nil {
-		return objects.ID{}, err
-	}
-	res, _, err := r.buildCheckpoint(w, m.Session, safety, sck, c, CheckpointOptions{Kind: kindTaskRevert, Summary: m.summary})
+	res, _, err := r.buildCheckpoint(w, m.Session, safety, sck, c, CheckpointOptions{Kind: kind, Summary: m.summary})
 	if err != nil {
 		return objects.ID{}, err
 	}

@@ -169,3 +169,51 @@ func TestTaskConcurrentBegins(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// A task commit with staged edits applies them atomically in its
+// task-commit checkpoint; undo puts the files back and reopens the task; a
+// revert drops staged edits.
+func TestTaskCommitWithStagedEdits(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "timeout: 30\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	begin(t, r, "", "raise the timeout")
+	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "30", New: "60"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.TaskCommit(ctx, snap.TaskOptions{Text: "raised"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "timeout: 60\n" {
+		t.Fatalf("after the task commit: %q", b)
+	}
+	if res.Edits == nil || res.Edits.AppliedChanges != 1 || res.Task.Status != tasks.Committed || res.Task.End == nil || *res.Task.End != res.Checkpoint {
+		t.Fatalf("task commit with edits: %+v %+v", res, res.Edits)
+	}
+	if show, err := r.Show(ctx, res.Checkpoint); err != nil || show.Kind != "task-commit" {
+		t.Fatalf("the checkpoint: %+v %v", show, err)
+	}
+	if st, _ := r.EditStatus(ctx, ""); st.Status != "idle" {
+		t.Fatalf("edits still pending: %+v", st)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "timeout: 30\n" {
+		t.Fatalf("after the undo: %q", b)
+	}
+	if tree, _ := r.Tasks(ctx, "", nil); tree.Current == nil {
+		t.Fatalf("the undo did not reopen the task: %+v", tree)
+	}
+	// A revert drops what is staged.
+	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "30", New: "90"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := r.EditStatus(ctx, ""); st.Status != "idle" {
+		t.Fatalf("a revert kept the staged edits: %+v", st)
+	}
+}
