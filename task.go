@@ -110,7 +110,9 @@ func (r *Repo) TaskBegin(ctx context.Context, o TaskOptions) (*TaskResult, error
 // Staged edits pending in the session are committed with it, atomically:
 // the task-commit checkpoint then holds them, and undo puts the files back.
 func (r *Repo) TaskCommit(ctx context.Context, o TaskOptions) (*TaskResult, error) {
-	apply := func(s *tasks.State, _, messages int) (*tasks.Task, error) { return s.Commit(o.Text, o.KeepOpen, messages) }
+	apply := func(s *tasks.State, _, messages int) (*tasks.Task, error) {
+		return s.Commit(o.Text, o.KeepOpen, messages)
+	}
 	session, err := sessionName(o.Session)
 	if err != nil {
 		return nil, err
