@@ -177,7 +177,37 @@ func (r *Repo) lockEdits(ctx context.Context, session string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// loadEdits reads the session's pending changes (the caller holds the
+// edits lock) and settles a commit a killed process left: when the op log
+// records its txn, it completed and the changes are gone; when its move is
+// still journalled, it is completed first (the writer lock runs the
+// recovery); otherwise it never moved a file and the changes stay.
 func (r *Repo) loadEdits(session string) (*edits.Pending, error) {
+	p, err := r.readEdits(session)
+	if err != nil || p.Committing == "" {
+		return p, err
+	}
+	ctx := context.Background()
+	if r.refs.JournalPending() {
+		release, err := r.writing(ctx) // completes the journalled move
+		if err != nil {
+			return nil, err
+		}
+		release()
+	}
+	done, err := r.history().recorded(p.Committing)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		p = edits.New()
+	} else {
+		p.Committing = ""
+	}
+	return p, r.saveEdits(session, p)
+}
+
+func (r *Repo) readEdits(session string) (*edits.Pending, error) {
 	data, err := os.ReadFile(r.editsFile(session))
 	if errors.Is(err, fs.ErrNotExist) {
 		return edits.New(), nil
@@ -567,8 +597,14 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 	if step != nil {
 		kind = step.kind
 	}
+	// The txn goes into the pending changes before any file moves, so a
+	// commit killed at any point is settled by the next edit verb.
+	p.Committing = newTxn()
+	if err := r.saveEdits(session, p); err != nil {
+		return nil, err
+	}
 	m := &move{Kind: string(kind), Session: session, Target: headID, NewHead: headID,
-		Scope:   rewindScope{Files: true, Paths: res.Paths, MovesHead: true},
+		Scope:   rewindScope{Files: true, Paths: res.Paths, MovesHead: true, Txn: p.Committing},
 		summary: summary,
 		build: func(m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
 			id, err := r.buildEditCommit(m, safety, now, p, next, step)
@@ -580,6 +616,10 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 	rr, err := r.run(ctx, m, false)
 	res.Rewind = rr
 	if err != nil {
+		if done, rerr := r.history().recorded(p.Committing); rerr == nil && !done && !r.refs.JournalPending() {
+			p.Committing = "" // nothing moved: the changes stay pending
+			err = errors.Join(err, r.saveEdits(session, p))
+		}
 		return res, err
 	}
 	id := m.NewHead

@@ -136,7 +136,9 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 			return nil, err
 		}
 		defer unlock()
-		m.Scope.Txn = newTxn()
+		if m.Scope.Txn == "" { // an edit commit names its txn beforehand
+			m.Scope.Txn = newTxn()
+		}
 	}
 	tck, err := r.loadCheckpoint(target)
 	if err != nil {

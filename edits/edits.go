@@ -65,6 +65,10 @@ type Pending struct {
 	Next    int      `json:"next"` // the next letter: 0 is A; letters are never reused in an edit session
 	Files   []File   `json:"files"`
 	Changes []Change `json:"changes"`
+	// Committing: the txn of a commit under way. A commit killed before its
+	// files moved leaves it set with the changes pending; the engine then
+	// asks its op log whether that txn completed (see snap's settleEdits).
+	Committing string `json:"committing,omitempty"`
 }
 
 // New returns an empty edit session.
