@@ -99,7 +99,7 @@ func TestConcurrentSessions(t *testing.T) {
 	}
 	r.Objects().Reload()
 	for _, a := range acks {
-		log, err := r.Log(ctx, a.session, 0, false)
+		log, err := r.Log(ctx, snap.LogOptions{Session: a.session})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func TestConcurrentSessions(t *testing.T) {
 	}
 	// Same-session writers were serialised by CAS: alpha's log is one chain
 	// holding all of both writers' checkpoints.
-	log, _ := r.Log(ctx, "alpha", 0, false)
+	log, _ := r.Log(ctx, snap.LogOptions{Session: "alpha"})
 	if len(log) != 2*perProc {
 		t.Fatalf("alpha has %d checkpoints, want %d", len(log), 2*perProc)
 	}

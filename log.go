@@ -26,10 +26,18 @@ type LogEntry struct {
 	Abandoned bool          `json:"abandoned"` // not an ancestor of the head: a future a rewind left behind
 }
 
-// Log lists every checkpoint of the session, newest first (at most n when
-// n > 0), including those on branches a rewind abandoned, which are marked.
-// With all, every session is listed, one after the other.
-func (r *Repo) Log(ctx context.Context, session string, n int, all bool) ([]LogEntry, error) {
+// LogOptions select what Log lists.
+type LogOptions struct {
+	Session string
+	N       int    // at most N entries (after Kind); 0: all
+	All     bool   // every session, one after the other
+	Kind    string // only checkpoints of this kind ("pre-call", "task-commit", ...)
+}
+
+// Log lists every checkpoint of the session, newest first, including those
+// on branches a rewind abandoned, which are marked.
+func (r *Repo) Log(ctx context.Context, o LogOptions) ([]LogEntry, error) {
+	session, n, all := o.Session, o.N, o.All
 	h := r.history()
 	sessions := []string{}
 	if all {
@@ -71,8 +79,8 @@ func (r *Repo) Log(ctx context.Context, session string, n int, all bool) ([]LogE
 			if err != nil {
 				return nil, err
 			}
-			if ck == nil {
-				continue // expired by retention
+			if ck == nil || o.Kind != "" && ck.Kind != o.Kind {
+				continue // expired by retention, or not asked for
 			}
 			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID,
 				Summary: ck.Summary, Labels: labels[list[i].ID], Stats: ck.Stats, Head: list[i].ID == head}
@@ -147,6 +155,12 @@ type ShowResult struct {
 	ParentExpired bool        `json:"parent_expired"`
 	Files         FileChanges `json:"files"`
 	State         []StateInfo `json:"state"`
+	// Conversation: its first user message and last assistant message
+	// (a rollback's detail view); null without a conversation document.
+	Conversation *ConversationPreview `json:"conversation_preview"`
+	// Context: the fields of a "context" document in the recommended shape
+	// (README, "API-call context snapshots"); null otherwise.
+	Context *ContextSummary `json:"context"`
 }
 
 // Show describes checkpoint id: metadata, files changed against its
@@ -202,6 +216,12 @@ func (r *Repo) Show(ctx context.Context, id objects.ID) (*ShowResult, error) {
 	}
 	for _, e := range st.Entries {
 		res.State = append(res.State, StateInfo{Name: e.Name, Size: e.Size, ID: e.ID, Source: ck.StateSources[e.Name]})
+		switch e.Name {
+		case ConversationDoc:
+			res.Conversation = r.previewConversation(e)
+		case ContextDoc:
+			res.Context = r.summarizeContext(e)
+		}
 	}
 	return res, nil
 }

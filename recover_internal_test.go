@@ -180,7 +180,7 @@ func TestRecoveryRecordsWorkDoneSince(t *testing.T) {
 	if _, err := r.Checkpoint(ctx, CheckpointOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	log, err := r.Log(ctx, "", 0, false)
+	log, err := r.Log(ctx, LogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestRetentionKeepsLastAndLabelled(t *testing.T) {
 			t.Fatalf("checkpoint %s should have expired", id.Short())
 		}
 	}
-	log, err := r.Log(ctx, "", 0, false)
+	log, err := r.Log(ctx, snap.LogOptions{})
 	if err != nil || len(log) != 6 {
 		t.Fatalf("log after gc: %d entries, %v", len(log), err)
 	}
@@ -150,7 +150,7 @@ func TestInjectedClock(t *testing.T) {
 		writeFile(t, filepath.Join(root, "f"), fmt.Sprint(i))
 		checkpoint(t, r, snap.CheckpointOptions{})
 	}
-	log, err := r.Log(ctx, "", 0, false)
+	log, err := r.Log(ctx, snap.LogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

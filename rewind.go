@@ -30,6 +30,11 @@ type RewindOptions struct {
 	Paths            []string // restore only these paths (implies FilesOnly; the head stays; each must exist in the target or the tree: else ErrNoPath)
 	DryRun           bool     // report what would change, change nothing
 	StateOut         string   // write state documents into this directory instead of their source paths
+	// State restores only these state documents (implies ConversationOnly;
+	// the head stays, as with Paths). Each must be in the target or the
+	// session's head: else ErrNoPath. The task stack travels with the head
+	// and cannot be restored alone.
+	State []string
 }
 
 // StateRestored is a state document a rewind wrote, or removed (Deleted:
@@ -73,6 +78,8 @@ type rewindScope struct {
 	// MovesHead: the head goes to the target even when Paths limit the
 	// restore (an edit commit), instead of staying as for 'rewind --path'.
 	MovesHead bool `json:"moves_head,omitempty"`
+	// Docs limits the state documents restored to these names.
+	Docs []string `json:"docs,omitempty"`
 	// An undo's: what the rewind it undoes created though the ignore
 	// rules ignored it (worktree.RestoreOptions.UndoCreated), the state
 	// documents it created (StateRestored.Created), and that rewind's
@@ -101,7 +108,16 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 	if err != nil {
 		return nil, err
 	}
-	scope := rewindScope{Files: !o.ConversationOnly, State: !o.FilesOnly && len(o.Paths) == 0, Paths: o.Paths, StateOut: o.StateOut}
+	if len(o.State) > 0 && (o.FilesOnly || len(o.Paths) > 0) {
+		return nil, fmt.Errorf("%w: --state restores state documents only; it cannot go with --files-only or --path", ErrUsage)
+	}
+	for _, n := range o.State {
+		if n == TaskDoc {
+			return nil, fmt.Errorf("%w: the task stack travels with the session head: rewind the head (or undo) to restore it", ErrUsage)
+		}
+	}
+	scope := rewindScope{Files: !o.ConversationOnly && len(o.State) == 0, State: !o.FilesOnly && len(o.Paths) == 0, Paths: o.Paths,
+		StateOut: o.StateOut, Docs: o.State}
 	if o.StateOut != "" {
 		if scope.StateOut, err = filepath.Abs(o.StateOut); err != nil {
 			return nil, err
@@ -190,6 +206,18 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 			return nil, fmt.Errorf("%w: %s is neither in checkpoint %s nor in the working tree", ErrNoPath, p, target.Short())
 		}
 	}
+	if len(scope.Docs) > 0 {
+		st, err := r.objects.ReadTree(tck.State)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range scope.Docs {
+			if _, ok := st.Find(n); !ok && tck.StateSources[n] == "" && now.sources[n] == "" {
+				return nil, fmt.Errorf("%w: state document %q is in neither checkpoint %s (it has %s) nor the session's head",
+					ErrNoPath, n, target.Short(), stateNames(st))
+			}
+		}
+	}
 	safety, current := headID, headID // current: the head once the safety checkpoint is taken
 	if !dryRun && head != nil && !now.same(head) && !known.IsZero() {
 		if kck, err := r.objects.ReadCheckpoint(known); err == nil && now.same(kck) {
@@ -210,7 +238,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		safety, current = cres.ID, cres.ID
 		res.SafetyCreated = true
 	}
-	if (len(scope.Paths) > 0 || scope.StateOut != "" && !scope.Files) && m.Kind != "undo" && !scope.MovesHead {
+	if (len(scope.Paths) > 0 || len(scope.Docs) > 0 || scope.StateOut != "" && !scope.Files) && m.Kind != "undo" && !scope.MovesHead {
 		// Restoring some paths, like 'git checkout REF -- PATH', or
 		// exporting the state documents elsewhere leaves the head where it
 		// is: the session did not go back.

@@ -184,7 +184,7 @@ func TestRewindUndoRedoLeaveIgnoredAlone(t *testing.T) {
 	}
 	ignored("rewind #2")
 	app("rewind #2", "v2")
-	log, err := r.Log(ctx, "", 0, true)
+	log, err := r.Log(ctx, snap.LogOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestUnchangedCheckpointRecordsNothing(t *testing.T) {
 	if c4.Unchanged {
 		t.Fatal("a labelled checkpoint was not recorded")
 	}
-	log, _ := r.Log(ctx, "", 0, false)
+	log, _ := r.Log(ctx, snap.LogOptions{})
 	if len(log) != 3 {
 		t.Fatalf("log has %d checkpoints, want 3", len(log))
 	}
@@ -583,7 +583,7 @@ func TestSessionManagement(t *testing.T) {
 	if _, err := gc.Collect(ctx, r.Objects(), r.Refs(), gc.Options{Grace: 0, Policy: &gc.Policy{KeepLast: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	log, _ := r.Log(ctx, "five", 0, false)
+	log, _ := r.Log(ctx, snap.LogOptions{Session: "five"})
 	if n := count("five", false); n != len(log) || n != 2 {
 		t.Fatalf("count %d, log lists %d, want 2", n, len(log))
 	}

@@ -167,7 +167,7 @@ func TestRewindUndoRedoRoundTrip(t *testing.T) {
 		t.Fatalf("redo differs from #1:\n%s", d)
 	}
 	// The log still shows c2 (abandoned) and the safety checkpoint.
-	log, err := r.Log(ctx, "", 0, false)
+	log, err := r.Log(ctx, snap.LogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

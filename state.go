@@ -26,9 +26,13 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 		return err
 	}
 	stateOut := scope.StateOut
+	wanted := func(name string) bool { return len(scope.Docs) == 0 || slices.Contains(scope.Docs, name) }
 	if stateOut == "" {
 		r.removeCreatedState(tck, scope, dryRun, res)
 		for _, name := range slices.Sorted(maps.Keys(tck.StateSources)) {
+			if !wanted(name) {
+				continue
+			}
 			dest := tck.StateSources[name]
 			if _, ok := st.Find(name); ok || now.sources[name] != dest {
 				continue
@@ -55,6 +59,9 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 		}
 	}
 	for _, e := range st.Entries {
+		if !wanted(e.Name) {
+			continue
+		}
 		dest := tck.StateSources[e.Name]
 		if stateOut != "" {
 			dest = filepath.Join(stateOut, e.Name)

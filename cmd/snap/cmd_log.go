@@ -13,8 +13,9 @@ import (
 
 type logOptions struct {
 	globalOptions
-	N   int  // at most N entries; 0: all
-	All bool // every session
+	N    int    // at most N entries; 0: all
+	All  bool   // every session
+	Kind string // only this kind
 }
 
 type logResult struct {
@@ -38,12 +39,17 @@ you can still go back to with snap rewind '#N'. Labels are shown in
 brackets. "-" stands for no message id, no summary, or no conversation
 recorded (in the msgs column; "messages": -1 in --json stats).
 
+--kind K lists only checkpoints of kind K (pre-call, task-commit, edit-commit,
+pre-rewind, ...).
+
 Examples:
    snap log -n 10
-   snap log --all --json`,
+   snap log --all --json
+   snap log --kind pre-call`,
 		Flags: withGlobals(
 			&cli.IntFlag{Name: "n", Usage: "show at most `N` checkpoints", DefaultText: "all"},
 			&cli.BoolFlag{Name: "all", Usage: "list every session, not just the current one"},
+			&cli.StringFlag{Name: "kind", Usage: "list only checkpoints of kind `K`"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -52,7 +58,7 @@ Examples:
 			if c.Int("n") < 0 {
 				return usageErrorf("-n must not be negative")
 			}
-			return runLog(c.Context, logOptions{globalOptions: globals(c), N: c.Int("n"), All: c.Bool("all")}, inv.stdout)
+			return runLog(c.Context, logOptions{globalOptions: globals(c), N: c.Int("n"), All: c.Bool("all"), Kind: c.String("kind")}, inv.stdout)
 		},
 	}
 }
@@ -63,7 +69,7 @@ func runLog(ctx context.Context, o logOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
-	entries, err := repo.Log(ctx, o.session(), o.N, o.All)
+	entries, err := repo.Log(ctx, snap.LogOptions{Session: o.session(), N: o.N, All: o.All, Kind: o.Kind})
 	if err != nil {
 		return err
 	}

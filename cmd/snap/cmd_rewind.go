@@ -19,6 +19,7 @@ type rewindOptions struct {
 	Paths            []string
 	DryRun           bool
 	StateOut         string
+	State            []string
 }
 
 func rewindCommand(inv *invocation) *cli.Command {
@@ -46,6 +47,9 @@ still are; the exit code is then 3.
                          working tree is an error (exit 4)
    --dry-run             show what would change, change nothing
    --state-out DIR       write the state documents into DIR instead
+   --state NAME          restore only state document NAME (repeatable): no
+                         files, no other document; the head stays (to retry
+                         an API call from a saved 'context', say)
 
 The checkpoints after REF stay in 'snap log', marked (abandoned), and can be
 rewound to in turn.
@@ -54,13 +58,15 @@ Examples:
    snap rewind '#3' --dry-run
    snap rewind msg:msg_07
    snap rewind @~2 --files-only --path src/
-   snap rewind '#3' --conversation-only --state-out /tmp/restored`,
+   snap rewind '#3' --conversation-only --state-out /tmp/restored
+   snap rewind @~1 --state context`,
 		Flags: withGlobals(
 			&cli.BoolFlag{Name: "files-only", Usage: "restore the working tree only, not the state documents"},
 			&cli.BoolFlag{Name: "conversation-only", Usage: "restore the state documents only, not the working tree"},
 			&cli.StringSliceFlag{Name: "path", Usage: "restore only `P` and what lies beneath it (implies --files-only); repeatable"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "report what would change; change nothing"},
 			&cli.StringFlag{Name: "state-out", Usage: "write state documents into `DIR` instead of their recorded paths"},
+			&cli.StringSliceFlag{Name: "state", Usage: "restore only state document `NAME` (no files; the head stays); repeatable"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -68,7 +74,10 @@ Examples:
 			}
 			o := rewindOptions{globalOptions: globals(c), Ref: c.Args().First(),
 				FilesOnly: c.Bool("files-only"), ConversationOnly: c.Bool("conversation-only"),
-				Paths: c.StringSlice("path"), DryRun: c.Bool("dry-run"), StateOut: c.String("state-out")}
+				Paths: c.StringSlice("path"), DryRun: c.Bool("dry-run"), StateOut: c.String("state-out"), State: c.StringSlice("state")}
+			if len(o.State) > 0 && (o.FilesOnly || len(o.Paths) > 0) {
+				return usageErrorf("--state restores state documents only; it cannot go with --files-only or --path")
+			}
 			if o.FilesOnly && o.ConversationOnly {
 				return usageErrorf("--files-only and --conversation-only exclude each other")
 			}
@@ -92,7 +101,7 @@ func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
 	}
 	defer repo.Close()
 	ro := snap.RewindOptions{Session: o.session(), Target: o.Ref, FilesOnly: o.FilesOnly,
-		ConversationOnly: o.ConversationOnly, DryRun: o.DryRun}
+		ConversationOnly: o.ConversationOnly, DryRun: o.DryRun, State: o.State}
 	if len(o.Paths) > 0 {
 		if ro.Paths, err = o.projectPaths(repo, o.Paths); err != nil {
 			return err
@@ -112,7 +121,7 @@ func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
 	}
 	if perr := emit(out, o.JSON, res, func(w io.Writer) error {
 		switch verb := "rewound"; {
-		case len(ro.Paths) > 0 || ro.StateOut != "" && ro.ConversationOnly:
+		case len(ro.Paths) > 0 || len(ro.State) > 0 || ro.StateOut != "" && ro.ConversationOnly:
 			// The head stays (like 'git checkout REF -- PATH').
 			verb = "restored"
 			if res.DryRun {

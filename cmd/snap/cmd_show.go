@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -142,7 +144,40 @@ func runShow(ctx context.Context, o showOptions, out io.Writer) error {
 				}
 				fmt.Fprintf(tw, "%s\tfrom %s\n", line, src)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if c := res.Conversation; c != nil && (c.FirstUser != "" || c.LastAssistant != "") {
+			fmt.Fprintln(w, "\nconversation:")
+			if c.FirstUser != "" {
+				fmt.Fprintf(w, "  first user message:     %s\n", printable(oneLine(c.FirstUser)))
+			}
+			if c.LastAssistant != "" {
+				fmt.Fprintf(w, "  last assistant message: %s\n", printable(oneLine(c.LastAssistant)))
+			}
+		}
+		if c := res.Context; c != nil {
+			fmt.Fprintln(w, "\ncontext (the saved API call):")
+			if c.Model != "" {
+				fmt.Fprintf(w, "  model     %s\n", c.Model)
+			}
+			if c.Attempt > 0 {
+				fmt.Fprintf(w, "  attempt   %d\n", c.Attempt)
+			}
+			fmt.Fprintf(w, "  system    %s\n", plural(c.SystemChars, "character"))
+			fmt.Fprintf(w, "  messages  %d\n", c.Messages)
+			if len(c.Files) > 0 {
+				fmt.Fprintf(w, "  files     %s\n", strings.Join(c.Files, ", "))
+			}
+			for _, k := range slices.Sorted(maps.Keys(c.Config)) {
+				if k != "model" {
+					fmt.Fprintf(w, "  config    %s = %v\n", k, c.Config[k])
+				}
+			}
+			for _, k := range slices.Sorted(maps.Keys(c.Params)) {
+				fmt.Fprintf(w, "  param     %s = %v\n", k, c.Params[k])
+			}
 		}
 		return nil
 	})
