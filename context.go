@@ -1,11 +1,17 @@
 package snap
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/snapcore-dev/snap/conversation"
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/tasks"
 )
 
 // ContextDoc is the state document an agent saves the context of its next
@@ -123,4 +129,149 @@ func cut(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// CompactedConversation is a conversation with each finished task's
+// messages replaced by one summary message (see Repo.CompactConversation).
+type CompactedConversation struct {
+	Checkpoint   objects.ID             `json:"checkpoint"`
+	Format       conversation.Format    `json:"format"`
+	Messages     []conversation.Message `json:"messages"`
+	Tasks        []CompactedTask        `json:"compacted_tasks"`
+	HistoryDelta HistoryDelta           `json:"history_delta"`
+	// Raw is the compacted document in the original's own format (JSONL
+	// stays JSONL, a JSON array stays an array); nil, with RawProblem
+	// saying why, for formats that cannot be written back.
+	Raw        []byte `json:"-"`
+	RawProblem string `json:"raw_problem,omitempty"`
+}
+
+// CompactedTask is one task whose messages a summary replaced.
+type CompactedTask struct {
+	ID      int    `json:"id"`
+	From    int    `json:"from"` // messages [from, to) of the original
+	To      int    `json:"to"`
+	Summary string `json:"summary"`
+}
+
+// HistoryDelta is what compaction saves. Tokens are estimated as one per
+// four characters of text, tool input and tool output (the usual rule of
+// thumb for English and code), removed minus added.
+type HistoryDelta struct {
+	MessagesRemoved int `json:"messages_removed"`
+	TokensSaved     int `json:"tokens_saved"`
+}
+
+// CompactConversation returns the conversation recorded in checkpoint id
+// with the messages of each finished task (committed or reverted, as the
+// checkpoint's task document records them: the messages from its begin to
+// its end) replaced by one summary message: the goal, the summary or the
+// reason, and the files it changed. Nested tasks go with their finished
+// parent. The checkpoint is not changed: the full history stays
+// ('snap cat REF --state conversation').
+func (r *Repo) CompactConversation(ctx context.Context, id objects.ID) (*CompactedConversation, error) {
+	ck, err := r.loadCheckpoint(id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.objects.ReadTree(ck.State)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := st.Find(ConversationDoc)
+	if !ok {
+		return nil, fmt.Errorf("%w: state document %q (checkpoint %s has %s)", ErrNoPath, ConversationDoc, id.Short(), stateNames(st))
+	}
+	data, err := r.objects.ReadBlob(e.ID, maxDocSize)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := r.taskState(ck)
+	if err != nil {
+		return nil, err
+	}
+	c := conversation.Parse(data)
+	res := &CompactedConversation{Checkpoint: id, Format: c.Format, Tasks: []CompactedTask{}}
+	h := r.history()
+	var spans []conversation.Span
+	byBegin := slices.Clone(ts.Tasks)
+	sort.SliceStable(byBegin, func(i, j int) bool { return byBegin[i].BeginMessages < byBegin[j].BeginMessages })
+	covered := 0 // messages before this are in a span already
+	for _, t := range byBegin {
+		to := min(t.EndMessages, len(c.Messages))
+		if t.Status == tasks.Open || t.BeginMessages < covered || to <= t.BeginMessages {
+			continue
+		}
+		summary := r.taskSummaryText(ctx, h, ck.Session, &t, to-t.BeginMessages)
+		spans = append(spans, conversation.Span{From: t.BeginMessages, To: to, Summary: summary})
+		res.Tasks = append(res.Tasks, CompactedTask{ID: t.ID, From: t.BeginMessages, To: to, Summary: summary})
+		covered = to
+	}
+	removedChars, addedChars := 0, 0
+	res.Messages = []conversation.Message{}
+	next := 0
+	for _, s := range spans {
+		res.Messages = append(res.Messages, c.Messages[next:s.From]...)
+		for _, m := range c.Messages[s.From:s.To] {
+			removedChars += messageChars(&m)
+		}
+		addedChars += utf8.RuneCountInString(s.Summary)
+		res.Messages = append(res.Messages, conversation.Message{Role: "user", Text: s.Summary})
+		res.HistoryDelta.MessagesRemoved += s.To - s.From - 1
+		next = s.To
+	}
+	res.Messages = append(res.Messages, c.Messages[next:]...)
+	for i := range res.Messages {
+		res.Messages[i].Index = i
+	}
+	res.HistoryDelta.TokensSaved = (removedChars - addedChars) / 4
+	if res.Raw, err = conversation.CompactRaw(data, spans); err != nil {
+		res.Raw, res.RawProblem = nil, err.Error()
+	}
+	return res, nil
+}
+
+// taskSummaryText is the message that stands for a finished task.
+func (r *Repo) taskSummaryText(ctx context.Context, h *history, session string, t *tasks.Task, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[snap: task #%d, %d messages compacted] Goal: %s. ", t.ID, n, t.Goal)
+	if t.Status == tasks.Reverted {
+		fmt.Fprintf(&b, "❌ Reverted: %s (its file changes were undone).", t.Reason)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "✅ Committed: %s.", t.Summary)
+	begin, end := h.taskCheckpoints(session, t.ID)
+	if begin.IsZero() || end.IsZero() {
+		return b.String()
+	}
+	bck, err1 := r.objects.ReadCheckpoint(begin)
+	eck, err2 := r.objects.ReadCheckpoint(end)
+	if err1 != nil || err2 != nil {
+		return b.String()
+	}
+	fc, err := changes(r.objects, bck.Tree, eck.Tree, nil)
+	if err != nil {
+		return b.String()
+	}
+	files := slices.Concat(fc.Added, fc.Modified, fc.Deleted)
+	slices.Sort(files)
+	if len(files) > 20 {
+		files = append(files[:20], fmt.Sprintf("and %d more", len(files)-20))
+	}
+	if len(files) > 0 {
+		fmt.Fprintf(&b, " Files changed: %s.", strings.Join(files, ", "))
+	}
+	return b.String()
+}
+
+// messageChars counts a message's text, tool input and tool output.
+func messageChars(m *conversation.Message) int {
+	n := utf8.RuneCountInString(m.Text)
+	for _, c := range m.ToolCalls {
+		n += utf8.RuneCount(c.Input) + utf8.RuneCountInString(c.Name)
+	}
+	for _, r := range m.ToolResults {
+		n += utf8.RuneCountInString(r.Content)
+	}
+	return n
 }

@@ -15,8 +15,10 @@ import (
 type conversationOptions struct {
 	globalOptions
 	Ref    string // "" is the session head
-	Offset int
-	Limit  int // 0: all
+	Offset  int
+	Limit   int // 0: all
+	Compact bool
+	Raw     bool // with Compact: the compacted document in its own format
 }
 
 func conversationCommand(inv *invocation) *cli.Command {
@@ -38,18 +40,36 @@ document that cannot be parsed is still stored byte for byte; the view says
 why it cannot show it ('snap cat REF --state conversation' prints the raw
 bytes). With --json: {checkpoint, format, total, offset, messages, problems}.
 
+--compact replaces the messages of each finished task (snap task) by one
+summary message: its goal, summary or reason, and the files it changed, and
+reports history_delta {messages_removed, tokens_saved} (tokens estimated as
+characters / 4). --raw prints the compacted document in its own format (JSONL
+stays JSONL, a JSON array stays an array), for a harness that owns its
+history to load back. The checkpoint keeps the full history.
+
 Examples:
    snap conversation --limit 5
-   snap conversation '#3' --offset 10 --limit 10 --json`,
+   snap conversation '#3' --offset 10 --limit 10 --json
+   snap conversation --compact --json
+   snap conversation --compact --raw > compacted.jsonl`,
 		Flags: withGlobals(
 			&cli.IntFlag{Name: "offset", Usage: "skip the first `N` messages"},
 			&cli.IntFlag{Name: "limit", Usage: "show at most `N` messages", DefaultText: "all"},
+			&cli.BoolFlag{Name: "compact", Usage: "replace each finished task's messages by a summary"},
+			&cli.BoolFlag{Name: "raw", Usage: "with --compact: print the compacted document in its own format"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return usageErrorf("conversation takes one REF, got %d arguments", c.NArg())
 			}
-			o := conversationOptions{globalOptions: globals(c), Ref: c.Args().First(), Offset: c.Int("offset"), Limit: c.Int("limit")}
+			o := conversationOptions{globalOptions: globals(c), Ref: c.Args().First(), Offset: c.Int("offset"), Limit: c.Int("limit"),
+				Compact: c.Bool("compact"), Raw: c.Bool("raw")}
+			if o.Raw && !o.Compact {
+				return usageErrorf("--raw goes with --compact ('snap cat REF --state conversation' prints the document as recorded)")
+			}
+			if o.Compact && (o.Offset > 0 || o.Limit > 0) {
+				return usageErrorf("--compact shows the whole conversation; it does not take --offset or --limit")
+			}
 			if o.Offset < 0 || o.Limit < 0 {
 				return usageErrorf("--offset and --limit must not be negative")
 			}
@@ -67,6 +87,28 @@ func runConversation(ctx context.Context, o conversationOptions, out io.Writer) 
 	id, err := repo.Resolve(ctx, o.session(), o.Ref)
 	if err != nil {
 		return err
+	}
+	if o.Compact {
+		cc, err := repo.CompactConversation(ctx, id)
+		if err != nil {
+			return err
+		}
+		if o.Raw {
+			if cc.Raw == nil {
+				return fmt.Errorf("%s: %s", id.Short(), cc.RawProblem)
+			}
+			_, err := out.Write(cc.Raw)
+			return err
+		}
+		return emit(out, o.JSON, cc, func(w io.Writer) error {
+			page := &snap.ConversationPage{Checkpoint: cc.Checkpoint, Format: cc.Format, Total: len(cc.Messages), Messages: cc.Messages}
+			if err := writeConversation(w, page); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(w, "\ncompacted %s: %s removed, about %d tokens saved\n",
+				plural(len(cc.Tasks), "finished task"), plural(cc.HistoryDelta.MessagesRemoved, "message"), cc.HistoryDelta.TokensSaved)
+			return err
+		})
 	}
 	page, err := repo.Conversation(ctx, id, o.Offset, o.Limit)
 	if err != nil {
