@@ -14,7 +14,7 @@ import (
 
 type conversationOptions struct {
 	globalOptions
-	Ref    string // "" is the session head
+	Ref     string // "" is the session head
 	Offset  int
 	Limit   int // 0: all
 	Compact bool
