@@ -114,7 +114,7 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	switch o.Kind {
 	case kindPreRewind:
 		return nil, fmt.Errorf("%w: kind %q is snap's own (the safety checkpoint of a rewind)", ErrUsage, o.Kind)
-	case kindTaskBegin, kindTaskCommit, kindTaskRevert, kindEditCommit:
+	case kindTaskBegin, kindTaskCommit, kindTaskRevert, kindEditCommit, kindRevert:
 		return nil, fmt.Errorf("%w: kind %q is snap's own (use 'snap task' or 'snap edit')", ErrUsage, o.Kind)
 	}
 	for _, d := range o.State {

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
 	github.com/aymanbagabas/go-udiff v0.4.1
+	github.com/epiclabs-io/diff3 v0.0.0-20260520111523-3b1669897fb1
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/klauspost/compress v1.20.3

@@ -24,6 +24,7 @@ const (
 	OpTaskCommit     OpKind = "task-commit"
 	OpTaskRevert     OpKind = "task-revert"
 	OpEditCommit     OpKind = "edit-commit"
+	OpRevert         OpKind = "revert" // the inverse of a checkpoint's change
 )
 
 // reverser undoes (undo) or re-applies (!undo) op in session, filling
@@ -46,6 +47,7 @@ var opKinds = map[OpKind]struct{ undo, redo reverser }{
 	OpTaskRevert: {moveTree, moveTree},
 	// An edit commit is a move limited to the edited paths (MovesHead).
 	OpEditCommit: {moveTree, moveTree},
+	OpRevert:     {moveTree, moveTree},
 }
 
 // commitBack undoes or redoes a task commit: a move when it applied staged

@@ -345,6 +345,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			labelCommand(inv),
 			taskCommand(inv),
 			editCommand(inv),
+			revertCommand(inv),
 			configCommand(inv),
 			sessionsCommand(inv),
 			sessionCommand(inv),
