@@ -246,7 +246,11 @@ func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, e
 	seen := map[objects.ID]bool{}
 	var list []sessionEntry
 	for _, op := range h.ops {
-		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
+		ids := []objects.ID{op.Checkpoint, op.Safety}
+		if builds(op.Kind) {
+			ids = append(ids, op.Target)
+		}
+		for _, id := range ids {
 			if op.Session == session && !id.IsZero() && !seen[id] {
 				seen[id] = true
 				list = append(list, sessionEntry{ID: id, time: op.Time.UnixNano(), expired: h.expired[id]})

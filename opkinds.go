@@ -31,24 +31,38 @@ const (
 // res; it appends its own op-log record.
 type reverser func(r *Repo, ctx context.Context, session string, op refs.Op, undo bool, res *UndoResult) error
 
-// opKinds is the one table of undoable kinds: what an undo and a redo do
-// with an operation of each. A kind not in it is never on the undo stack.
-// A new kind of operation is one entry here, with its two functions.
-var opKinds = map[OpKind]struct{ undo, redo reverser }{
-	OpCheckpoint:     {moveRefsBack, moveRefsBack},
-	OpLabel:          {moveRefsBack, moveRefsBack},
-	OpSessionArchive: {moveRefsBack, moveRefsBack},
-	OpSessionRemove:  {moveRefsBack, moveRefsBack},
-	OpRewind:         {moveTree, moveTree},
-	// The task stack travels with the head: moving the head back undoes a
-	// begin or a commit. A revert rewound the files: it is a move.
-	OpTaskBegin:  {moveRefsBack, moveRefsBack},
-	OpTaskCommit: {commitBack, commitBack},
-	OpTaskRevert: {moveTree, moveTree},
-	// An edit commit is a move limited to the edited paths (MovesHead).
-	OpEditCommit: {moveTree, moveTree},
-	OpRevert:     {moveTree, moveTree},
+// opKind says what undo and redo do with an operation of a kind, and
+// whether its record's Target is a checkpoint the operation itself recorded
+// (a move that builds its end: the session's history lists it).
+type opKind struct {
+	undo, redo reverser
+	builds     bool
 }
+
+// opKinds is the one table of undoable kinds. A kind not in it is never on
+// the undo stack. A new kind of operation is one entry here, with its two
+// functions.
+var opKinds = map[OpKind]opKind{
+	OpCheckpoint:     {moveRefsBack, moveRefsBack, false},
+	OpLabel:          {moveRefsBack, moveRefsBack, false},
+	OpSessionArchive: {moveRefsBack, moveRefsBack, false},
+	OpSessionRemove:  {moveRefsBack, moveRefsBack, false},
+	OpRewind:         {moveTree, moveTree, false},
+	// The task stack travels with the head: moving the head back undoes a
+	// begin or a commit (a commit that applied staged edits is a move). A
+	// revert rewound the files: it is a move.
+	OpTaskBegin:  {moveRefsBack, moveRefsBack, false},
+	OpTaskCommit: {commitBack, commitBack, true},
+	OpTaskRevert: {moveTree, moveTree, true},
+	// An edit commit and a revert are moves limited to their paths
+	// (MovesHead).
+	OpEditCommit: {moveTree, moveTree, true},
+	OpRevert:     {moveTree, moveTree, true},
+}
+
+// builds reports whether an operation of kind records the checkpoint its
+// record names as Target.
+func builds(kind string) bool { return opKinds[OpKind(kind)].builds }
 
 // commitBack undoes or redoes a task commit: a move when it applied staged
 // edits (its record then names a safety checkpoint), else a head move.

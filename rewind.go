@@ -225,7 +225,11 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		}
 	}
 	if !dryRun && safety == headID && (head == nil || !now.same(head)) {
-		cres, _, err := r.buildCheckpoint(w, session, headID, head, now, CheckpointOptions{Kind: kindPreRewind, Summary: "before rewind to " + target.Short()})
+		summary := "before " + m.Kind + " to " + target.Short()
+		if m.build != nil {
+			summary = "before " + m.Kind // its target is recorded after this
+		}
+		cres, _, err := r.buildCheckpoint(w, session, headID, head, now, CheckpointOptions{Kind: kindPreRewind, Summary: summary})
 		if err != nil {
 			return nil, err
 		}
