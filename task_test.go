@@ -217,3 +217,24 @@ func TestTaskCommitWithStagedEdits(t *testing.T) {
 		t.Fatalf("a revert kept the staged edits: %+v", st)
 	}
 }
+
+// The checkpoints moves build (an edit commit's, a task revert's) stay in
+// the session's history once later checkpoints follow (log left them out).
+func TestBuiltCheckpointsInLog(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "1", New: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	ec, err := r.EditCommit(ctx, "", "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "b.txt"), "b\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	log, err := r.Log(ctx, snap.LogOptions{Kind: "edit-commit"})
+	if err != nil || len(log) != 1 || log[0].ID != *ec.Checkpoint {
+		t.Fatalf("log --kind edit-commit after a later checkpoint: %+v %v", log, err)
+	}
+}
