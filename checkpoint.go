@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snapcore-dev/snap/conversation"
 	"github.com/snapcore-dev/snap/index"
@@ -105,6 +106,10 @@ type captured struct {
 // meanwhile, the checkpoint is rebuilt on the new head and retried, so
 // concurrent checkpoints of one session are all kept.
 func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*CheckpointResult, error) {
+	if !utf8.ValidString(o.MessageID) {
+		return nil, fmt.Errorf("%w: message id %q is not valid UTF-8", ErrUsage, o.MessageID)
+	}
+	o.Summary = strings.ToValidUTF8(o.Summary, "\uFFFD")
 	if o.Kind == "" {
 		o.Kind = "manual"
 	}
@@ -140,6 +145,9 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskSt
 	// A source a rewind could never write back (inside the store or a
 	// .git directory, a device) is refused now, not at every later rewind.
 	for _, d := range o.State {
+		if !utf8.ValidString(d.Source) {
+			return nil, fmt.Errorf("%w: state document %s: source path %q is not valid UTF-8", ErrUsage, d.Name, d.Source)
+		}
 		if d.Source == "" {
 			continue
 		}
@@ -179,7 +187,9 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskSt
 		if err != nil {
 			return nil, err
 		}
-		if c == nil || len(o.Paths) > 0 || step != nil {
+		// (On a retry the state documents snap keeps, the task stack, are
+		// inherited again from the new head.)
+		if c == nil || len(o.Paths) > 0 || step != nil || attempt > 0 {
 			if c, err = r.capture(ctx, w, cache, captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize, task: step}); err != nil {
 				return nil, err
 			}
@@ -504,7 +514,7 @@ func (c *captured) unreadable() []string {
 func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objects.ID, parent *objects.Checkpoint, c *captured, o CheckpointOptions) (*CheckpointResult, *objects.Checkpoint, error) {
 	ck := &objects.Checkpoint{
 		Tree: c.tree, State: c.state, StateSources: c.sources, Skipped: c.unreadable(), Session: session,
-		MessageID: o.MessageID, Kind: o.Kind, Summary: o.Summary, Labels: o.Labels,
+		MessageID: o.MessageID, Kind: o.Kind, Summary: strings.ToValidUTF8(o.Summary, "\uFFFD"), Labels: o.Labels,
 		Time: r.clock().UnixNano(),
 	}
 	if len(ck.StateSources) == 0 {

@@ -498,6 +498,33 @@ func (r *Repo) EditRevert(ctx context.Context, session, reason string) (*EditCom
 	return res, r.saveEdits(session, edits.New())
 }
 
+// restageEdits, for the undo of an operation that committed or dropped
+// staged edits (recorded), stages them again when none are pending; for
+// its redo, drops them again when they are still exactly what is pending.
+func (r *Repo) restageEdits(ctx context.Context, session string, recorded json.RawMessage, undo bool) error {
+	unlock, err := r.lockEdits(ctx, session)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	was := edits.New()
+	if err := json.Unmarshal(recorded, was); err != nil {
+		return fmt.Errorf("%w: staged edits in the op log: %v", ErrCorrupt, err)
+	}
+	was.Committing = ""
+	now, err := r.loadEdits(session)
+	if err != nil {
+		return err
+	}
+	switch {
+	case undo && len(now.Changes) == 0:
+		return r.saveEdits(session, was)
+	case !undo && slices.EqualFunc(now.Changes, was.Changes, func(a, b edits.Change) bool { return a == b }):
+		return r.saveEdits(session, edits.New())
+	}
+	return nil
+}
+
 // dropEdits drops the session's pending changes.
 func (r *Repo) dropEdits(ctx context.Context, session string) error {
 	unlock, err := r.lockEdits(ctx, session)
@@ -597,6 +624,7 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 	if step != nil {
 		kind = step.kind
 	}
+	committed, _ := json.Marshal(p) // its undo stages them again
 	// The txn goes into the pending changes before any file moves, so a
 	// commit killed at any point is settled by the next edit verb.
 	p.Committing = newTxn()
@@ -604,7 +632,7 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 		return nil, err
 	}
 	m := &move{Kind: string(kind), Session: session, Target: headID, NewHead: headID,
-		Scope:   rewindScope{Files: true, Paths: res.Paths, MovesHead: true, Txn: p.Committing},
+		Scope:   rewindScope{Files: true, Paths: res.Paths, MovesHead: true, Txn: p.Committing, Edits: committed},
 		summary: summary,
 		build: func(m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
 			id, err := r.buildEditCommit(m, safety, now, p, next, step)

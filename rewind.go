@@ -2,6 +2,7 @@ package snap
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -80,6 +81,9 @@ type rewindScope struct {
 	MovesHead bool `json:"moves_head,omitempty"`
 	// Docs limits the state documents restored to these names.
 	Docs []string `json:"docs,omitempty"`
+	// Edits: the staged edits the operation committed or dropped (an
+	// edits.Pending document); its undo stages them again.
+	Edits json.RawMessage `json:"edits,omitempty"`
 	// An undo's: what the rewind it undoes created though the ignore
 	// rules ignored it (worktree.RestoreOptions.UndoCreated), the state
 	// documents it created (StateRestored.Created), and that rewind's
@@ -254,6 +258,12 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		// nothing more).
 		id, err := m.build(m, safety, now, tck)
 		if err != nil {
+			if res.SafetyCreated {
+				// The head moved onto the safety checkpoint: recorded, so
+				// that undo and the session's history know it.
+				err = errors.Join(err, r.appendOp(&refs.Op{Kind: string(OpCheckpoint), Session: session, Checkpoint: safety,
+					Refs: []refs.RefChange{{Name: refs.SessionHead(session), Old: headID, New: safety}}}))
+			}
 			return nil, err
 		}
 		if tck, err = r.objects.ReadCheckpoint(id); err != nil {

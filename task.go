@@ -45,6 +45,16 @@ type TaskOptions struct {
 	State []StateDoc
 }
 
+// checkTaskDocs refuses the task stack given as a state document.
+func checkTaskDocs(docs []StateDoc) error {
+	for _, d := range docs {
+		if d.Name == TaskDoc {
+			return fmt.Errorf("%w: state document %q is snap's task stack; give yours another name", ErrUsage, TaskDoc)
+		}
+	}
+	return nil
+}
+
 // TaskInfo is one task as every front-end reports it.
 type TaskInfo struct {
 	tasks.Task
@@ -162,6 +172,9 @@ func (r *Repo) taskCheckpoint(ctx context.Context, o TaskOptions, op OpKind, kin
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTaskDocs(o.State); err != nil {
+		return nil, err
+	}
 	floor, err := r.history().nextTask(session)
 	if err != nil {
 		return nil, err
@@ -187,6 +200,9 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if err != nil {
 		return nil, err
 	}
+	if len(o.State) > 0 {
+		return nil, fmt.Errorf("%w: a task revert leaves the state documents as they are; it takes no --conversation or --state", ErrUsage)
+	}
 	release, err := r.writing(ctx)
 	if err != nil {
 		return nil, err
@@ -197,7 +213,7 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 			release()
 		}
 	}()
-	_, head, err := r.head(session)
+	headID, head, err := r.head(session)
 	if err != nil {
 		return nil, err
 	}
@@ -209,13 +225,9 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if cur == nil {
 		return nil, fmt.Errorf("%w: %w to revert in session %q: begin one with 'snap task begin GOAL'", ErrUsage, tasks.ErrNoOpenTask, session)
 	}
-	h := r.history()
-	begin, _ := h.taskCheckpoints(session, cur.ID)
-	if begin.IsZero() {
-		return nil, fmt.Errorf("%w: the task-begin checkpoint of task %d is not in the op log", ErrNoCheckpoint, cur.ID)
-	}
-	if _, err := r.loadCheckpoint(begin); err != nil {
-		return nil, fmt.Errorf("task %d began at %s: %w", cur.ID, begin.Short(), err)
+	begin, err := r.taskBegin(headID, cur)
+	if err != nil {
+		return nil, err
 	}
 	step := &taskStep{kind: OpTaskRevert, apply: func(s *tasks.State, messages int) (*tasks.Task, error) {
 		t := s.Current()
@@ -227,8 +239,16 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if _, err := step.apply(s.Clone(), 0); err != nil { // refuse a bad reason before anything is recorded
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	pending, err := r.readEdits(session)
+	if err != nil {
+		return nil, err
+	}
+	var dropped json.RawMessage // its undo stages them again
+	if len(pending.Changes) > 0 {
+		dropped, _ = json.Marshal(pending)
+	}
 	m := &move{Kind: string(OpTaskRevert), Session: session, Target: begin, NewHead: begin,
-		Scope: rewindScope{Files: true, Task: cur.ID}, summary: o.Text,
+		Scope: rewindScope{Files: true, Task: cur.ID, Edits: dropped}, summary: o.Text,
 		build: func(m *move, safety objects.ID, _ *captured, tck *objects.Checkpoint) (objects.ID, error) {
 			return r.buildRevert(m, safety, tck, step)
 		}}
@@ -246,6 +266,30 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	}
 	res := r.taskResult(session, step, m.Target, rr)
 	return res, err
+}
+
+// taskBegin finds the task-begin checkpoint of open task t: the nearest
+// ancestor of the head (first parents) of kind task-begin whose task
+// document makes t current. The stack travels with the head, so the
+// checkpoint t began at is always one of its ancestors, whatever session
+// recorded it and whether or not its op-log record survived.
+func (r *Repo) taskBegin(head objects.ID, t *tasks.Task) (objects.ID, error) {
+	for id := head; !id.IsZero(); {
+		ck, err := r.loadCheckpoint(id)
+		if err != nil {
+			return objects.ID{}, fmt.Errorf("looking for the task-begin checkpoint of task %d: %w", t.ID, err)
+		}
+		if ck.Kind == kindTaskBegin {
+			if s, err := r.taskState(ck); err == nil && s.Current() != nil && s.Current().ID == t.ID {
+				return id, nil
+			}
+		}
+		if len(ck.Parents) == 0 {
+			break
+		}
+		id = ck.Parents[0]
+	}
+	return objects.ID{}, fmt.Errorf("%w: no ancestor of the session head is task %d's task-begin checkpoint", ErrNoCheckpoint, t.ID)
 }
 
 // taskResult builds a task operation's answer from the step's outcome.

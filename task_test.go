@@ -206,7 +206,14 @@ func TestTaskCommitWithStagedEdits(t *testing.T) {
 	if tree, _ := r.Tasks(ctx, "", nil); tree.Current == nil {
 		t.Fatalf("the undo did not reopen the task: %+v", tree)
 	}
-	// A revert drops what is staged.
+	// ... and stages the edit again (adversarial F12).
+	if st, _ := r.EditStatus(ctx, ""); len(st.Pending) != 1 {
+		t.Fatalf("the undo of the commit did not stage its edit again: %+v", st)
+	}
+	if _, err := r.EditRevert(ctx, "", "start over"); err != nil {
+		t.Fatal(err)
+	}
+	// A revert drops what is staged; its undo stages it again.
 	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "30", New: "90"}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +222,12 @@ func TestTaskCommitWithStagedEdits(t *testing.T) {
 	}
 	if st, _ := r.EditStatus(ctx, ""); st.Status != "idle" {
 		t.Fatalf("a revert kept the staged edits: %+v", st)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := r.EditStatus(ctx, ""); len(st.Pending) != 1 || st.Pending[0].Preview != "30 -> 90" {
+		t.Fatalf("the undo of the revert did not stage the edit again: %+v", st)
 	}
 }
 
@@ -236,5 +249,93 @@ func TestBuiltCheckpointsInLog(t *testing.T) {
 	log, err := r.Log(ctx, snap.LogOptions{Kind: "edit-commit"})
 	if err != nil || len(log) != 1 || log[0].ID != *ec.Checkpoint {
 		t.Fatalf("log --kind edit-commit after a later checkpoint: %+v %v", log, err)
+	}
+}
+
+// Adversarial F1: text that is not valid UTF-8 (a goal cut mid-character)
+// is stored with U+FFFD and leaves every checkpoint readable; a message id
+// that is not valid UTF-8 is refused.
+func TestInvalidUTF8Text(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "1\n")
+	checkpoint(t, r, snap.CheckpointOptions{Summary: "cut \xe2\x80"})
+	begin(t, r, "", "refactor \xe2\x80")
+	writeFile(t, filepath.Join(root, "a.txt"), "2\n")
+	if _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "breaks \xe2\x80"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "2\n" {
+		t.Fatalf("undo of the revert: %q", b)
+	}
+	if log, err := r.Log(ctx, snap.LogOptions{}); err != nil || len(log) < 3 {
+		t.Fatalf("log: %d entries, %v", len(log), err)
+	}
+	if rep, err := r.Fsck(ctx, true); err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("fsck: %+v %v", rep, err)
+	}
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{MessageID: "m\xff", AllowEmpty: true}); !errors.Is(err, snap.ErrUsage) {
+		t.Fatalf("a message id that is not UTF-8: %v", err)
+	}
+}
+
+// Adversarial F2: a plain checkpoint racing a task begin in the same
+// session keeps the task on the stack (the retry inherits the new head's).
+func TestCheckpointRacingTaskBegin(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if err := r.ConfigSet(ctx, "tasks.max-depth", "100"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 15 {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{AllowEmpty: true}); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := r.TaskBegin(ctx, snap.TaskOptions{Text: "t"}); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		if tree, err := r.Tasks(ctx, "", nil); err != nil || len(tree.Stack) != i+1 {
+			t.Fatalf("round %d: the stack holds %d tasks (%v)", i, len(tree.Stack), err)
+		}
+	}
+}
+
+// Adversarial F3: after a rewind to another session's checkpoint, a revert
+// returns to the begin of the task that stack holds (found in the head's
+// ancestry), not to this session's task of the same number.
+func TestTaskRevertAfterCrossSessionRewind(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "base\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "a"})
+	begin(t, r, "a", "a's task")
+	writeFile(t, filepath.Join(root, "a.txt"), "a's work\n")
+	aWork := checkpoint(t, r, snap.CheckpointOptions{Session: "a"})
+	writeFile(t, filepath.Join(root, "a.txt"), "b's base\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "b"})
+	begin(t, r, "b", "b's task")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "b", Target: aWork.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.TaskRevert(ctx, snap.TaskOptions{Session: "b", Text: "no"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Task.Goal != "a's task" {
+		t.Fatalf("reverted %+v", res.Task)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "base\n" {
+		t.Fatalf("the revert went to the wrong begin: a.txt = %q", b)
 	}
 }

@@ -103,6 +103,9 @@ func moveTree(r *Repo, ctx context.Context, session string, op refs.Op, undo boo
 	rr, err := r.run(ctx, &move{Kind: string(kind), Session: session, Target: target, NewHead: newHead, Known: known,
 		Undoes: op.Seq, Scope: scope}, false)
 	res.Rewind = rr
+	if err == nil && len(scope.Edits) > 0 {
+		err = r.restageEdits(ctx, session, scope.Edits, undo)
+	}
 	return err
 }
 

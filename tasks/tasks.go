@@ -211,6 +211,13 @@ func (s *State) Revert(reason string, messages int) (*Task, error) {
 	}
 	t.Status, t.Reason, t.EndMessages = Reverted, reason, messages
 	s.Stack = s.Stack[:len(s.Stack)-1]
+	// The files go back to t's begin: whatever tasks finished since (its
+	// subtasks, and tasks begun beside it with --parent) are undone too.
+	for i := range s.Tasks {
+		if o := &s.Tasks[i]; o.ID > t.ID && o.Status == Committed {
+			o.Status, o.Reason = Reverted, fmt.Sprintf("undone by the revert of task %d", t.ID)
+		}
+	}
 	return t, nil
 }
 

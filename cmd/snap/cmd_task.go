@@ -106,7 +106,7 @@ task-begin checkpoint; the conversation and other state documents stay as
 they are. The task is recorded as reverted with REASON in a task-revert
 checkpoint and popped. 'snap undo' brings the attempt back. --json answers
 {task, checkpoint, stack, rewind} (rewind as 'snap rewind --json' reports it).`,
-				Flags:  withGlobals(docCLIFlags()...),
+				Flags:  withGlobals(),
 				Action: run("revert"),
 			},
 			{Name: "tree", Usage: "show the task stack and tree (the default)", Flags: treeFlags, Action: run("tree"),
