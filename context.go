@@ -138,7 +138,11 @@ type CompactedConversation struct {
 	Format       conversation.Format    `json:"format"`
 	Messages     []conversation.Message `json:"messages"`
 	Tasks        []CompactedTask        `json:"compacted_tasks"`
-	HistoryDelta HistoryDelta           `json:"history_delta"`
+	// Kept: finished tasks whose messages stayed, and why (the conversation
+	// is not the one the task was recorded with any more, or its end
+	// checkpoint is unknown).
+	Kept         []string     `json:"kept_tasks"`
+	HistoryDelta HistoryDelta `json:"history_delta"`
 	// Raw is the compacted document in the original's own format (JSONL
 	// stays JSONL, a JSON array stays an array); nil, with RawProblem
 	// saying why, for formats that cannot be written back.
@@ -191,7 +195,7 @@ func (r *Repo) CompactConversation(ctx context.Context, id objects.ID) (*Compact
 		return nil, err
 	}
 	c := conversation.Parse(data)
-	res := &CompactedConversation{Checkpoint: id, Format: c.Format, Tasks: []CompactedTask{}}
+	res := &CompactedConversation{Checkpoint: id, Format: c.Format, Tasks: []CompactedTask{}, Kept: []string{}}
 	h := r.history()
 	var spans []conversation.Span
 	byBegin := slices.Clone(ts.Tasks)
@@ -200,6 +204,10 @@ func (r *Repo) CompactConversation(ctx context.Context, id objects.ID) (*Compact
 	for _, t := range byBegin {
 		to := min(t.EndMessages, len(c.Messages))
 		if t.Status == tasks.Open || t.BeginMessages < covered || to <= t.BeginMessages {
+			continue
+		}
+		if why := r.sameMessages(h, ck.Session, &t, c, to); why != "" {
+			res.Kept = append(res.Kept, fmt.Sprintf("task %d: %s", t.ID, why))
 			continue
 		}
 		summary := r.taskSummaryText(ctx, h, ck.Session, &t, to-t.BeginMessages)
@@ -229,6 +237,42 @@ func (r *Repo) CompactConversation(ctx context.Context, id objects.ID) (*Compact
 		res.Raw, res.RawProblem = nil, err.Error()
 	}
 	return res, nil
+}
+
+// sameMessages says why messages [t.BeginMessages, to) of c are not the
+// ones task t ended with ("" when they are): they are compared with the
+// conversation its end checkpoint recorded.
+func (r *Repo) sameMessages(h *history, session string, t *tasks.Task, c *conversation.Conversation, to int) string {
+	_, end := h.taskCheckpoints(session, t.ID)
+	if end.IsZero() {
+		return "its end checkpoint is not in this session's history"
+	}
+	eck, err := r.objects.ReadCheckpoint(end)
+	if err != nil {
+		return "its end checkpoint cannot be read (" + err.Error() + ")"
+	}
+	st, err := r.objects.ReadTree(eck.State)
+	if err != nil {
+		return err.Error()
+	}
+	e, ok := st.Find(ConversationDoc)
+	if !ok {
+		return "its end checkpoint has no conversation"
+	}
+	data, err := r.objects.ReadBlob(e.ID, maxDocSize)
+	if err != nil {
+		return err.Error()
+	}
+	then := conversation.Parse(data)
+	if len(then.Messages) < to {
+		return "the conversation is not the one the task was recorded with"
+	}
+	for i := t.BeginMessages; i < to; i++ {
+		if !conversation.EqualMessages(&then.Messages[i], &c.Messages[i]) {
+			return "the conversation is not the one the task was recorded with"
+		}
+	}
+	return ""
 }
 
 // taskSummaryText is the message that stands for a finished task.

@@ -3,6 +3,7 @@ package snap
 import (
 	"context"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/snapcore-dev/snap/gc"
@@ -104,7 +105,9 @@ func (r *Repo) NeedsGC(ctx context.Context) bool {
 // store needs one (NeedsGC) or a rewind left replaced files in the trash;
 // never when $SNAP_NO_AUTO_GC is set.
 func (r *Repo) AutoGCDue(ctx context.Context) bool {
-	if os.Getenv(EnvNoAutoGC) != "" {
+	switch strings.ToLower(os.Getenv(EnvNoAutoGC)) {
+	case "", "0", "false", "no", "off":
+	default:
 		return false
 	}
 	return r.NeedsGC(ctx) || !worktree.TrashEmpty(r.trashDir())

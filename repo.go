@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,19 +59,22 @@ const (
 	EnvSession     = "SNAP_SESSION"      // the session when none is named
 	EnvStore       = "SNAP_STORE"        // the store when none is given
 	EnvLockTimeout = "SNAP_LOCK_TIMEOUT" // Options.LockTimeout, as a duration ("5s", "200ms")
-	EnvNoAutoGC    = "SNAP_NO_AUTO_GC"   // any value: never start an automatic gc
+	EnvNoAutoGC    = "SNAP_NO_AUTO_GC"   // set (but not to 0, false, no or off): never start an automatic gc
 )
 
 // FromEnv returns o with what it leaves unset taken from the environment:
 // Store from $SNAP_STORE (a relative path is taken from Dir, else from the
-// current directory), LockTimeout from $SNAP_LOCK_TIMEOUT (ignored when it
-// does not parse).
+// current directory), LockTimeout from $SNAP_LOCK_TIMEOUT (a duration,
+// "5s", or a number of seconds, "5"; ignored when it does not parse).
 func (o Options) FromEnv() Options {
 	if o.Store == "" {
 		o.Store = os.Getenv(EnvStore)
 	}
 	if o.LockTimeout == 0 {
-		if d, err := ParseDuration(os.Getenv(EnvLockTimeout)); err == nil && d > 0 {
+		v := os.Getenv(EnvLockTimeout)
+		if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
+			o.LockTimeout = time.Duration(n * float64(time.Second))
+		} else if d, err := ParseDuration(v); err == nil && d > 0 {
 			o.LockTimeout = d
 		}
 	}

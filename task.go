@@ -366,7 +366,10 @@ func (r *Repo) taskState(ck *objects.Checkpoint) (*tasks.State, error) {
 	}
 	s, err := tasks.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: state document %s: %w", ErrCorrupt, TaskDoc, err)
+		// Not damage: most likely a document of the caller's named "tasks"
+		// by a snap from before the task stack.
+		return nil, fmt.Errorf("%w: the state document %q of session %s is not snap's task stack (%v); "+
+			"it was recorded by hand or by an older snap: start the tasks in another session (-s)", ErrUsage, TaskDoc, ck.Session, err)
 	}
 	return s, nil
 }

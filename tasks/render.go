@@ -3,6 +3,7 @@ package tasks
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Mark is the symbol of a task's state in Tree: ✅ committed, ❌ reverted,
@@ -79,5 +80,14 @@ func (s *State) Prompt() string {
 	return b.String()
 }
 
-// oneLine folds white space (newlines included) to single spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine folds white space (newlines included) to single spaces and shows
+// other control characters (a terminal escape) as U+FFFD.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}

@@ -95,3 +95,13 @@ func TestParseRefusesDamage(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderingShowsNoControlCharacters(t *testing.T) {
+	s, _ := Parse(nil)
+	s.Begin("evil \x1b[2J goal\r", 0, 0, 0, 0)
+	for _, out := range []string{s.Tree(), s.Prompt()} {
+		if strings.ContainsAny(out, "\x1b\r") {
+			t.Fatalf("control characters reach the rendering: %q", out)
+		}
+	}
+}

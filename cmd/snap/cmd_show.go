@@ -139,7 +139,10 @@ func runShow(ctx context.Context, o showOptions, out io.Writer) error {
 					line += "\t"
 				}
 				src := quotePath(s.Source)
-				if src == "" {
+				switch {
+				case s.Name == snap.TaskDoc && src == "":
+					src = "(snap's task stack)"
+				case src == "":
 					src = "(stdin)"
 				}
 				fmt.Fprintf(tw, "%s\tfrom %s\n", line, src)

@@ -104,7 +104,9 @@ reopens the task. --json answers {task, checkpoint, stack}.`,
 checkpoint of the present state, the working tree goes back to the task's
 task-begin checkpoint; the conversation and other state documents stay as
 they are. The task is recorded as reverted with REASON in a task-revert
-checkpoint and popped. 'snap undo' brings the attempt back. --json answers
+checkpoint and popped; tasks finished since it began are marked undone with
+it, and staged edits are dropped. 'snap undo' brings the attempt (and the
+staged edits) back. --json answers
 {task, checkpoint, stack, rewind} (rewind as 'snap rewind --json' reports it).`,
 				Flags:  withGlobals(),
 				Action: run("revert"),
@@ -189,16 +191,16 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 		t := res.Task
 		switch o.Verb {
 		case "begin":
-			fmt.Fprintf(w, "began task %d: %s (checkpoint %s)\n", t.ID, t.Goal, res.Checkpoint.Short())
+			fmt.Fprintf(w, "began task %d: %s (checkpoint %s)\n", t.ID, printable(oneLine(t.Goal)), res.Checkpoint.Short())
 		case "commit":
 			if t.Current {
-				fmt.Fprintf(w, "task %d stays open: %s (checkpoint %s)\n", t.ID, t.Summary, res.Checkpoint.Short())
+				fmt.Fprintf(w, "task %d stays open: %s (checkpoint %s)\n", t.ID, printable(oneLine(t.Summary)), res.Checkpoint.Short())
 			} else {
-				fmt.Fprintf(w, "committed task %d: %s (checkpoint %s)\n", t.ID, t.Summary, res.Checkpoint.Short())
+				fmt.Fprintf(w, "committed task %d: %s (checkpoint %s)\n", t.ID, printable(oneLine(t.Summary)), res.Checkpoint.Short())
 			}
 		case "revert":
 			writeRewind(w, res.Rewind, "'snap undo' brings the attempt back")
-			fmt.Fprintf(w, "reverted task %d: %s (checkpoint %s)\n", t.ID, t.Reason, res.Checkpoint.Short())
+			fmt.Fprintf(w, "reverted task %d: %s (checkpoint %s)\n", t.ID, printable(oneLine(t.Reason)), res.Checkpoint.Short())
 		}
 		if len(res.Stack) == 0 {
 			fmt.Fprintln(w, "no open task")
