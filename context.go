@@ -134,10 +134,10 @@ func cut(s string, n int) string {
 // CompactedConversation is a conversation with each finished task's
 // messages replaced by one summary message (see Repo.CompactConversation).
 type CompactedConversation struct {
-	Checkpoint   objects.ID             `json:"checkpoint"`
-	Format       conversation.Format    `json:"format"`
-	Messages     []conversation.Message `json:"messages"`
-	Tasks        []CompactedTask        `json:"compacted_tasks"`
+	Checkpoint objects.ID             `json:"checkpoint"`
+	Format     conversation.Format    `json:"format"`
+	Messages   []conversation.Message `json:"messages"`
+	Tasks      []CompactedTask        `json:"compacted_tasks"`
 	// Kept: finished tasks whose messages stayed, and why (the conversation
 	// is not the one the task was recorded with any more, or its end
 	// checkpoint is unknown).
