@@ -108,7 +108,7 @@ func logLine(e snap.LogEntry) string {
 	if msgID == "" {
 		msgID = "-"
 	}
-	summary := oneLine(truncate(e.Summary, 72))
+	summary := printable(oneLine(truncate(e.Summary, 72)))
 	if summary == "" {
 		summary = "-"
 	}

@@ -109,7 +109,7 @@ func runShow(ctx context.Context, o showOptions, out io.Writer) error {
 			fmt.Fprintf(tw, "message id\t%s\n", res.MessageID)
 		}
 		if res.Summary != "" {
-			fmt.Fprintf(tw, "summary\t%s\n", oneLine(res.Summary))
+			fmt.Fprintf(tw, "summary\t%s\n", printable(oneLine(res.Summary)))
 		}
 		if len(res.Labels) > 0 {
 			fmt.Fprintf(tw, "labels\t%s\n", strings.Join(res.Labels, ", "))

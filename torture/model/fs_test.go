@@ -167,7 +167,9 @@ func prepareParent(root, rel string) error {
 // clearPath removes whatever is at rel (a directory with everything in it).
 func clearPath(root, rel string) error {
 	full := filepath.Join(root, rel)
-	if _, err := os.Lstat(full); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(full); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// Nothing there (an ancestor may be a file or a FIFO: os.RemoveAll
+		// would open it, and opening a FIFO blocks for good).
 		return nil
 	}
 	makeWritable(full)
