@@ -35,19 +35,29 @@ func (r *Repo) lookupPath(tree objects.ID, p string) (objects.TreeEntry, error) 
 	return e, err
 }
 
-// CatState writes state document name of checkpoint id to w.
-func (r *Repo) CatState(ctx context.Context, id objects.ID, name string, w io.Writer) error {
+// stateDoc reads checkpoint id and finds its state document name
+// (ErrNoPath, naming those it has, when it has none of that name).
+func (r *Repo) stateDoc(id objects.ID, name string) (*objects.Checkpoint, objects.TreeEntry, error) {
 	ck, err := r.loadCheckpoint(id)
 	if err != nil {
-		return err
+		return nil, objects.TreeEntry{}, err
 	}
 	st, err := r.objects.ReadTree(ck.State)
 	if err != nil {
-		return err
+		return nil, objects.TreeEntry{}, err
 	}
 	e, ok := st.Find(name)
 	if !ok {
-		return fmt.Errorf("%w: state document %q (checkpoint %s has %s)", ErrNoPath, name, id.Short(), stateNames(st))
+		return nil, objects.TreeEntry{}, fmt.Errorf("%w: state document %q (checkpoint %s has %s)", ErrNoPath, name, id.Short(), stateNames(st))
+	}
+	return ck, e, nil
+}
+
+// CatState writes state document name of checkpoint id to w.
+func (r *Repo) CatState(ctx context.Context, id objects.ID, name string, w io.Writer) error {
+	_, e, err := r.stateDoc(id, name)
+	if err != nil {
+		return err
 	}
 	_, err = r.objects.WriteBlob(e.ID, w)
 	return err
@@ -83,17 +93,9 @@ func (r *Repo) Conversation(ctx context.Context, id objects.ID, offset, limit in
 	if offset < 0 {
 		return nil, fmt.Errorf("%w: negative offset", ErrUsage)
 	}
-	ck, err := r.loadCheckpoint(id)
+	_, e, err := r.stateDoc(id, ConversationDoc)
 	if err != nil {
 		return nil, err
-	}
-	st, err := r.objects.ReadTree(ck.State)
-	if err != nil {
-		return nil, err
-	}
-	e, ok := st.Find(ConversationDoc)
-	if !ok {
-		return nil, fmt.Errorf("%w: state document %q (checkpoint %s has %s)", ErrNoPath, ConversationDoc, id.Short(), stateNames(st))
 	}
 	rd := r.blobReader(e.ID)
 	defer rd.Close()

@@ -174,17 +174,9 @@ type HistoryDelta struct {
 // parent. The checkpoint is not changed: the full history stays
 // ('snap cat REF --state conversation').
 func (r *Repo) CompactConversation(ctx context.Context, id objects.ID) (*CompactedConversation, error) {
-	ck, err := r.loadCheckpoint(id)
+	ck, e, err := r.stateDoc(id, ConversationDoc)
 	if err != nil {
 		return nil, err
-	}
-	st, err := r.objects.ReadTree(ck.State)
-	if err != nil {
-		return nil, err
-	}
-	e, ok := st.Find(ConversationDoc)
-	if !ok {
-		return nil, fmt.Errorf("%w: state document %q (checkpoint %s has %s)", ErrNoPath, ConversationDoc, id.Short(), stateNames(st))
 	}
 	data, err := r.objects.ReadBlob(e.ID, maxDocSize)
 	if err != nil {

@@ -243,23 +243,15 @@ func (r *Repo) saveEdits(session string, p *edits.Pending) error {
 // does not occur is ErrNoPath with the closest lines. A path whose content
 // changed since its first change was staged is ErrConflict.
 func (r *Repo) EditStage(ctx context.Context, q EditRequest) (*EditAnswer, error) {
-	session, err := sessionName(q.Session)
-	if err != nil {
-		return nil, err
-	}
 	rel, err := r.editPath(q.Path)
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := r.lockEdits(ctx, session)
+	session, p, unlock, err := r.openEdits(ctx, q.Session, "", "")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	p, err := r.loadEdits(session)
-	if err != nil {
-		return nil, err
-	}
 	data, id, err := r.fileBase(rel)
 	if err != nil {
 		return nil, err
@@ -407,19 +399,11 @@ func (r *Repo) EditStatus(ctx context.Context, session string) (*EditAnswer, err
 
 // EditDrop removes pending change id; the later ones keep their letters.
 func (r *Repo) EditDrop(ctx context.Context, session, id string) (*EditAnswer, error) {
-	session, err := sessionName(session)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := r.lockEdits(ctx, session)
+	session, p, unlock, err := r.openEdits(ctx, session, "", "")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	p, err := r.loadEdits(session)
-	if err != nil {
-		return nil, err
-	}
 	c, err := p.Drop(strings.ToUpper(id))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
@@ -475,22 +459,11 @@ func (r *Repo) EditPreview(ctx context.Context, session, mode string, context in
 // EditRevert drops every pending change of the session; nothing on disk
 // changes.
 func (r *Repo) EditRevert(ctx context.Context, session, reason string) (*EditCommitResult, error) {
-	session, err := sessionName(session)
-	if err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(reason) == "" {
-		return nil, fmt.Errorf("%w: a revert needs a reason", ErrUsage)
-	}
-	unlock, err := r.lockEdits(ctx, session)
+	session, p, unlock, err := r.openEdits(ctx, session, "revert", reason)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	p, err := r.loadEdits(session)
-	if err != nil {
-		return nil, err
-	}
 	res := &EditCommitResult{DroppedChanges: len(p.Changes), Paths: p.Paths()}
 	if res.Paths == nil {
 		res.Paths = []string{}
@@ -525,6 +498,30 @@ func (r *Repo) restageEdits(ctx context.Context, session string, recorded json.R
 	return nil
 }
 
+// openEdits returns the session's pending changes under its edits lock
+// (the caller calls unlock); a commit's or revert's text (verb, text) must
+// not be empty.
+func (r *Repo) openEdits(ctx context.Context, session, verb, text string) (string, *edits.Pending, func(), error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if verb != "" && strings.TrimSpace(text) == "" {
+		what := map[string]string{"commit": "a summary", "revert": "a reason"}[verb]
+		return "", nil, nil, fmt.Errorf("%w: a %s needs %s", ErrUsage, verb, what)
+	}
+	unlock, err := r.lockEdits(ctx, session)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	p, err := r.loadEdits(session)
+	if err != nil {
+		unlock()
+		return "", nil, nil, err
+	}
+	return session, p, unlock, nil
+}
+
 // dropEdits drops the session's pending changes.
 func (r *Repo) dropEdits(ctx context.Context, session string) error {
 	unlock, err := r.lockEdits(ctx, session)
@@ -547,22 +544,11 @@ func (r *Repo) EditCommit(ctx context.Context, session, summary string) (*EditCo
 // checkpoint is the task's task-commit, its task document changed by step,
 // and the operation is recorded as OpTaskCommit.
 func (r *Repo) editCommit(ctx context.Context, session, summary string, step *taskStep) (*EditCommitResult, error) {
-	session, err := sessionName(session)
-	if err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(summary) == "" {
-		return nil, fmt.Errorf("%w: a commit needs a summary", ErrUsage)
-	}
-	unlock, err := r.lockEdits(ctx, session)
+	session, p, unlock, err := r.openEdits(ctx, session, "commit", summary)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	p, err := r.loadEdits(session)
-	if err != nil {
-		return nil, err
-	}
 	if len(p.Changes) == 0 {
 		return nil, fmt.Errorf("%w: no pending changes in session %q ('snap edit replace' stages one)", ErrUsage, session)
 	}
@@ -693,6 +679,18 @@ func (r *Repo) buildEditCommit(m *move, safety objects.ID, now *captured, p *edi
 		}
 		treeEdits[rel] = &objects.TreeEntry{Name: path.Base(rel), Mode: mode, ID: id, Size: n}
 	}
+	kind := kindEditCommit
+	if step != nil {
+		kind = kindTaskCommit
+	}
+	return r.recordEdited(w, m, safety, now, treeEdits, kind, step)
+}
+
+// recordEdited records the checkpoint a move that edits some paths ends on
+// (an edit commit, a revert): the safety capture's tree with treeEdits
+// applied (see recordMoveEnd). A directory left empty stays when it is
+// there on disk.
+func (r *Repo) recordEdited(w *objects.Writer, m *move, safety objects.ID, now *captured, treeEdits map[string]*objects.TreeEntry, kind string, step *taskStep) (objects.ID, error) {
 	tree, err := worktree.EditTree(w, now.tree, treeEdits, func(dir string) bool {
 		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
 		return err == nil && fi.IsDir()
@@ -703,10 +701,6 @@ func (r *Repo) buildEditCommit(m *move, safety objects.ID, now *captured, p *edi
 	snap := &worktree.Snapshot{Files: -1}
 	for _, q := range now.unreadable() {
 		snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: q, Kept: true})
-	}
-	kind := kindEditCommit
-	if step != nil {
-		kind = kindTaskCommit
 	}
 	return r.recordMoveEnd(w, m, safety, tree, snap, kind, step)
 }

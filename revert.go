@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -265,19 +264,8 @@ func (r *Repo) buildRevertChange(m *move, safety objects.ID, now *captured, from
 		}
 		return objects.ID{}, fmt.Errorf("nothing reverted: %w", partial(errs))
 	}
-	tree, err := worktree.EditTree(w, now.tree, edits, func(dir string) bool {
-		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
-		return err == nil && fi.IsDir()
-	})
-	if err != nil {
-		return objects.ID{}, err
-	}
-	snap := &worktree.Snapshot{Files: -1}
-	for _, q := range now.unreadable() {
-		snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: q, Kept: true})
-	}
 	slices.Sort(res.Reverted)
-	return r.recordMoveEnd(w, m, safety, tree, snap, kindRevert, nil)
+	return r.recordEdited(w, m, safety, now, edits, kindRevert, nil)
 }
 
 func firstErr(errs ...error) error {
