@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -337,5 +338,39 @@ func TestTaskRevertAfterCrossSessionRewind(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "base\n" {
 		t.Fatalf("the revert went to the wrong begin: a.txt = %q", b)
+	}
+}
+
+// Two sessions staging and committing in one store at once keep their own
+// pending changes and both commits land.
+func TestConcurrentSessionsStaging(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	for _, s := range []string{"s1", "s2"} {
+		writeFile(t, filepath.Join(root, s+".txt"), strings.Repeat("x = 1\n", 10))
+	}
+	checkpoint(t, r, snap.CheckpointOptions{Session: "s1"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "s2", AllowEmpty: true})
+	var wg sync.WaitGroup
+	for _, s := range []string{"s1", "s2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, l := range []string{"A", "B", "C", "D"} {
+				if _, err := r.EditStage(ctx, snap.EditRequest{Session: s, Path: s + ".txt", Old: "x = 1", New: "x = " + s, Match: l}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if _, err := r.EditCommit(ctx, s, "four lines"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range []string{"s1", "s2"} {
+		b, _ := os.ReadFile(filepath.Join(root, s+".txt"))
+		if n := strings.Count(string(b), "x = "+s); n != 4 {
+			t.Errorf("%s: %d lines changed, want 4:\n%s", s, n, b)
+		}
 	}
 }
