@@ -297,6 +297,9 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 	if r.refs, err = refs.OpenFS(store, vfs); err != nil {
 		return nil, err
 	}
+	// An explicit bound (a hook's short SNAP_LOCK_TIMEOUT) bounds the ref
+	// and op-log locks too.
+	r.refs.SetLockTimeout(opts.LockTimeout)
 	return r, nil
 }
 

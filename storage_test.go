@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/snaptest"
+	"golang.org/x/sys/unix"
 )
 
 func storeBytes(t *testing.T, r *snap.Repo) int64 {
@@ -220,5 +222,33 @@ func TestOptionsFromEnv(t *testing.T) {
 	t.Setenv(snap.EnvNoAutoGC, "1")
 	if r.AutoGCDue(ctx) {
 		t.Fatal("SNAP_NO_AUTO_GC did not turn the automatic gc off")
+	}
+}
+
+// Options.LockTimeout bounds the ref and op-log locks too (adversarial F7:
+// a hook's SNAP_LOCK_TIMEOUT=1s waited 5 s on refs.lock, 30 s on
+// oplog.lock).
+func TestLockTimeoutBoundsRefLocks(t *testing.T) {
+	_, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "1")
+	r, err := snap.Open(snap.Options{Dir: root, LockTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{"refs.lock", "oplog.lock"} {
+		f, err := os.OpenFile(filepath.Join(r.StoreDir, name), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = r.Checkpoint(ctx, snap.CheckpointOptions{AllowEmpty: true})
+		f.Close()
+		if !errors.Is(err, snap.ErrBusy) || time.Since(start) > 3*time.Second {
+			t.Fatalf("%s held: %v after %v, want busy within the 300 ms bound", name, err, time.Since(start))
+		}
 	}
 }

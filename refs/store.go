@@ -406,3 +406,12 @@ func (s *Store) createLock(lockPath string) (fsys.File, error) {
 	}
 	return f, err
 }
+
+// SetLockTimeout bounds the waits for the ref and op-log locks by d
+// instead of their defaults (5 s and 30 s); d <= 0 keeps them. Call it
+// before the store is used.
+func (s *Store) SetLockTimeout(d time.Duration) {
+	if d > 0 {
+		s.lockTimeout, s.oplogTimeout = d, d
+	}
+}
