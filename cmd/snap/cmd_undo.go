@@ -29,6 +29,14 @@ func undoCommand(inv *invocation) *cli.Command {
                 were before the rewind, uncheckpointed edits included, and the
                 head moves back
    label        the label is removed, or moved back where it was
+   session archive|rm   the session comes back
+   task begin, task commit
+                the head moves back, and the task stack with it (a commit
+                that applied staged edits puts their files back and stages
+                them again)
+   task revert, edit commit, revert
+                the files they changed go back as they were, uncheckpointed
+                edits included; a task revert's staged edits are staged again
 
 Repeated undos walk further back; 'snap redo' re-applies what was undone.
 Before an undo changes files it records a safety checkpoint of whatever
