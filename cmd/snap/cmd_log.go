@@ -79,6 +79,10 @@ func runLog(ctx context.Context, o logOptions, out io.Writer) error {
 	}
 	return emit(out, o.JSON, res, func(w io.Writer) error {
 		if len(entries) == 0 {
+			if o.Kind != "" {
+				fmt.Fprintf(w, "no checkpoints of kind %s\n", printable(o.Kind))
+				return nil
+			}
 			if o.All {
 				fmt.Fprintln(w, "no checkpoints yet")
 			} else {
