@@ -100,6 +100,7 @@ const (
 	streamW3
 	streamW4
 	streamW5
+	streamW6
 )
 
 // tree is a deterministic project of n files built from the toolchain sources.

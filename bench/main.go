@@ -108,6 +108,7 @@ var workloads = []workload{
 	{"W3", "real agent session", runW3},
 	{"W4", "big file", runW4},
 	{"W5", "edit-set checkpoint", runW5},
+	{"W6", "staged edits", runW6},
 }
 
 func workloadByName(name string) (workload, bool) {
