@@ -386,14 +386,11 @@ func (r *Repo) editAnswer(p *edits.Pending, status string) *EditAnswer {
 
 // EditStatus lists the session's pending changes.
 func (r *Repo) EditStatus(ctx context.Context, session string) (*EditAnswer, error) {
-	session, err := sessionName(session)
+	_, p, unlock, err := r.openEdits(ctx, session, "", "")
 	if err != nil {
 		return nil, err
 	}
-	p, err := r.loadEdits(session)
-	if err != nil {
-		return nil, err
-	}
+	defer unlock()
 	return r.editAnswer(p, ""), nil
 }
 
@@ -421,10 +418,6 @@ func (r *Repo) EditDrop(ctx context.Context, session, id string) (*EditAnswer, e
 // lines around each change), edits.Full (each file's whole changed region)
 // or edits.Stats (characters added and removed per change).
 func (r *Repo) EditPreview(ctx context.Context, session, mode string, context int) (*EditPreview, error) {
-	session, err := sessionName(session)
-	if err != nil {
-		return nil, err
-	}
 	if mode == "" {
 		mode = edits.Compact
 	}
@@ -434,10 +427,11 @@ func (r *Repo) EditPreview(ctx context.Context, session, mode string, context in
 	if context < 0 {
 		return nil, fmt.Errorf("%w: negative context", ErrUsage)
 	}
-	p, err := r.loadEdits(session)
+	_, p, unlock, err := r.openEdits(ctx, session, "", "")
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	out := &EditPreview{Mode: mode, Files: []EditPreviewFile{}, Changes: []edits.ChangeStat{}}
 	for _, rel := range p.Paths() {
 		data, id, err := r.fileBase(rel)

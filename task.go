@@ -127,7 +127,7 @@ func (r *Repo) TaskCommit(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := r.loadEdits(session)
+	p, err := r.readEdits(session) // (editCommit reads them again, under the edits lock)
 	if err != nil {
 		return nil, err
 	}
