@@ -74,9 +74,10 @@ func (w *Writer) putChunked(r io.Reader) (ID, int64, error) {
 }
 
 // putChunks splits r into content-defined chunks, stores them and appends
-// their refs to refs. base, when not nil, names for each new chunk an
-// object to store it as a delta on (PutDelta; zero for none).
-func (w *Writer) putChunks(r io.Reader, refs []ChunkRef, base func(chunk []byte) ID) ([]ChunkRef, int64, error) {
+// their refs to refs. base, when not nil, names for each new chunk the
+// objects to try as its delta base (the smallest delta wins; none, or zero
+// ids, for none).
+func (w *Writer) putChunks(r io.Reader, refs []ChunkRef, base func(chunk []byte) []ID) ([]ChunkRef, int64, error) {
 	bp := chunkBufPool.Get().(*[]byte)
 	defer chunkBufPool.Put(bp)
 	opts := chunkOpts
@@ -91,11 +92,11 @@ func (w *Writer) putChunks(r io.Reader, refs []ChunkRef, base func(chunk []byte)
 			return nil, 0, err
 		}
 		if len(chunk) > 0 {
-			var b ID
+			var b []ID
 			if base != nil {
 				b = base(chunk)
 			}
-			id, perr := w.PutDelta(TypeBlob, chunk, b)
+			id, perr := w.put(TypeBlob, chunk, b...)
 			if perr != nil {
 				return nil, 0, perr
 			}
@@ -113,9 +114,12 @@ func (w *Writer) putChunks(r io.Reader, refs []ChunkRef, base func(chunk []byte)
 // chunks are reused as they are and only the appended bytes are chunked:
 // a growing document costs its new bytes, not a re-chunked tail. The
 // prefix is verified chunk by chunk against base's ids, so any other edit
-// falls back to PutBytes. (A last chunk of base smaller than the minimum
-// chunk size is re-chunked with the new bytes, so appends do not leave a
-// trail of tiny chunks.)
+// falls back to PutBytes. base's last chunk is re-chunked with the new
+// bytes: it ended where base ended, which need not be a cut the chunker
+// makes in the longer content. So the id is always that of the same
+// content stored by PutBytes (content addressing holds across stores and
+// machines: the git bridge rebuilds a checkpoint from its content and gets
+// the same id), at the cost of re-reading one chunk per append.
 //
 // What is new is stored as deltas (PutDelta) where that pays: content
 // small enough to be one blob on base when base is one blob too (whatever
@@ -240,9 +244,11 @@ func (w *Writer) putAppend(src appendSource, base ID) (ID, int64, error) {
 	}
 	leaves := prev.leaves
 	bases := appendBases{leaves: leaves, anchors: make([]leafAnchors, len(leaves))}
-	// A last leaf smaller than chunkMin is re-chunked with the new bytes:
-	// tail holds its bytes.
-	retainTail := len(leaves) > 0 && leaves[len(leaves)-1].Size < chunkMin
+	// base's last leaf ended where base ended, not necessarily at a cut
+	// the chunker would make in the longer content: it is re-chunked with
+	// the new bytes (tail holds its bytes), so the cuts, hence the id, are
+	// those of the content chunked whole.
+	retainTail := len(leaves) > 0
 	var tail []byte
 	h := blake3.New()
 	var id ID
@@ -318,32 +324,42 @@ type leafAnchors struct {
 	head, tail [anchorLen]byte
 }
 
-// pick returns the newest old chunk that starts with the same anchorLen
-// bytes as chunk, else the newest that ends with the same bytes, else the
-// last old chunk. Comparing a few dozen bytes per old chunk costs
-// microseconds for a document of thousands of chunks, and catches a new
-// chunk that is an edited copy of an old one (content-defined cuts fall at
-// the same places in repeated text).
-func (b *appendBases) pick(chunk []byte) ID {
+// pick returns the delta bases to try for chunk: the newest old chunk that
+// starts with the same anchorLen bytes and the newest that ends with them
+// (a chunk that begins with base's re-chunked last chunk and continues
+// into an edited copy of older text matches both ways), else the last old
+// chunk. Comparing a few dozen bytes per old chunk costs microseconds for a
+// document of thousands of chunks, and catches a new chunk that is an
+// edited copy of an old one (content-defined cuts fall at the same places
+// in repeated text).
+func (b *appendBases) pick(chunk []byte) []ID {
 	n := len(b.leaves)
 	if n == 0 {
-		return ID{}
+		return nil
 	}
 	if len(chunk) < anchorLen {
-		return b.leaves[n-1].ID
+		return []ID{b.leaves[n-1].ID}
 	}
 	head, tail := chunk[:anchorLen], chunk[len(chunk)-anchorLen:]
+	var out []ID
 	for i := n - 1; i >= 0; i-- {
 		if b.leaves[i].Size >= anchorLen && bytes.Equal(b.anchors[i].head[:], head) {
-			return b.leaves[i].ID
+			out = append(out, b.leaves[i].ID)
+			break
 		}
 	}
 	for i := n - 1; i >= 0; i-- {
 		if b.leaves[i].Size >= anchorLen && bytes.Equal(b.anchors[i].tail[:], tail) {
-			return b.leaves[i].ID
+			if len(out) == 0 || out[0] != b.leaves[i].ID {
+				out = append(out, b.leaves[i].ID)
+			}
+			break
 		}
 	}
-	return b.leaves[n-1].ID
+	if len(out) == 0 {
+		out = append(out, b.leaves[n-1].ID)
+	}
+	return out
 }
 
 // storedContent is the shape of stored content: its level-0 entries (blobs)
@@ -396,25 +412,20 @@ func (s *Store) readLists(id ID, c *storedContent) error {
 // level (see storedContent), and refs are level-0 entries (blobs): the last
 // list of each level, the one the next append rewrites, is stored as a
 // delta on the list at the same level and position in prev (it differs by
-// an entry or two). Every other list is final (appends only add lists
-// after it), and so is the last one when it ends at a cut point and its
-// last entry is final (a chunk appends keep, or a final list): those are
-// stored whole. Every append reads all the lists, and a delta chain on
-// each final one (one link per entry it gained, about 16) would cost more
-// time than the ~30 bytes a list it saves.
+// an entry or two; the next append re-chunks its last leaf, so it always
+// changes). Every other list is final (appends only add lists after it)
+// and is stored whole: every append reads all the lists, and a delta chain
+// on each final one (one link per entry it gained, about 16) would cost
+// more time than the ~30 bytes a list it saves.
 func (w *Writer) putLists(refs []ChunkRef, level uint8, prev [][]ID) (ID, error) {
-	final := len(refs) > 0 && refs[len(refs)-1].Size >= chunkMin // PutBytesAppend keeps it
 	for {
 		groups := splitLists(refs)
 		next := make([]ChunkRef, 0, len(groups))
 		for i, g := range groups {
 			l := ChunkList{Level: level, Entries: g}
 			var base ID
-			if i == len(groups)-1 {
-				final = final && listClosed(g)
-				if !final && int(level) < len(prev) && i < len(prev[level]) {
-					base = prev[level][i]
-				}
+			if i == len(groups)-1 && int(level) < len(prev) && i < len(prev[level]) {
+				base = prev[level][i]
 			}
 			id, err := w.PutDelta(TypeChunkList, l.Encode(), base)
 			if err != nil {

@@ -107,10 +107,3 @@ func splitLists(refs []ChunkRef) [][]ChunkRef {
 func cutAfter(r ChunkRef, n int) bool {
 	return r.ID[IDSize-1]&fanoutMask == 0 || n == MaxChunkListEntries
 }
-
-// listClosed reports whether the list g, the last that splitLists made, is
-// closed: it ends at a cut point, so entries appended after it start a new
-// list and g is final.
-func listClosed(g []ChunkRef) bool {
-	return len(g) > 0 && cutAfter(g[len(g)-1], len(g))
-}

@@ -61,15 +61,17 @@
 // io.ReadSeeker) store a new version on the id of the previous one, base:
 // when base's content is a prefix of the new content, verified chunk by
 // chunk against base's chunk ids as the content is read, base's chunks are
-// kept as they are and only what follows is chunked (with base's last
-// chunk, when it is under the minimum chunk size), so an append costs its
-// new bytes and a few rewritten chunk lists. New chunks and rewritten lists
+// kept as they are and only what follows is chunked, with base's last
+// chunk (which ended where base ended, not necessarily where the chunker
+// cuts the longer content), so an append costs its new bytes, one
+// re-chunked chunk and a few rewritten chunk lists. New chunks and rewritten lists
 // are stored as deltas on base's where that pays (see PutBytesAppend). When
 // base is not a prefix (an edit, a shrink, a missing base), the content is
 // stored whole, as PutBytes would, PutFileAppend seeking back to where it
 // started. Both share one implementation: for the same content and base
 // they return the same id and store the same records, and the id is always
-// that of the content stored whole. PutFileAppend holds a 256 KiB read
+// that of the content stored whole (TestPutBytesAppendIDIsContentID): an
+// id is a function of the content alone, on any machine. PutFileAppend holds a 256 KiB read
 // buffer, the chunker's buffer and 64 bytes per chunk of base (the bytes
 // each starts and ends with, which pick delta bases), never the content:
 // storing a 256 MiB document, or appending 16 MiB to it, grows the heap by

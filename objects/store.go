@@ -658,7 +658,7 @@ func (w *Writer) Has(id ID) bool {
 func (w *Writer) Put(t Type, data []byte) (ID, error) { return w.put(t, data, ID{}) }
 
 // put is Put, and PutDelta when base is not zero.
-func (w *Writer) put(t Type, data []byte, base ID) (ID, error) {
+func (w *Writer) put(t Type, data []byte, bases ...ID) (ID, error) {
 	if !t.Valid() {
 		return ID{}, fmt.Errorf("put: invalid object type %d", t)
 	}
@@ -678,7 +678,7 @@ func (w *Writer) put(t Type, data []byte, base ID) (ID, error) {
 		}
 		return id, nil
 	}
-	stored, enc := w.encode(t, data, base)
+	stored, enc := w.encode(t, data, bases)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.pending[id]; ok {
@@ -720,18 +720,23 @@ func (w *Writer) put(t Type, data []byte, base ID) (ID, error) {
 }
 
 // encode returns the stored form of an object and its encoding: a delta on
-// base when one is at most 3/4 of the whole compressed record (less is not
+// one of bases (the smallest) when one is at most 3/4 of the whole compressed record (less is not
 // worth a chain read), else the whole record. A delta of at most 1/16 of
 // the raw bytes is taken without compressing the whole object to compare:
 // smaller than any whole record short of 16:1 compression, and most edits
 // of a file are that.
-func (w *Writer) encode(t Type, data []byte, base ID) ([]byte, byte) {
+func (w *Writer) encode(t Type, data []byte, bases []ID) ([]byte, byte) {
 	var delta []byte
-	if !base.IsZero() && !w.wholeOnly {
-		delta, _ = w.s.deltaRecord(t, data, base)
-		if delta != nil && len(delta) <= len(data)/16 {
-			return delta, encDelta
+	for _, base := range bases {
+		if base.IsZero() || w.wholeOnly {
+			continue
 		}
+		if d, _ := w.s.deltaRecord(t, data, base); d != nil && (delta == nil || len(d) < len(delta)) {
+			delta = d
+		}
+	}
+	if delta != nil && len(delta) <= len(data)/16 {
+		return delta, encDelta
 	}
 	stored, enc := compress(data, w.puts.Add(1) > bulkAfter)
 	if delta != nil && len(delta) <= len(stored)*3/4 {
