@@ -100,6 +100,31 @@ func init() {
 		},
 		reset: func(c *Config) { c.TasksMaxDepth = 0 },
 	}
+	settings["git.author"] = setting{
+		doc: "author and committer of the commits the git bridge writes, as \"Name <email>\" (default \"snap <snap@localhost>\")",
+		get: func(c *Config) string { return c.GitAuthor },
+		set: func(c *Config, v string) error {
+			if _, _, err := ParseAuthor(v); err != nil {
+				return err
+			}
+			c.GitAuthor = v
+			return nil
+		},
+		reset: func(c *Config) { c.GitAuthor = "" },
+	}
+	settings["git.commit-on"] = setting{
+		doc: "make a commit on the current git branch at every task-commit or edit-commit, as --git-commit does, or never (default never)",
+		get: func(c *Config) string { return c.GitCommitOn },
+		set: func(c *Config, v string) error {
+			switch v {
+			case "task-commit", "edit-commit", "never":
+				c.GitCommitOn = v
+				return nil
+			}
+			return fmt.Errorf("want task-commit, edit-commit or never, got %q", v)
+		},
+		reset: func(c *Config) { c.GitCommitOn = "" },
+	}
 	settings["gc.grace"] = durationSetting("gc never removes unreferenced data younger than this (default 1h)",
 		func(c *Config) *string { return &c.GCGrace })
 }
@@ -232,4 +257,21 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("negative duration %q", s)
 	}
 	return days + d, nil
+}
+
+// DefaultGitAuthor is the author of git bridge commits unless git.author
+// is set.
+const DefaultGitAuthor = "snap <snap@localhost>"
+
+// ParseAuthor splits "Name <email>" (git.author) into its parts.
+func ParseAuthor(s string) (name, email string, err error) {
+	lt, gt := strings.LastIndexByte(s, '<'), strings.LastIndexByte(s, '>')
+	if lt < 0 || gt != len(s)-1 || gt < lt {
+		return "", "", fmt.Errorf("want \"Name <email>\", got %q", s)
+	}
+	name, email = strings.TrimSpace(s[:lt]), s[lt+1:gt]
+	if name == "" || email == "" || strings.ContainsAny(s, "\n\x00") || strings.ContainsAny(name+email, "<>") {
+		return "", "", fmt.Errorf("want \"Name <email>\", got %q", s)
+	}
+	return name, email, nil
 }

@@ -246,6 +246,21 @@ func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, e
 	seen := map[objects.ID]bool{}
 	var list []sessionEntry
 	for _, op := range h.ops {
+		if op.Kind == string(OpImport) {
+			// Checkpoints taken elsewhere, listed at their own times.
+			var d importDetail
+			if op.Session == session && json.Unmarshal(op.Detail, &d) == nil && len(d.Times) == len(op.Checkpoints) {
+				for i, id := range op.Checkpoints {
+					if !seen[id] {
+						seen[id] = true
+						list = append(list, sessionEntry{ID: id, time: d.Times[i], expired: h.expired[id]})
+					}
+				}
+			}
+			if op.Session != session || seen[op.Checkpoint] {
+				continue
+			}
+		}
 		ids := []objects.ID{op.Checkpoint, op.Safety}
 		if builds(op.Kind) {
 			ids = append(ids, op.Target)

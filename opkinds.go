@@ -25,6 +25,7 @@ const (
 	OpTaskRevert     OpKind = "task-revert"
 	OpEditCommit     OpKind = "edit-commit"
 	OpRevert         OpKind = "revert" // the inverse of a checkpoint's change
+	OpImport         OpKind = "import" // checkpoints brought from elsewhere (Importer)
 )
 
 // reverser undoes (undo) or re-applies (!undo) op in session, filling
@@ -47,6 +48,7 @@ var opKinds = map[OpKind]opKind{
 	OpLabel:          {moveRefsBack, moveRefsBack, false},
 	OpSessionArchive: {moveRefsBack, moveRefsBack, false},
 	OpSessionRemove:  {moveRefsBack, moveRefsBack, false},
+	OpImport:         {moveRefsBack, moveRefsBack, false},
 	OpRewind:         {moveTree, moveTree, false},
 	// The task stack travels with the head: moving the head back undoes a
 	// begin or a commit (a commit that applied staged edits is a move). A

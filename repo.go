@@ -130,6 +130,8 @@ type Config struct {
 	KeepWithin     string `json:"keep_within,omitempty"`     // retention.keep-within
 	ArchivedExpire string `json:"archived_expire,omitempty"` // retention.archived-expire
 	TasksMaxDepth  int    `json:"tasks_max_depth,omitempty"` // tasks.max-depth
+	GitAuthor      string `json:"git_author,omitempty"`      // git.author
+	GitCommitOn    string `json:"git_commit_on,omitempty"`   // git.commit-on
 }
 
 // locate finds the project root and the store. A store inside a project

@@ -12,7 +12,7 @@ import (
 
 // Roots returns the ids gc must keep and fsck must check: every ref's value
 // every checkpoint id the op log names (Op.Checkpoint, Op.Target,
-// Op.Safety, and the Old and New of every RefChange), and those of the
+// Op.Safety, Op.Checkpoints, and the Old and New of every RefChange), and those of the
 // journal of a move in progress, without duplicates, refs first. When a ref file or an op-log record is damaged the ids that
 // could be read are returned with an error matching refs.ErrCorrupt: the
 // damaged one may have named anything, so the set is incomplete.
@@ -61,7 +61,7 @@ func journalIDs(rs *refs.Store) ([]objects.ID, error) {
 
 // opIDs lists the checkpoint ids an op names, zero ones included.
 func opIDs(op refs.Op) []objects.ID {
-	ids := []objects.ID{op.Checkpoint, op.Target, op.Safety}
+	ids := append([]objects.ID{op.Checkpoint, op.Target, op.Safety}, op.Checkpoints...)
 	for _, rc := range op.Refs {
 		ids = append(ids, rc.Old, rc.New)
 	}

@@ -39,16 +39,19 @@ type RefChange struct {
 // Op is one record of the operation log. Zero ids and empty fields are
 // omitted from the JSON encoding.
 type Op struct {
-	Seq        int64           `json:"seq"`                 // assigned by Append: 1, 2, 3, ... with no gaps
-	Time       time.Time       `json:"time"`                // set by Append (UTC) when zero
-	Kind       string          `json:"kind"`                // "checkpoint", "rewind", "label", "undo", "redo", "session-archive", "session-rm", "gc", ...
-	Session    string          `json:"session,omitempty"`   // session the op acted in, if any
-	Refs       []RefChange     `json:"refs,omitempty"`      // ref moves this op made, in order
-	Checkpoint objects.ID      `json:"checkpoint,omitzero"` // checkpoint created by this op, if any
-	Target     objects.ID      `json:"target,omitzero"`     // rewind target
-	Safety     objects.ID      `json:"safety,omitzero"`     // rewind: checkpoint of the tree+state from before the rewind
-	Undoes     int64           `json:"undoes,omitempty"`    // undo/redo: Seq of the op reversed / re-applied
-	Detail     json.RawMessage `json:"detail,omitempty"`    // engine-specific payload, valid JSON, stored with insignificant whitespace removed
+	Seq        int64       `json:"seq"`                 // assigned by Append: 1, 2, 3, ... with no gaps
+	Time       time.Time   `json:"time"`                // set by Append (UTC) when zero
+	Kind       string      `json:"kind"`                // "checkpoint", "rewind", "label", "undo", "redo", "session-archive", "session-rm", "gc", ...
+	Session    string      `json:"session,omitempty"`   // session the op acted in, if any
+	Refs       []RefChange `json:"refs,omitempty"`      // ref moves this op made, in order
+	Checkpoint objects.ID  `json:"checkpoint,omitzero"` // checkpoint created by this op, if any
+	Target     objects.ID  `json:"target,omitzero"`     // rewind target
+	Safety     objects.ID  `json:"safety,omitzero"`     // rewind: checkpoint of the tree+state from before the rewind
+	Undoes     int64       `json:"undoes,omitempty"`    // undo/redo: Seq of the op reversed / re-applied
+	// Checkpoints are more checkpoints the op brought into the store (an
+	// import's); like the ids above, gc keeps them (unless expired).
+	Checkpoints []objects.ID    `json:"checkpoints,omitempty"`
+	Detail      json.RawMessage `json:"detail,omitempty"` // engine-specific payload, valid JSON, stored with insignificant whitespace removed
 }
 
 // Append assigns op.Seq (one more than the last record's) and, when zero,

@@ -1,0 +1,334 @@
+package gitbridge
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/snapcore-dev/snap"
+)
+
+// toGit writes snap trees and content as git trees and blobs. Each snap
+// object is converted once per run (trees, blobs); a directory whose snap
+// id equals the one at the same path in an already exported checkpoint
+// (hint) takes that checkpoint's git tree without reading anything, so an
+// incremental export costs what changed.
+type toGit struct {
+	ctx   context.Context
+	snap  *snap.Repo
+	st    storer.EncodedObjectStorer
+	trees map[snap.ID]plumbing.Hash
+	blobs map[snap.ID]plumbing.Hash
+	wrote int // objects written
+}
+
+func newToGit(ctx context.Context, r *snap.Repo, st storer.EncodedObjectStorer) *toGit {
+	return &toGit{ctx: ctx, snap: r, st: st, trees: map[snap.ID]plumbing.Hash{}, blobs: map[snap.ID]plumbing.Hash{}}
+}
+
+// seed records that snap tree id is git tree h (an exported checkpoint):
+// its subtrees are paired as they are reached.
+func (g *toGit) seed(id snap.ID, h plumbing.Hash) { g.trees[id] = h }
+
+// tree returns the git tree of snap tree id, writing what is missing.
+// hint, when not zero, is the git tree of the same directory in the
+// parent checkpoint (its snap entries are compared by id, name by name).
+func (g *toGit) tree(id snap.ID, hintSnap snap.ID, hint plumbing.Hash) (plumbing.Hash, error) {
+	if h, ok := g.trees[id]; ok {
+		return h, nil
+	}
+	if err := g.ctx.Err(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	entries, err := g.snap.ReadTree(g.ctx, id)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	// The hint's entries by name: the snap id each had and its git hash.
+	type pair struct {
+		snap snap.ID
+		git  plumbing.Hash
+	}
+	hints := map[string]pair{}
+	if !hint.IsZero() && !hintSnap.IsZero() {
+		if he, err := g.snap.ReadTree(g.ctx, hintSnap); err == nil {
+			if ht, err := object.GetTree(g.st, hint); err == nil {
+				byName := map[string]plumbing.Hash{}
+				for _, e := range ht.Entries {
+					byName[e.Name] = e.Hash
+				}
+				for _, e := range he {
+					if h, ok := byName[e.Name]; ok {
+						hints[e.Name] = pair{e.ID, h}
+					}
+				}
+			}
+		}
+	}
+	t := &object.Tree{Entries: make([]object.TreeEntry, 0, len(entries))}
+	for _, e := range entries {
+		hp := hints[e.Name]
+		var h plumbing.Hash
+		var mode filemode.FileMode
+		switch e.Mode {
+		case snap.ModeDir:
+			mode = filemode.Dir
+			if hp.snap == e.ID {
+				h, g.trees[e.ID] = hp.git, hp.git
+			} else if h, err = g.tree(e.ID, hp.snap, hp.git); err != nil {
+				return plumbing.ZeroHash, err
+			}
+		case snap.ModeFile, snap.ModeExec, snap.ModeSymlink:
+			mode = map[snap.Mode]filemode.FileMode{snap.ModeFile: filemode.Regular, snap.ModeExec: filemode.Executable, snap.ModeSymlink: filemode.Symlink}[e.Mode]
+			if hp.snap == e.ID {
+				h, g.blobs[e.ID] = hp.git, hp.git
+			} else if h, err = g.blob(e.ID, e.Size); err != nil {
+				return plumbing.ZeroHash, fmt.Errorf("%s: %w", e.Name, err)
+			}
+		default:
+			return plumbing.ZeroHash, fmt.Errorf("%s: unknown mode %v", e.Name, e.Mode)
+		}
+		t.Entries = append(t.Entries, object.TreeEntry{Name: e.Name, Mode: mode, Hash: h})
+	}
+	sort.Sort(object.TreeEntrySorter(t.Entries)) // git's order: a directory sorts as "name/"
+	obj := g.st.NewEncodedObject()
+	if err := t.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := g.put(obj)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	g.trees[id] = h
+	return h, nil
+}
+
+// blob returns the git blob of snap content id (size bytes), writing it
+// when the repository does not have it. The content is streamed twice (to
+// hash it, then to write it), never held whole.
+func (g *toGit) blob(id snap.ID, size int64) (plumbing.Hash, error) {
+	if h, ok := g.blobs[id]; ok {
+		return h, nil
+	}
+	hasher := plumbing.NewHasher(plumbing.BlobObject, size)
+	n, err := g.snap.WriteContent(g.ctx, id, hasher)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if n != size {
+		return plumbing.ZeroHash, fmt.Errorf("content %s: %d bytes, its tree entry says %d", id.Short(), n, size)
+	}
+	h := hasher.Sum()
+	if g.st.HasEncodedObject(h) != nil {
+		obj := &streamObject{hash: h, typ: plumbing.BlobObject, size: size, open: func(w io.Writer) error {
+			_, err := g.snap.WriteContent(g.ctx, id, w)
+			return err
+		}}
+		if _, err := g.st.SetEncodedObject(obj); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		g.wrote++
+	}
+	g.blobs[id] = h
+	return h, nil
+}
+
+// put stores an encoded object unless the repository has it.
+func (g *toGit) put(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	h := obj.Hash()
+	if g.st.HasEncodedObject(h) == nil {
+		return h, nil
+	}
+	g.wrote++
+	return g.st.SetEncodedObject(obj)
+}
+
+// streamObject is an object whose content is produced on demand (a pipe
+// from the snap store), so a large file is never held in memory.
+type streamObject struct {
+	hash plumbing.Hash
+	typ  plumbing.ObjectType
+	size int64
+	open func(w io.Writer) error
+}
+
+func (o *streamObject) Hash() plumbing.Hash             { return o.hash }
+func (o *streamObject) Type() plumbing.ObjectType       { return o.typ }
+func (o *streamObject) SetType(t plumbing.ObjectType)   { o.typ = t }
+func (o *streamObject) Size() int64                     { return o.size }
+func (o *streamObject) SetSize(n int64)                 { o.size = n }
+func (o *streamObject) Writer() (io.WriteCloser, error) { return nil, fmt.Errorf("read-only object") }
+func (o *streamObject) Reader() (io.ReadCloser, error) {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(o.open(pw)) }()
+	return pr, nil
+}
+
+// fromGit writes git trees and blobs into a snap import. A git object is
+// converted once per run; hints pair a git tree with the snap tree already
+// stored for it (the parent checkpoint's), so unchanged directories are
+// not read again.
+type fromGit struct {
+	ctx   context.Context
+	im    *snap.Importer
+	st    storer.EncodedObjectStorer
+	trees map[plumbing.Hash]sized
+	blobs map[plumbing.Hash]sized
+	// skip, when not nil, is called for an entry snap cannot hold (a
+	// submodule, a name snap refuses) instead of failing.
+	skip func(path, why string)
+}
+
+type sized struct {
+	id   snap.ID
+	size int64
+}
+
+func newFromGit(ctx context.Context, im *snap.Importer, st storer.EncodedObjectStorer) *fromGit {
+	return &fromGit{ctx: ctx, im: im, st: st, trees: map[plumbing.Hash]sized{}, blobs: map[plumbing.Hash]sized{}}
+}
+
+// seed records that git tree h is snap tree id, of size bytes.
+func (f *fromGit) seed(h plumbing.Hash, id snap.ID, size int64) { f.trees[h] = sized{id, size} }
+
+// tree imports git tree h (at path dir, for messages) and returns its snap
+// id and total size.
+func (f *fromGit) tree(h plumbing.Hash, dir string) (sized, error) {
+	if s, ok := f.trees[h]; ok {
+		return s, nil
+	}
+	if err := f.ctx.Err(); err != nil {
+		return sized{}, err
+	}
+	t, err := object.GetTree(f.st, h)
+	if err != nil {
+		return sized{}, fmt.Errorf("tree %s: %w", dir, err)
+	}
+	var entries []snap.TreeEntry
+	var total int64
+	for _, e := range t.Entries {
+		p := e.Name
+		if dir != "" {
+			p = dir + "/" + e.Name
+		}
+		var s sized
+		var mode snap.Mode
+		switch e.Mode {
+		case filemode.Dir:
+			mode = snap.ModeDir
+			if s, err = f.tree(e.Hash, p); err != nil {
+				return sized{}, err
+			}
+		case filemode.Regular, filemode.Deprecated:
+			mode = snap.ModeFile
+		case filemode.Executable:
+			mode = snap.ModeExec
+		case filemode.Symlink:
+			mode = snap.ModeSymlink
+		default:
+			if f.skip != nil {
+				f.skip(p, fmt.Sprintf("git mode %v (a submodule) has no snap equivalent", e.Mode))
+				continue
+			}
+			return sized{}, fmt.Errorf("%s: git mode %v has no snap equivalent", p, e.Mode)
+		}
+		if mode != snap.ModeDir {
+			if s, err = f.blob(e.Hash, p); err != nil {
+				return sized{}, err
+			}
+		}
+		entries = append(entries, snap.TreeEntry{Name: e.Name, Mode: mode, ID: s.id, Size: s.size})
+		total += s.size
+	}
+	id, err := f.im.PutTree(entries)
+	if err != nil && f.skip != nil {
+		// A name snap refuses (".git" spelled otherwise, a control
+		// character): drop such entries and say so.
+		var kept []snap.TreeEntry
+		total = 0
+		for _, e := range entries {
+			if _, err := f.im.PutTree([]snap.TreeEntry{e}); err != nil {
+				f.skip(joinPath(dir, e.Name), err.Error())
+				continue
+			}
+			kept = append(kept, e)
+			total += e.Size
+		}
+		id, err = f.im.PutTree(kept)
+	}
+	if err != nil {
+		return sized{}, fmt.Errorf("tree %q: %w", dir, err)
+	}
+	s := sized{id, total}
+	f.trees[h] = s
+	return s, nil
+}
+
+func joinPath(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// blob imports git blob h.
+func (f *fromGit) blob(h plumbing.Hash, p string) (sized, error) {
+	if s, ok := f.blobs[h]; ok {
+		return s, nil
+	}
+	obj, err := f.st.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return sized{}, fmt.Errorf("%s: blob %s: %w", p, h, err)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return sized{}, err
+	}
+	defer rd.Close()
+	id, n, err := f.im.PutContent(rd)
+	if err != nil {
+		return sized{}, fmt.Errorf("%s: %w", p, err)
+	}
+	s := sized{id, n}
+	f.blobs[h] = s
+	return s, nil
+}
+
+// docs imports a state commit's tree: one file per state document.
+func (f *fromGit) docs(h plumbing.Hash) (snap.ID, error) {
+	t, err := object.GetTree(f.st, h)
+	if err != nil {
+		return snap.ID{}, err
+	}
+	var entries []snap.TreeEntry
+	for _, e := range t.Entries {
+		if e.Mode != filemode.Regular {
+			return snap.ID{}, fmt.Errorf("state document %q: mode %v, want a file", e.Name, e.Mode)
+		}
+		s, err := f.blob(e.Hash, "state:"+e.Name)
+		if err != nil {
+			return snap.ID{}, err
+		}
+		entries = append(entries, snap.TreeEntry{Name: e.Name, Mode: snap.ModeFile, ID: s.id, Size: s.size})
+	}
+	return f.im.PutTree(entries)
+}
+
+// readAll returns a small git object's content (a message body).
+func readAll(obj plumbing.EncodedObject) ([]byte, error) {
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	var b bytes.Buffer
+	_, err = io.Copy(&b, rd)
+	return b.Bytes(), err
+}
