@@ -48,6 +48,10 @@ type CheckpointOptions struct {
 	State       []StateDoc
 	Paths       []string // edit-set hint: only these paths are examined; the rest is inherited from the parent
 	MaxFileSize int64    // 0: the store's setting
+	// Tree, when not zero, is recorded as the checkpoint's files instead of
+	// a capture of the working tree: a tree already stored (an Importer's,
+	// committed). The working tree is not read. Paths must be empty.
+	Tree ID
 	// AllowEmpty records a checkpoint even when it would be identical to
 	// the head (same tree, state documents and sources; no label). Without
 	// it such a checkpoint records nothing and returns the head, Unchanged.
@@ -174,8 +178,11 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskSt
 	defer w.Abort()
 	// An edit-set checkpoint reads its few paths directly: loading and
 	// rewriting the whole stat cache would cost more than the capture.
+	if !o.Tree.IsZero() && len(o.Paths) > 0 {
+		return nil, fmt.Errorf("%w: a checkpoint of a given tree takes no paths", ErrUsage)
+	}
 	var cache *index.Cache
-	if len(o.Paths) == 0 {
+	if len(o.Paths) == 0 && o.Tree.IsZero() {
 		cache = r.loadCache()
 	}
 	// The working tree is captured once; when another writer of the
@@ -190,7 +197,7 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskSt
 		// (On a retry the state documents snap keeps, the task stack, are
 		// inherited again from the new head.)
 		if c == nil || len(o.Paths) > 0 || step != nil || attempt > 0 {
-			if c, err = r.capture(ctx, w, cache, captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize, task: step}); err != nil {
+			if c, err = r.capture(ctx, w, cache, captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize, task: step, tree: o.Tree}); err != nil {
 				return nil, err
 			}
 		}
@@ -301,8 +308,9 @@ type captureSpec struct {
 	// exclude: more state-document sources (a rewind target's, whatever
 	// its scope) that are not tree files.
 	exclude map[string]string
-	paths   []string // edit-set: only these paths are examined
-	maxSize int64    // 0: the store's setting
+	paths   []string   // edit-set: only these paths are examined
+	tree    objects.ID // not zero: these files, nothing captured
+	maxSize int64      // 0: the store's setting
 	// rules are stored trees whose ignore files apply too (a rewind's
 	// target): what they ignore is neither recorded nor touched.
 	rules []objects.ID
@@ -348,12 +356,22 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	wopts.Exclude = r.inProject(sources, spec.exclude, r.sessionSources())
 	var snap *worktree.Snapshot
 	var err error
-	if len(paths) > 0 && parent != nil {
+	switch {
+	case !spec.tree.IsZero():
+		t, terr := w.ReadTree(spec.tree)
+		if terr != nil {
+			return nil, fmt.Errorf("checkpoint tree %s: %w", spec.tree.Short(), terr)
+		}
+		snap = &worktree.Snapshot{Tree: spec.tree, Files: -1} // Files: derived from the parent's
+		for _, e := range t.Entries {
+			snap.Bytes += e.Size
+		}
+	case len(paths) > 0 && parent != nil:
 		snap, err = worktree.CapturePaths(ctx, w, parent.Tree, paths, wopts)
 		if errors.Is(err, worktree.ErrOutsideRoot) {
 			err = fmt.Errorf("%w: %v", ErrUsage, err)
 		}
-	} else {
+	default:
 		snap, err = worktree.Capture(ctx, w, wopts)
 	}
 	if err != nil {

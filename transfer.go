@@ -320,3 +320,7 @@ func (r *Repo) isAncestor(a, b ID) (bool, error) {
 
 // ParseID parses a checkpoint or object id written in full (64 hex digits).
 func ParseID(s string) (ID, error) { return objects.ParseID(s) }
+
+// DecodeNode decodes a checkpoint's canonical encoding (as ReadNode returns
+// it); any other encoding of the same fields is refused.
+func DecodeNode(raw []byte) (*Node, error) { return objects.DecodeCheckpoint(raw) }

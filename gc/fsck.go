@@ -207,6 +207,9 @@ func opField(op refs.Op, i int) string {
 	case 2:
 		return "safety"
 	}
+	if k := i - 3 - 2*len(op.Refs); k >= 0 {
+		return fmt.Sprintf("checkpoints[%d]", k)
+	}
 	rc := op.Refs[(i-3)/2]
 	if (i-3)%2 == 0 {
 		return rc.Name + " old"

@@ -61,11 +61,11 @@ func journalIDs(rs *refs.Store) ([]objects.ID, error) {
 
 // opIDs lists the checkpoint ids an op names, zero ones included.
 func opIDs(op refs.Op) []objects.ID {
-	ids := append([]objects.ID{op.Checkpoint, op.Target, op.Safety}, op.Checkpoints...)
+	ids := []objects.ID{op.Checkpoint, op.Target, op.Safety}
 	for _, rc := range op.Refs {
 		ids = append(ids, rc.Old, rc.New)
 	}
-	return ids
+	return append(ids, op.Checkpoints...)
 }
 
 // Reachable returns every object reachable from roots (not following

@@ -1,0 +1,215 @@
+package gitbridge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/gitbridge"
+	"github.com/snapcore-dev/snap/snaptest"
+)
+
+// machineA is a project with a session of checkpoints (an abandoned
+// branch, an executable, a symlink, a chunked file, a growing transcript)
+// and a git repository; it returns the recorded checkpoints.
+func machineA(t *testing.T) (*snap.Repo, string, []recorded) {
+	t.Helper()
+	ctx := context.Background()
+	r, root := snaptest.NewRepo(t)
+	git(t, root, "init", "-q", "-b", "main")
+	conv := filepath.Join(t.TempDir(), "transcript.jsonl")
+	var recs []recorded
+	step := func(files map[string]string, line string) snap.ID {
+		snaptest.WriteFiles(t, root, files)
+		f, _ := os.OpenFile(conv, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		f.WriteString(line + "\n")
+		f.Close()
+		res, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", Summary: line,
+			State: []snap.StateDoc{{Name: snap.ConversationDoc, Source: conv}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(conv)
+		recs = append(recs, recorded{id: res.ID, files: snaptest.Snapshot(t, root, skipMeta), conv: string(data)})
+		return res.ID
+	}
+	step(map[string]string{"a.txt": "one\n"}, "first")
+	os.WriteFile(filepath.Join(root, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	os.Symlink("a.txt", filepath.Join(root, "link"))
+	big := make([]byte, 300<<10)
+	for i := range big {
+		big[i] = byte('a' + i*7%26)
+	}
+	os.WriteFile(filepath.Join(root, "big.bin"), big, 0o644)
+	second := step(map[string]string{"a.txt": "two\n"}, "second")
+	step(map[string]string{"b.txt": "abandoned\n"}, "third")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "s1", Target: second.String()}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(root, "b.txt"))
+	step(map[string]string{"c.txt": "four\n"}, "fourth")
+	return r, root, recs
+}
+
+// ids lists the session's checkpoint ids, oldest first.
+func ids(t *testing.T, r *snap.Repo, session string) []string {
+	t.Helper()
+	entries, err := r.Log(context.Background(), snap.LogOptions{Session: session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i := len(entries) - 1; i >= 0; i-- {
+		out = append(out, entries[i].ID.String())
+	}
+	return out
+}
+
+// pullAndCheck pulls session s1 from url into a fresh project and checks
+// that it lists the same checkpoints and that each rewinds byte-exact.
+func pullAndCheck(t *testing.T, a *snap.Repo, recs []recorded, url string) *snap.Repo {
+	t.Helper()
+	ctx := context.Background()
+	r, root := snaptest.NewRepo(t)
+	git(t, root, "init", "-q", "-b", "main")
+	b, err := gitbridge.Open(r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Pull(ctx, gitbridge.RemoteOptions{Remote: url, Sessions: []string{"s1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Sessions) != 1 || !res.Sessions[0].Moved || res.Imported == 0 {
+		t.Fatalf("pull: %+v", res)
+	}
+	if got, want := fmt.Sprint(ids(t, r, "s1")), fmt.Sprint(ids(t, a, "s1")); got != want {
+		t.Fatalf("pulled log:\n%s\nwant\n%s", got, want)
+	}
+	// gc keeps what the import brought, abandoned branches included.
+	if _, err := r.GC(ctx, snap.GCOptions{Grace: 0}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		out := t.TempDir()
+		if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "s1", Target: rec.id.String(), StateOut: out}); err != nil {
+			t.Fatal(err)
+		}
+		if d := snaptest.Diff(rec.files, snaptest.Snapshot(t, root, skipMeta)); d != "" {
+			t.Fatalf("rewind to %s after pull: files differ:\n%s", rec.id.Short(), d)
+		}
+		if got, _ := os.ReadFile(filepath.Join(out, snap.ConversationDoc)); string(got) != rec.conv {
+			t.Fatalf("rewind to %s after pull: conversation %q, want %q", rec.id.Short(), got, rec.conv)
+		}
+	}
+	// A second pull brings nothing and moves nothing.
+	again, err := b.Pull(ctx, gitbridge.RemoteOptions{Remote: url, Sessions: []string{"s1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Imported != 0 {
+		t.Fatalf("second pull imported %d", again.Imported)
+	}
+	return r
+}
+
+func TestPushPullFileRemote(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	a, root, recs := machineA(t)
+	remote := t.TempDir()
+	git(t, remote, "init", "-q", "--bare")
+	git(t, root, "remote", "add", "origin", remote)
+	b, err := gitbridge.Open(a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Push(ctx, gitbridge.RemoteOptions{Sessions: []string{"s1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.UpToDate || len(res.Updated) == 0 {
+		t.Fatalf("push: %+v", res)
+	}
+	again, err := b.Push(ctx, gitbridge.RemoteOptions{Sessions: []string{"s1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.UpToDate || again.Export.Commits != 0 {
+		t.Fatalf("second push: %+v", again)
+	}
+	git(t, remote, "fsck", "--strict", "--no-dangling")
+	bRepo := pullAndCheck(t, a, recs, remote)
+
+	// The session moves on machine B; a pull must not overwrite that.
+	if _, err := bRepo.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", Summary: "on B", AllowEmpty: true}); err != nil {
+		t.Fatal(err)
+	}
+	snaptest.WriteFiles(t, root, map[string]string{"new-on-a": "x\n"})
+	if _, err := a.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", Summary: "on A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	headB, _ := bRepo.Resolve(ctx, "s1", "@")
+	bb, _ := gitbridge.Open(bRepo, "")
+	_, err = bb.Pull(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}})
+	if !errors.Is(err, snap.ErrConflict) {
+		t.Fatalf("pull over a head that moved: %v, want ErrConflict", err)
+	}
+	if now, _ := bRepo.Resolve(ctx, "s1", "@"); now != headB {
+		t.Fatal("the refused pull moved the head")
+	}
+}
+
+func TestPushPullGitDaemon(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	a, _, recs := machineA(t)
+	base := t.TempDir()
+	git(t, base, "init", "-q", "--bare", "shared.git")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	daemon := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+		"--base-path="+base, "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), base)
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { daemon.Process.Kill(); daemon.Wait() })
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i > 100 {
+			t.Fatal("git daemon did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	url := fmt.Sprintf("git://127.0.0.1:%d/shared.git", port)
+	b, err := gitbridge.Open(a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: url, Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: url, Sessions: []string{"s1"}})
+	if err != nil || !again.UpToDate {
+		t.Fatalf("second push: %+v, %v", again, err)
+	}
+	pullAndCheck(t, a, recs, url)
+}
