@@ -12,16 +12,18 @@ import (
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/edits"
+	"github.com/snapcore-dev/snap/gitbridge"
 )
 
 type editOptions struct {
 	globalOptions
-	Verb    string // replace, write, delete, status, preview, drop, commit, revert
-	Request snap.EditRequest
-	Arg     string // drop: the letter; commit: the summary; revert: the reason
-	Mode    string // preview
-	Context int    // preview
-	Stdin   io.Reader
+	Verb      string // replace, write, delete, status, preview, drop, commit, revert
+	Request   snap.EditRequest
+	Arg       string // drop: the letter; commit: the summary; revert: the reason
+	Mode      string // preview
+	Context   int    // preview
+	Stdin     io.Reader
+	GitCommit bool // commit
 }
 
 // editStdinRequest is the JSON request 'snap edit replace --stdin' reads.
@@ -118,7 +120,7 @@ changed region), or stats (+N/-M characters and position per change).`,
 			},
 			{Name: "drop", Usage: "remove one pending change", ArgsUsage: "LETTER", Flags: withGlobals(), Action: run("drop"),
 				Description: "Removes pending change LETTER; the later ones keep their letters."},
-			{Name: "commit", Usage: "apply every pending change atomically (edit-commit checkpoint)", ArgsUsage: "SUMMARY", Flags: withGlobals(), Action: run("commit"),
+			{Name: "commit", Usage: "apply every pending change atomically (edit-commit checkpoint)", ArgsUsage: "SUMMARY", Flags: withGlobals(gitCommitFlag), Action: run("commit"),
 				Description: `Applies every pending change to every file at once and records an
 edit-commit checkpoint with SUMMARY; answers {checkpoint, applied_changes,
 chars_added, chars_removed, paths}. 'snap undo' puts the files back.`},
@@ -192,6 +194,7 @@ func (o *editOptions) parse(c *cli.Context) error {
 		o.Arg, err = one("LETTER")
 	case "commit":
 		o.Arg, err = one("SUMMARY (quote it)")
+		o.GitCommit = c.Bool("git-commit")
 	case "revert":
 		o.Arg, err = one("REASON (quote it)")
 	case "preview":
@@ -300,6 +303,20 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 			return err
 		})
 	case "commit":
+		gc, err := newGitCommitter(ctx, repo, o.GitCommit, "edit-commit", func(*gitbridge.Bridge) ([]string, error) {
+			st, err := repo.EditStatus(ctx, session)
+			if err != nil {
+				return nil, err
+			}
+			var ps []string
+			for _, c := range st.Pending {
+				ps = append(ps, c.Path)
+			}
+			return ps, nil
+		})
+		if err != nil {
+			return err
+		}
 		res, err := repo.EditCommit(ctx, session, o.Arg)
 		if err == nil {
 			startAutoGC(ctx, repo)
@@ -310,13 +327,31 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 			}
 			return err
 		}
-		return emit(out, o.JSON, res, func(w io.Writer) error {
+		var gitCommit *gitbridge.CommitResult
+		if gc != nil && res.Checkpoint != nil {
+			if node, _, nerr := repo.ReadNode(ctx, *res.Checkpoint); nerr == nil && len(node.Parents) > 0 {
+				gitCommit, err = gc.commit(ctx, node.Parents[0], *res.Checkpoint, o.Arg)
+			}
+		}
+		emitErr := emit(out, o.JSON, editCommitResult{res, gitCommit}, func(w io.Writer) error {
+			writeGitCommit(w, gitCommit)
 			_, err := fmt.Fprintf(w, "committed %s to %s (+%d/-%d chars), checkpoint %s; 'snap undo' puts the files back\n",
 				plural(res.AppliedChanges, "change"), plural(len(res.Paths), "file"), res.CharsAdded, res.CharsRemoved, res.Checkpoint.Short())
 			return err
 		})
+		if emitErr != nil {
+			return emitErr
+		}
+		return err
 	}
 	return usageErrorf("unknown edit command %q", o.Verb)
+}
+
+// editCommitResult is an edit commit's result, with the git commit
+// --git-commit made.
+type editCommitResult struct {
+	*snap.EditCommitResult
+	GitCommit *gitbridge.CommitResult `json:"git_commit,omitempty"`
 }
 
 // writeEditAnswer prints an edit answer for people.

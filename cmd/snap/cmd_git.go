@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/gitbridge"
 )
 
@@ -207,4 +208,52 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// gitCommitFlag is --git-commit of 'task commit' and 'edit commit'.
+var gitCommitFlag = &cli.BoolFlag{Name: "git-commit", Usage: "also commit the changed files on the current git branch (see 'snap help git'); default: git.commit-on"}
+
+// gitCommitter makes the real commit of a task or edit commit: checked
+// before snap records anything (a refusal changes nothing), made after.
+type gitCommitter struct {
+	b *gitbridge.Bridge
+}
+
+// newGitCommitter returns nil when no commit is wanted: neither the flag
+// nor git.commit-on = on.
+func newGitCommitter(ctx context.Context, repo *snap.Repo, flag bool, on string, paths func(*gitbridge.Bridge) ([]string, error)) (*gitCommitter, error) {
+	if v, _ := repo.ConfigGet("git.commit-on"); !flag && v != on {
+		return nil, nil
+	}
+	b, err := gitbridge.Open(repo, "")
+	if err != nil {
+		return nil, err
+	}
+	ps, err := paths(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.CheckCommit(ctx, ps); err != nil {
+		return nil, err
+	}
+	return &gitCommitter{b: b}, nil
+}
+
+// commit commits what changed from checkpoint from to checkpoint to.
+func (g *gitCommitter) commit(ctx context.Context, from, to snap.ID, message string) (*gitbridge.CommitResult, error) {
+	res, err := g.b.Commit(ctx, from, to, message)
+	if err != nil {
+		return res, fmt.Errorf("snap recorded checkpoint %s, but the git commit failed: %w", to.Short(), err)
+	}
+	return res, nil
+}
+
+func writeGitCommit(w io.Writer, c *gitbridge.CommitResult) {
+	switch {
+	case c == nil:
+	case c.Commit == "":
+		fmt.Fprintf(w, "no git commit: the files are as %s has them\n", c.Branch)
+	default:
+		fmt.Fprintf(w, "git commit %s on %s (%s)\n", short(c.Commit), c.Branch, plural(len(c.Paths), "file"))
+	}
 }

@@ -10,16 +10,18 @@ import (
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/gitbridge"
 )
 
 type taskOptions struct {
 	globalOptions
 	docFlags
-	Verb     string // begin, commit, revert, tree
-	Text     string
-	Parent   string // begin --parent N ("" = the current task; "0" = top level)
-	KeepOpen bool
-	Format   string // tree: "" (the tree) or "text" (for a prompt)
+	Verb      string // begin, commit, revert, tree
+	Text      string
+	Parent    string // begin --parent N ("" = the current task; "0" = top level)
+	KeepOpen  bool
+	GitCommit bool
+	Format    string // tree: "" (the tree) or "text" (for a prompt)
 }
 
 func taskCommand(inv *invocation) *cli.Command {
@@ -41,7 +43,7 @@ func taskCommand(inv *invocation) *cli.Command {
 					return usageErrorf("task %s takes one argument, %s (quote it)", verb, what)
 				}
 				o.Text, o.docFlags = c.Args().First(), docFlagsOf(c, inv)
-				o.Parent, o.KeepOpen = c.String("parent"), c.Bool("keep-open")
+				o.Parent, o.KeepOpen, o.GitCommit = c.String("parent"), c.Bool("keep-open"), c.Bool("git-commit")
 			}
 			return runTask(c.Context, o, inv.stdout)
 		}
@@ -95,7 +97,7 @@ and pops the task; with --keep-open the summary is recorded and the task
 stays current. With no open task it is a usage error (exit 2). 'snap undo'
 reopens the task. --json answers {task, checkpoint, stack}.`,
 				Flags: withGlobals(append(docCLIFlags(),
-					&cli.BoolFlag{Name: "keep-open", Usage: "record the summary and keep the task current"})...),
+					&cli.BoolFlag{Name: "keep-open", Usage: "record the summary and keep the task current"}, gitCommitFlag)...),
 				Action: run("commit"),
 			},
 			{
@@ -170,11 +172,45 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 		}
 	}
 	var res *snap.TaskResult
+	var gitCommit *gitbridge.CommitResult
 	switch o.Verb {
 	case "begin":
 		res, err = repo.TaskBegin(ctx, to)
 	case "commit":
+		// --git-commit: the files the task changed, from its task-begin
+		// checkpoint (and the staged edits the commit applies).
+		var begin *snap.ID
+		if tree, terr := repo.Tasks(ctx, o.session(), nil); terr == nil && tree.Current != nil {
+			for _, t := range tree.Tasks {
+				if t.ID == *tree.Current {
+					begin = t.Begin
+				}
+			}
+		}
+		var gc *gitCommitter
+		if begin != nil {
+			gc, err = newGitCommitter(ctx, repo, o.GitCommit, "task-commit", func(b *gitbridge.Bridge) ([]string, error) {
+				ps, err := b.ChangedPaths(ctx, *begin, nil)
+				if err != nil {
+					return nil, err
+				}
+				st, err := repo.EditStatus(ctx, o.session())
+				if err != nil {
+					return nil, err
+				}
+				for _, c := range st.Pending {
+					ps = append(ps, c.Path)
+				}
+				return ps, nil
+			})
+			if err != nil {
+				return err
+			}
+		}
 		res, err = repo.TaskCommit(ctx, to)
+		if err == nil && gc != nil {
+			gitCommit, err = gc.commit(ctx, *begin, res.Checkpoint, res.Task.Summary)
+		}
 	case "revert":
 		res, err = repo.TaskRevert(ctx, to)
 	}
@@ -187,7 +223,8 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 	if err != nil && !errors.Is(err, snap.ErrPartial) {
 		return withSafety(err, res.Rewind)
 	}
-	emitErr := emit(out, o.JSON, res, func(w io.Writer) error {
+	emitErr := emit(out, o.JSON, taskCommitResult{res, gitCommit}, func(w io.Writer) error {
+		writeGitCommit(w, gitCommit)
 		t := res.Task
 		switch o.Verb {
 		case "begin":
@@ -213,6 +250,12 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 		return emitErr
 	}
 	return err
+}
+
+// taskCommitResult is a task result, with the git commit --git-commit made.
+type taskCommitResult struct {
+	*snap.TaskResult
+	GitCommit *gitbridge.CommitResult `json:"git_commit,omitempty"`
 }
 
 func joinInts(ns []int, sep string) string {

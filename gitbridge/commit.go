@@ -1,0 +1,434 @@
+package gitbridge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/snapcore-dev/snap"
+)
+
+// CommitResult is the commit made on the user's branch.
+type CommitResult struct {
+	Commit string   `json:"commit"` // "" when nothing differed from HEAD (no commit made)
+	Branch string   `json:"branch"`
+	Paths  []string `json:"paths"` // the paths it changed
+}
+
+// userRepo is the state of the user's repository a commit starts from.
+type userRepo struct {
+	branch plumbing.ReferenceName
+	head   *plumbing.Reference // nil on an unborn branch
+	tree   *object.Tree        // HEAD's tree (nil: none)
+	idx    *index.Index
+}
+
+// inProgress are the files git leaves while an operation is under way.
+var inProgress = map[string]string{
+	"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
+	"rebase-merge": "a rebase", "rebase-apply": "a rebase or am",
+}
+
+// check reads HEAD and the index and refuses what a commit on the user's
+// branch must not happen in: a detached HEAD, a merge, rebase, cherry-pick
+// or revert under way, and paths with staged changes (the index differs
+// from HEAD there) or conflicts.
+func (b *Bridge) check(paths []string) (*userRepo, error) {
+	if b.bare() {
+		return nil, fmt.Errorf("%w: %s is a bare repository: there is no branch to commit the task on", snap.ErrUsage, b.Dir)
+	}
+	for f, what := range inProgress {
+		if _, err := os.Lstat(filepath.Join(b.Dir, f)); err == nil {
+			return nil, fmt.Errorf("%w: %s is under way in %s: finish or abort it first (nothing was committed)", snap.ErrUsage, what, b.Dir)
+		}
+	}
+	head, err := b.git.Storer.Reference(plumbing.HEAD)
+	if err != nil {
+		return nil, fmt.Errorf("git HEAD: %w", err)
+	}
+	if head.Type() != plumbing.SymbolicReference {
+		return nil, fmt.Errorf("%w: HEAD is detached (at %s): check out a branch for the commit (nothing was committed)", snap.ErrUsage, head.Hash().String()[:12])
+	}
+	u := &userRepo{branch: head.Target()}
+	if u.head, err = b.git.Storer.Reference(u.branch); errors.Is(err, plumbing.ErrReferenceNotFound) {
+		u.head = nil
+	} else if err != nil {
+		return nil, err
+	} else {
+		c, err := object.GetCommit(b.git.Storer, u.head.Hash())
+		if err != nil {
+			return nil, err
+		}
+		if u.tree, err = c.Tree(); err != nil {
+			return nil, err
+		}
+	}
+	if u.idx, err = b.git.Storer.Index(); err != nil {
+		return nil, fmt.Errorf("%w: reading the git index: %v", snap.ErrUsage, err)
+	}
+	var staged []string
+	for _, p := range paths {
+		var inHead *object.TreeEntry
+		if u.tree != nil {
+			if e, err := u.tree.FindEntry(p); err == nil {
+				inHead = e
+			}
+		}
+		var inIndex *index.Entry
+		for _, e := range u.idx.Entries {
+			if e.Name == p {
+				if e.Stage != 0 { // (go-git names stage 1 "Merged"; in git, 0 is merged)
+					return nil, fmt.Errorf("%w: %s has a merge conflict in the index (nothing was committed)", snap.ErrUsage, p)
+				}
+				inIndex = e
+			}
+		}
+		switch {
+		case inHead == nil && inIndex == nil:
+		case inHead != nil && inIndex != nil && inHead.Hash == inIndex.Hash && inHead.Mode == inIndex.Mode && !inIndex.IntentToAdd:
+		default:
+			staged = append(staged, p)
+		}
+	}
+	if len(staged) > 0 {
+		return nil, fmt.Errorf("%w: you have staged changes to %s: commit or unstage them first ('git restore --staged'); nothing was committed",
+			snap.ErrUsage, strings.Join(staged, ", "))
+	}
+	return u, nil
+}
+
+func (b *Bridge) bare() bool {
+	_, err := b.git.Worktree()
+	return err != nil
+}
+
+// CheckCommit reports whether a commit of paths could be made on the
+// user's branch now (see Commit), changing nothing.
+func (b *Bridge) CheckCommit(ctx context.Context, paths []string) error {
+	_, err := b.check(paths)
+	return err
+}
+
+// ChangedPaths lists the paths whose files differ between checkpoints
+// from and to (to nil: the working tree).
+func (b *Bridge) ChangedPaths(ctx context.Context, from snap.ID, to *snap.ID) ([]string, error) {
+	d, err := b.snap.Diff(ctx, from, to, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range d.Files {
+		out = append(out, f.Path)
+	}
+	return out, nil
+}
+
+// Commit makes a commit on the user's current branch holding exactly the
+// files that changed from checkpoint from to checkpoint to (as they are
+// in to), on top of HEAD, with message and a Snap-Checkpoint trailer
+// naming to. The branch moves by compare-and-swap. The index entries of
+// those paths are set to the committed content (so git status shows them
+// clean); every other entry stays as it was. The index is rewritten under
+// git's own lock (index.lock) by go-git, which keeps every entry and drops
+// git's optional caches (cache-tree, untracked cache), which git rebuilds.
+// Nothing is committed when check refuses. No git hook runs: the commit
+// records what the agent's task did, which snap already checkpointed, and
+// a hook that rewrote or refused it would split the two records.
+func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (*CommitResult, error) {
+	paths, err := b.ChangedPaths(ctx, from, &to)
+	if err != nil {
+		return nil, err
+	}
+	// Under git's index lock from the checks to the new index: no git
+	// command changes the index or stages anything meanwhile.
+	unlock, err := b.lockIndex()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	u, err := b.check(paths)
+	if err != nil {
+		return nil, err
+	}
+	node, _, err := b.snap.ReadNode(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	res := &CommitResult{Branch: u.branch.Short(), Paths: []string{}}
+	g := newToGit(ctx, b.snap, b.git.Storer)
+	// What each path becomes: an entry, or nil (deleted).
+	changes := map[string]*object.TreeEntry{}
+	for _, p := range paths {
+		e, ok, err := b.entryAt(ctx, node.Tree, p)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || e.Mode == snap.ModeDir {
+			changes[p] = nil
+			continue
+		}
+		h, err := g.blob(e.ID, e.Size)
+		if err != nil {
+			return nil, err
+		}
+		mode := map[snap.Mode]filemode.FileMode{snap.ModeFile: filemode.Regular, snap.ModeExec: filemode.Executable, snap.ModeSymlink: filemode.Symlink}[e.Mode]
+		changes[p] = &object.TreeEntry{Name: p, Mode: mode, Hash: h}
+	}
+	// Paths already as HEAD has them (changed by the user's own commits
+	// meanwhile) are not the task's to commit.
+	for _, p := range paths {
+		var inHead *object.TreeEntry
+		if u.tree != nil {
+			inHead, _ = u.tree.FindEntry(p)
+		}
+		if c := changes[p]; c == nil && inHead == nil || c != nil && inHead != nil && c.Hash == inHead.Hash && c.Mode == inHead.Mode {
+			delete(changes, p)
+			continue
+		}
+		res.Paths = append(res.Paths, p)
+	}
+	if len(changes) == 0 {
+		return res, nil // nothing differs from HEAD: no commit
+	}
+	var base plumbing.Hash
+	var parents []plumbing.Hash
+	if u.head != nil {
+		base, parents = u.tree.Hash, []plumbing.Hash{u.head.Hash()}
+	}
+	tree, err := b.editTree(base, changes)
+	if err != nil {
+		return nil, err
+	}
+	sig := b.signature(node.When())
+	msg := strings.TrimRight(message, "\n") + "\n\n" + TrailerCheckpoint + ": " + to.String() + "\n"
+	c := &object.Commit{Author: sig, Committer: sig, TreeHash: tree, ParentHashes: parents, Message: msg}
+	obj := b.git.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return nil, err
+	}
+	ch, err := b.git.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.git.Storer.CheckAndSetReference(plumbing.NewHashReference(u.branch, ch), u.head); err != nil {
+		return nil, fmt.Errorf("%w: branch %s moved while committing: %v (nothing was committed)", snap.ErrConflict, res.Branch, err)
+	}
+	res.Commit = ch.String()
+	if err := b.writeIndex(u.idx, changes); err != nil {
+		return res, fmt.Errorf("committed %s on %s, but updating the git index failed: %w ('git reset -q -- %s' refreshes it)", ch.String()[:12], res.Branch, err, strings.Join(paths, " "))
+	}
+	return res, nil
+}
+
+// entryAt finds path p in snap tree root.
+func (b *Bridge) entryAt(ctx context.Context, root snap.ID, p string) (snap.TreeEntry, bool, error) {
+	id := root
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		entries, err := b.snap.ReadTree(ctx, id)
+		if err != nil {
+			return snap.TreeEntry{}, false, err
+		}
+		k := sort.Search(len(entries), func(j int) bool { return entries[j].Name >= name })
+		if k == len(entries) || entries[k].Name != name {
+			return snap.TreeEntry{}, false, nil
+		}
+		if i == len(parts)-1 {
+			return entries[k], true, nil
+		}
+		if entries[k].Mode != snap.ModeDir {
+			return snap.TreeEntry{}, false, nil
+		}
+		id = entries[k].ID
+	}
+	return snap.TreeEntry{}, false, nil
+}
+
+// editTree writes the tree base with changes applied (path → entry; nil
+// deletes), dropping directories left empty, and returns it.
+func (b *Bridge) editTree(base plumbing.Hash, changes map[string]*object.TreeEntry) (plumbing.Hash, error) {
+	t := &object.Tree{}
+	if !base.IsZero() {
+		bt, err := object.GetTree(b.git.Storer, base)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		t.Entries = append(t.Entries, bt.Entries...)
+	}
+	here := map[string]*object.TreeEntry{}
+	sub := map[string]map[string]*object.TreeEntry{}
+	for p, e := range changes {
+		if dir, rest, ok := strings.Cut(p, "/"); ok {
+			if sub[dir] == nil {
+				sub[dir] = map[string]*object.TreeEntry{}
+			}
+			sub[dir][rest] = e
+		} else {
+			here[p] = e
+		}
+	}
+	var out []object.TreeEntry
+	done := map[string]bool{}
+	for _, e := range t.Entries {
+		if c, ok := here[e.Name]; ok {
+			done[e.Name] = true
+			if c != nil {
+				out = append(out, object.TreeEntry{Name: e.Name, Mode: c.Mode, Hash: c.Hash})
+			}
+			continue
+		}
+		if s, ok := sub[e.Name]; ok {
+			done[e.Name] = true
+			var baseSub plumbing.Hash
+			if e.Mode == filemode.Dir {
+				baseSub = e.Hash
+			}
+			h, err := b.editTree(baseSub, s)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			if h != emptyTree {
+				out = append(out, object.TreeEntry{Name: e.Name, Mode: filemode.Dir, Hash: h})
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	for name, c := range here {
+		if !done[name] && c != nil {
+			out = append(out, object.TreeEntry{Name: name, Mode: c.Mode, Hash: c.Hash})
+		}
+	}
+	for name, s := range sub {
+		if done[name] {
+			continue
+		}
+		h, err := b.editTree(plumbing.ZeroHash, s)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if h != emptyTree {
+			out = append(out, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		}
+	}
+	sort.Sort(object.TreeEntrySorter(out))
+	nt := &object.Tree{Entries: out}
+	obj := b.git.Storer.NewEncodedObject()
+	if err := nt.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if len(out) == 0 {
+		return emptyTree, nil
+	}
+	return b.git.Storer.SetEncodedObject(obj)
+}
+
+// emptyTree is git's id of the tree with no entries.
+var emptyTree = plumbing.NewHash("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+
+// lockIndex takes git's index lock (index.lock, created exclusively, as
+// git does); git commands refuse to touch the index while it exists.
+func (b *Bridge) lockIndex() (func(), error) {
+	lock := filepath.Join(b.Dir, "index.lock")
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("%w: %s exists: another git process is running (or crashed: remove the file); nothing was committed", snap.ErrBusy, lock)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return func() { os.Remove(lock) }, nil
+}
+
+// writeIndex sets the entries of the changed paths in idx to the committed
+// content (stat data from the working file when it holds that content, so
+// git status need not re-hash it) and writes idx through index.lock,
+// which lockIndex holds.
+func (b *Bridge) writeIndex(idx *index.Index, changes map[string]*object.TreeEntry) error {
+	wt, err := b.git.Worktree()
+	if err != nil {
+		return err
+	}
+	root := wt.Filesystem.Root()
+	var kept []*index.Entry
+	for _, e := range idx.Entries {
+		if _, changed := changes[e.Name]; !changed {
+			kept = append(kept, e)
+		}
+	}
+	for p, c := range changes {
+		if c == nil {
+			continue
+		}
+		e := &index.Entry{Name: p, Hash: c.Hash, Mode: c.Mode}
+		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p))); err == nil && b.holds(filepath.Join(root, p), fi, c) {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				e.CreatedAt = timeOf(st.Ctim)
+				e.ModifiedAt = timeOf(st.Mtim)
+				e.Dev, e.Inode, e.UID, e.GID = uint32(st.Dev), uint32(st.Ino), st.Uid, st.Gid
+				e.Size = uint32(fi.Size())
+			}
+		}
+		kept = append(kept, e)
+	}
+	sort.Slice(kept, func(i, j int) bool {
+		if kept[i].Name != kept[j].Name {
+			return kept[i].Name < kept[j].Name
+		}
+		return kept[i].Stage < kept[j].Stage
+	})
+	idx.Entries = kept
+	idx.Cache = nil // the cache-tree is stale for the changed paths; git rebuilds it
+	var buf bytes.Buffer
+	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
+		return err
+	}
+	lock := filepath.Join(b.Dir, "index.lock")
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(lock, filepath.Join(b.Dir, "index"))
+}
+
+// holds reports whether the working file at p is entry c's content.
+func (b *Bridge) holds(p string, fi os.FileInfo, c *object.TreeEntry) bool {
+	var data []byte
+	var err error
+	if fi.Mode()&os.ModeSymlink != 0 {
+		var target string
+		target, err = os.Readlink(p)
+		data = []byte(target)
+	} else if fi.Mode().IsRegular() {
+		data, err = os.ReadFile(p)
+	} else {
+		return false
+	}
+	return err == nil && plumbing.ComputeHash(plumbing.BlobObject, data) == c.Hash
+}
+
+func timeOf(ts syscall.Timespec) time.Time { return time.Unix(ts.Sec, ts.Nsec) }
