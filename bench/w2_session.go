@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 )
@@ -220,6 +222,57 @@ func runW2(b *bench) error {
 	}
 	rep.bytesRow(W, "transcript storage", snapT, "shadow git objects after `git gc`", gT.objectBytes(), 1.5, "")
 	rep.bytesRow(W, "transcript storage", snapT, "a copy of the transcript per checkpoint", copyBytes, 0, "")
+	return w2Export(b, s, t, cur, r, convFile, sm["snap"])
+}
+
+// w2Export times 'snap git export' of the session into a bare repository:
+// first all of it, against the time its checkpoints took; then after 10
+// more checkpoints, against theirs; then again with nothing new.
+func w2Export(b *bench, s *snapPeer, t *tree, cur map[int][]byte, r *rand.Rand, convFile string, took []time.Duration) error {
+	const W = "W2"
+	repo := filepath.Join(filepath.Dir(s.dir), "export.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", repo).CombinedOutput(); err != nil {
+		return fmt.Errorf("git init: %v: %s", err, out)
+	}
+	export := func() (time.Duration, error) {
+		return measure(func() error { _, err := s.run("git", "export", "--repo", repo); return err })
+	}
+	first, err := export()
+	if err != nil {
+		return err
+	}
+	b.rep.timeRow(W, fmt.Sprintf("`git export`, %d checkpoints, first", len(took)), first,
+		fmt.Sprintf("the %d checkpoints themselves", len(took)), sum(took), 0, "")
+	var more []time.Duration
+	for i := 0; i < 10; i++ {
+		f := r.IntN(t.n)
+		old, ok := cur[f]
+		if !ok {
+			old = t.content(f)
+		}
+		cur[f] = insertLine(old, 0, fmt.Sprintf("// export step %d", i))
+		if err := replaceFile(filepath.Join(s.dir, filepath.FromSlash(t.path(f))), cur[f]); err != nil {
+			return err
+		}
+		if err := appendFile(convFile, []byte(fmt.Sprintf("{\"type\":\"user\",\"n\":%d}\n", i))); err != nil {
+			return err
+		}
+		_, d, err := s.checkpoint("--conversation", convFile)
+		if err != nil {
+			return err
+		}
+		more = append(more, d)
+	}
+	incr, err := export()
+	if err != nil {
+		return err
+	}
+	b.rep.timeRow(W, "`git export`, 10 new checkpoints", incr, "those 10 checkpoints themselves", sum(more), 0, "")
+	again, err := export()
+	if err != nil {
+		return err
+	}
+	b.rep.timeRow(W, "`git export`, nothing new", again, "one of those checkpoints (median)", median(more), 0, "")
 	return nil
 }
 
