@@ -94,6 +94,18 @@ func (r *Repo) NewImporter(ctx context.Context) (*Importer, error) {
 	return &Importer{r: r, w: r.objects.NewWriter(), release: release, nodes: map[ID]*Node{}}, nil
 }
 
+// ReadTree reads a tree stored or put in this import.
+func (im *Importer) ReadTree(ctx context.Context, id ID) ([]TreeEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t, err := im.w.ReadTree(id)
+	if err != nil {
+		return nil, err
+	}
+	return t.Entries, nil
+}
+
 // Has reports whether object id is stored or put in this import.
 func (im *Importer) Has(id ID) bool { return im.w.Has(id) }
 

@@ -46,7 +46,7 @@ func (b *Bridge) ImportRev(ctx context.Context, rev, session string) (*ImportRes
 	res := &ImportResult{Rev: rev, Commit: c.Hash.String(), Skipped: []snap.Skipped{}}
 	f := newFromGit(ctx, im, b.git.Storer)
 	f.skip = func(p, why string) { res.Skipped = append(res.Skipped, snap.Skipped{Path: p, Reason: why}) }
-	tree, err := f.tree(c.TreeHash, "")
+	tree, err := f.tree(c.TreeHash, "", hint{})
 	if err != nil {
 		return nil, err
 	}

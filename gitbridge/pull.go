@@ -217,7 +217,7 @@ func (b *Bridge) Pull(ctx context.Context, o RemoteOptions) (*PullResult, error)
 		return nil, err
 	}
 	defer im.Abort()
-	in := &importer{ctx: ctx, b: b, im: im, f: newFromGit(ctx, im, b.git.Storer), ids: map[plumbing.Hash]snap.ID{}, nodes: map[snap.ID]*snap.Node{}}
+	in := &importer{ctx: ctx, b: b, im: im, f: newFromGit(ctx, im, b.git.Storer), ids: map[plumbing.Hash]snap.ID{}, trees: map[plumbing.Hash]hint{}, nodes: map[snap.ID]*snap.Node{}}
 	var imports []snap.SessionImport
 	for _, s := range sortedKeys(heads) {
 		if !o.All && !want[s] {
@@ -252,6 +252,7 @@ type importer struct {
 	im       *snap.Importer
 	f        *fromGit
 	ids      map[plumbing.Hash]snap.ID // commit → checkpoint
+	trees    map[plumbing.Hash]hint    // commit → its files as git and snap trees
 	nodes    map[snap.ID]*snap.Node
 	imported int
 }
@@ -329,13 +330,7 @@ func (in *importer) commit(c *object.Commit) (snap.ID, error) {
 			return snap.ID{}, err
 		}
 		in.nodes[id] = node
-		if entries, err := in.b.snap.ReadTree(in.ctx, node.Tree); err == nil {
-			var size int64
-			for _, e := range entries {
-				size += e.Size
-			}
-			in.f.seed(c.TreeHash, node.Tree, size)
-		}
+		in.trees[c.Hash] = hint{c.TreeHash, node.Tree}
 		return id, nil
 	}
 	sc, err := object.GetCommit(in.b.git.Storer, plumbing.NewHash(trailer(c.Message, TrailerState)))
@@ -351,7 +346,11 @@ func (in *importer) commit(c *object.Commit) (snap.ID, error) {
 	if err != nil {
 		return snap.ID{}, fmt.Errorf("state commit %s: %w", sc.Hash, err)
 	}
-	tree, err := in.f.tree(c.TreeHash, "")
+	var hn hint // the first parent's files: what is unchanged is not read again
+	if len(c.ParentHashes) > 0 {
+		hn = in.trees[c.ParentHashes[0]]
+	}
+	tree, err := in.f.tree(c.TreeHash, "", hn)
 	if err != nil {
 		return snap.ID{}, err
 	}
@@ -373,6 +372,7 @@ func (in *importer) commit(c *object.Commit) (snap.ID, error) {
 		return snap.ID{}, fmt.Errorf("%w: the checkpoint rebuilt is %s, the commit says %s", snap.ErrCorrupt, got.Short(), id.Short())
 	}
 	in.nodes[id] = node
+	in.trees[c.Hash] = hint{c.TreeHash, node.Tree}
 	in.imported++
 	return id, nil
 }

@@ -168,6 +168,34 @@ func TestPushPullFileRemote(t *testing.T) {
 	if now, _ := bRepo.Resolve(ctx, "s1", "@"); now != headB {
 		t.Fatal("the refused pull moved the head")
 	}
+
+	// Incremental: machine C pulls, A moves on, C pulls only what is new
+	// (its files found from the stored parent) and agrees with A.
+	c, _ := snaptest.NewRepo(t)
+	cb, err := gitbridge.Open(c, remote) // the bare remote itself as C's repository
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.Pull(ctx, gitbridge.RemoteOptions{Remote: "file://" + remote, Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	snaptest.WriteFiles(t, root, map[string]string{"sub/dir/later": "later\n", "a.txt": "changed again\n"})
+	if _, err := a.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", Summary: "later on A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := cb.Pull(ctx, gitbridge.RemoteOptions{Remote: "file://" + remote, Sessions: []string{"s1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Imported != 1 || !pr.Sessions[0].Moved {
+		t.Fatalf("incremental pull: %+v", pr)
+	}
+	if got, want := fmt.Sprint(ids(t, c, "s1")), fmt.Sprint(ids(t, a, "s1")); got != want {
+		t.Fatalf("after an incremental pull:\n%s\nwant\n%s", got, want)
+	}
 }
 
 func TestPushPullGitDaemon(t *testing.T) {

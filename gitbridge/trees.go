@@ -195,12 +195,18 @@ func newFromGit(ctx context.Context, im *snap.Importer, st storer.EncodedObjectS
 	return &fromGit{ctx: ctx, im: im, st: st, trees: map[plumbing.Hash]sized{}, blobs: map[plumbing.Hash]sized{}}
 }
 
-// seed records that git tree h is snap tree id, of size bytes.
-func (f *fromGit) seed(h plumbing.Hash, id snap.ID, size int64) { f.trees[h] = sized{id, size} }
+// hint is a git tree known to be a stored snap tree: the same directory in
+// the parent checkpoint.
+type hint struct {
+	git  plumbing.Hash
+	snap snap.ID
+}
 
 // tree imports git tree h (at path dir, for messages) and returns its snap
-// id and total size.
-func (f *fromGit) tree(h plumbing.Hash, dir string) (sized, error) {
+// id and total size. An entry whose git hash equals the hint's entry of the
+// same name takes the hint's snap entry unread, so importing a checkpoint
+// whose parent is stored costs what changed.
+func (f *fromGit) tree(h plumbing.Hash, dir string, hn hint) (sized, error) {
 	if s, ok := f.trees[h]; ok {
 		return s, nil
 	}
@@ -211,6 +217,26 @@ func (f *fromGit) tree(h plumbing.Hash, dir string) (sized, error) {
 	if err != nil {
 		return sized{}, fmt.Errorf("tree %s: %w", dir, err)
 	}
+	type known struct {
+		git plumbing.Hash
+		e   snap.TreeEntry
+	}
+	hints := map[string]known{}
+	if !hn.git.IsZero() {
+		if ht, err := object.GetTree(f.st, hn.git); err == nil {
+			if he, err := f.im.ReadTree(f.ctx, hn.snap); err == nil {
+				byName := map[string]snap.TreeEntry{}
+				for _, e := range he {
+					byName[e.Name] = e
+				}
+				for _, e := range ht.Entries {
+					if se, ok := byName[e.Name]; ok {
+						hints[e.Name] = known{e.Hash, se}
+					}
+				}
+			}
+		}
+	}
 	var entries []snap.TreeEntry
 	var total int64
 	for _, e := range t.Entries {
@@ -220,10 +246,19 @@ func (f *fromGit) tree(h plumbing.Hash, dir string) (sized, error) {
 		}
 		var s sized
 		var mode snap.Mode
+		k, hinted := hints[e.Name]
 		switch e.Mode {
 		case filemode.Dir:
 			mode = snap.ModeDir
-			if s, err = f.tree(e.Hash, p); err != nil {
+			var sub hint
+			if hinted && k.e.Mode == snap.ModeDir {
+				if k.git == e.Hash {
+					s = sized{k.e.ID, k.e.Size}
+					break
+				}
+				sub = hint{k.git, k.e.ID}
+			}
+			if s, err = f.tree(e.Hash, p, sub); err != nil {
 				return sized{}, err
 			}
 		case filemode.Regular, filemode.Deprecated:
@@ -240,7 +275,9 @@ func (f *fromGit) tree(h plumbing.Hash, dir string) (sized, error) {
 			return sized{}, fmt.Errorf("%s: git mode %v has no snap equivalent", p, e.Mode)
 		}
 		if mode != snap.ModeDir {
-			if s, err = f.blob(e.Hash, p); err != nil {
+			if hinted && k.git == e.Hash && k.e.Mode != snap.ModeDir {
+				s = sized{k.e.ID, k.e.Size}
+			} else if s, err = f.blob(e.Hash, p); err != nil {
 				return sized{}, err
 			}
 		}
