@@ -8,11 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/snapcore-dev/snap"
 )
@@ -434,6 +432,3 @@ func (b *Bridge) readExported(h plumbing.Hash) (*exported, error) {
 	}
 	return &exported{commit: h, state: st, tree: c.TreeHash, node: &snap.Node{}}, nil
 }
-
-var _ = git.ErrRepositoryNotExists
-var _ storer.EncodedObjectStorer

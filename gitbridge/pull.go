@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -376,5 +375,3 @@ func (in *importer) commit(c *object.Commit) (snap.ID, error) {
 	in.imported++
 	return id, nil
 }
-
-var _ = sort.Strings

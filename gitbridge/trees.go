@@ -1,7 +1,6 @@
 package gitbridge
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -33,9 +32,6 @@ func newToGit(ctx context.Context, r *snap.Repo, st storer.EncodedObjectStorer) 
 	return &toGit{ctx: ctx, snap: r, st: st, trees: map[snap.ID]plumbing.Hash{}, blobs: map[snap.ID]plumbing.Hash{}}
 }
 
-// seed records that snap tree id is git tree h (an exported checkpoint):
-// its subtrees are paired as they are reached.
-func (g *toGit) seed(id snap.ID, h plumbing.Hash) { g.trees[id] = h }
 
 // tree returns the git tree of snap tree id, writing what is missing.
 // hint, when not zero, is the git tree of the same directory in the
@@ -356,16 +352,4 @@ func (f *fromGit) docs(h plumbing.Hash) (snap.ID, error) {
 		entries = append(entries, snap.TreeEntry{Name: e.Name, Mode: snap.ModeFile, ID: s.id, Size: s.size})
 	}
 	return f.im.PutTree(entries)
-}
-
-// readAll returns a small git object's content (a message body).
-func readAll(obj plumbing.EncodedObject) ([]byte, error) {
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	var b bytes.Buffer
-	_, err = io.Copy(&b, rd)
-	return b.Bytes(), err
 }
