@@ -32,7 +32,6 @@ func newToGit(ctx context.Context, r *snap.Repo, st storer.EncodedObjectStorer) 
 	return &toGit{ctx: ctx, snap: r, st: st, trees: map[snap.ID]plumbing.Hash{}, blobs: map[snap.ID]plumbing.Hash{}}
 }
 
-
 // tree returns the git tree of snap tree id, writing what is missing.
 // hint, when not zero, is the git tree of the same directory in the
 // parent checkpoint (its snap entries are compared by id, name by name).
