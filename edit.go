@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/fsys"
@@ -106,17 +107,69 @@ func (r *Repo) editPath(p string) (string, error) {
 	}
 	rel, err := filepath.Rel(r.Root, abs)
 	if err != nil || !filepath.IsLocal(rel) {
+		// The root reached through a symlink: the same file by its real path.
+		if real, rerr := filepath.EvalSymlinks(r.Root); rerr == nil {
+			rel, err = filepath.Rel(real, abs)
+		}
+	}
+	if err != nil || !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("%w: %s is outside the project %s", ErrUsage, p, r.Root)
 	}
 	if s, err := filepath.Rel(r.StoreDir, abs); err == nil && filepath.IsLocal(s) || abs == r.StoreDir {
 		return "", fmt.Errorf("%w: %s is inside the store", ErrUsage, p)
 	}
-	for _, c := range strings.Split(filepath.ToSlash(rel), "/") {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for _, c := range parts {
 		if objects.IsReservedName(c) {
 			return "", fmt.Errorf("%w: %s is inside a .git directory", ErrUsage, p)
 		}
+		if err := objects.ValidName(c); err != nil {
+			return "", fmt.Errorf("%w: %s: %v (snap cannot record such a name)", ErrUsage, p, err)
+		}
+	}
+	// No symlink on the way: an edit reads and writes the project's own
+	// files, never what a link leads to (outside the project, perhaps).
+	dir := r.Root
+	for _, c := range parts[:len(parts)-1] {
+		dir = filepath.Join(dir, c)
+		fi, err := os.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return filepath.ToSlash(rel), nil // a new directory: nothing beneath exists
+		case err != nil:
+			return "", err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			rd, _ := filepath.Rel(r.Root, dir)
+			return "", fmt.Errorf("%w: %s goes through the symlink %s: edits follow no symlink (edit the file at its own path)", ErrUsage, p, filepath.ToSlash(rd))
+		case !fi.IsDir():
+			rd, _ := filepath.Rel(r.Root, dir)
+			kind := "file"
+			if !fi.Mode().IsRegular() {
+				kind = fileKind(fi.Mode())
+			}
+			return "", fmt.Errorf("%w: %s: %s is a %s, not a directory", ErrUsage, p, filepath.ToSlash(rd), kind)
+		}
 	}
 	return filepath.ToSlash(rel), nil
+}
+
+// MaxEditBytes bounds the text of one staged change (--old, --new, a whole
+// file written): pending changes are held as text in the store. Larger
+// files are written directly.
+const MaxEditBytes = 64 << 20
+
+// checkEditText refuses text a staged change cannot hold: over
+// MaxEditBytes, or not valid UTF-8 (staged edits are text; a binary file or
+// one in another encoding is written directly, never through an edit,
+// which would have to re-encode it).
+func checkEditText(what, rel, text string) error {
+	if len(text) > MaxEditBytes {
+		return fmt.Errorf("%w: %s for %s is %d bytes: staged edits hold at most %d; write the file directly", ErrUsage, what, rel, len(text), MaxEditBytes)
+	}
+	if !utf8.ValidString(text) {
+		return fmt.Errorf("%w: %s for %s is not valid UTF-8: staged edits hold text; write a binary file (or one in another encoding) directly", ErrUsage, what, rel)
+	}
+	return nil
 }
 
 // fileBase reads a project file as a change's base: its content and its
@@ -258,6 +311,15 @@ func (r *Repo) EditStage(ctx context.Context, q EditRequest) (*EditAnswer, error
 	}
 	if base, ok := p.Base(rel); ok && base != id {
 		return nil, fmt.Errorf("%w: %s changed since its first change was staged; 'snap edit revert REASON' drops the pending changes", ErrConflict, rel)
+	}
+	if err := checkEditText("the new text", rel, q.New); err != nil {
+		return nil, err
+	}
+	if err := checkEditText("the old text", rel, q.Old); err != nil {
+		return nil, err
+	}
+	if q.Kind != edits.Write && q.Kind != edits.Delete && !utf8.Valid(data) {
+		return nil, fmt.Errorf("%w: %s is not valid UTF-8 text (binary, or another encoding): replace works on text; write the whole file directly", ErrUsage, rel)
 	}
 	c := edits.Change{Path: rel, Kind: q.Kind}
 	switch q.Kind {
@@ -514,16 +576,6 @@ func (r *Repo) openEdits(ctx context.Context, session, verb, text string) (strin
 		return "", nil, nil, err
 	}
 	return session, p, unlock, nil
-}
-
-// dropEdits drops the session's pending changes.
-func (r *Repo) dropEdits(ctx context.Context, session string) error {
-	unlock, err := r.lockEdits(ctx, session)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return r.saveEdits(session, edits.New())
 }
 
 // EditCommit applies every pending change atomically and records an

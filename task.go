@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
 	"github.com/snapcore-dev/snap/tasks"
@@ -203,16 +204,20 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if len(o.State) > 0 {
 		return nil, fmt.Errorf("%w: a task revert leaves the state documents as they are; it takes no --conversation or --state", ErrUsage)
 	}
+	// The session's staged edits are read, recorded for undo and dropped
+	// under the edits lock, held throughout: a change staged meanwhile by
+	// another process waits and lands after the revert, never lost. (The
+	// edits lock is taken before the writer's, never after.)
+	unlockEdits, err := r.lockEdits(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	defer unlockEdits()
 	release, err := r.writing(ctx)
 	if err != nil {
 		return nil, err
 	}
-	released := false
-	defer func() {
-		if !released {
-			release()
-		}
-	}()
+	defer release()
 	headID, head, err := r.head(session)
 	if err != nil {
 		return nil, err
@@ -239,7 +244,7 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if _, err := step.apply(s.Clone(), 0); err != nil { // refuse a bad reason before anything is recorded
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	pending, err := r.readEdits(session)
+	pending, err := r.loadEdits(session)
 	if err != nil {
 		return nil, err
 	}
@@ -256,11 +261,10 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if err != nil && (rr == nil || step.after == nil) {
 		return nil, err
 	}
-	release() // the edits lock is taken before the writer's, never after
-	released = true
 	if err == nil || errors.Is(err, ErrPartial) {
-		// The attempt is abandoned: so are its staged edits.
-		if derr := r.dropEdits(ctx, session); derr != nil {
+		// The attempt is abandoned: so are its staged edits (those
+		// recorded above: nothing was staged since).
+		if derr := r.saveEdits(session, edits.New()); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}

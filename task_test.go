@@ -2,11 +2,13 @@ package snap_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/snaptest"
@@ -371,6 +373,102 @@ func TestConcurrentSessionsStaging(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(root, s+".txt"))
 		if n := strings.Count(string(b), "x = "+s); n != 4 {
 			t.Errorf("%s: %d lines changed, want 4:\n%s", s, n, b)
+		}
+	}
+}
+
+// Adversarial pass 2 (A1, A5, A10, A14): what a staged edit refuses, with a
+// clear usage error and nothing staged: non-UTF-8 text (it would be
+// re-encoded), paths through a symlink (it would read or write outside the
+// project), names snap cannot record, a file used as a directory.
+func TestEditRefusals(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "secret"), "SECRET\n")
+	writeFile(t, filepath.Join(root, "a.txt"), "text\n")
+	writeFile(t, filepath.Join(root, "latin1.txt"), "caf\xe9\n")
+	if err := os.Symlink(outside, filepath.Join(root, "ext")); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, r, snap.CheckpointOptions{})
+	for _, c := range []struct {
+		name string
+		q    snap.EditRequest
+		want string
+	}{
+		{"binary write", snap.EditRequest{Path: "logo.png", Kind: "write", New: "\x89PNG\xff\xfe"}, "not valid UTF-8"},
+		{"non-UTF-8 old", snap.EditRequest{Path: "a.txt", Old: "t\xff", New: "x"}, "not valid UTF-8"},
+		{"replace in a Latin-1 file", snap.EditRequest{Path: "latin1.txt", Old: "caf", New: "tea"}, "not valid UTF-8"},
+		{"through a symlinked directory", snap.EditRequest{Path: "ext/secret", Old: "SECRET", New: "x"}, "goes through the symlink ext"},
+		{"write through a symlinked directory", snap.EditRequest{Path: "ext/new", Kind: "write", New: "x"}, "goes through the symlink ext"},
+		{"backslash in a name", snap.EditRequest{Path: `bad\name`, Kind: "write", New: "x"}, "cannot record such a name"},
+		{"control character in a name", snap.EditRequest{Path: "bad\x01name", Kind: "write", New: "x"}, "cannot record such a name"},
+		{"a file as a directory", snap.EditRequest{Path: "a.txt/x", Kind: "write", New: "x"}, "a.txt is a file, not a directory"},
+		{"too large", snap.EditRequest{Path: "big.txt", Kind: "write", New: strings.Repeat("x", snap.MaxEditBytes+1)}, "at most"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := r.EditStage(ctx, c.q)
+			if !errors.Is(err, snap.ErrUsage) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("EditStage: %v, want a usage error saying %q", err, c.want)
+			}
+			if st, _ := r.EditStatus(ctx, ""); len(st.Pending) != 0 {
+				t.Fatalf("staged although refused: %+v", st.Pending)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "secret")); string(b) != "SECRET\n" {
+		t.Fatalf("the file outside the project changed: %q", b)
+	}
+}
+
+// A3: a change staged by another process while a task revert runs is not
+// dropped with the task's edits: the revert holds the edits lock, so the
+// stage waits and lands after it.
+func TestTaskRevertKeepsConcurrentStage(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "cfg.txt"), "x = 1\n")
+	for i := range 30 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("f%02d", i)), strings.Repeat("data\n", 20000))
+	}
+	checkpoint(t, r, snap.CheckpointOptions{})
+	for round := range 5 {
+		begin(t, r, "", fmt.Sprintf("attempt %d", round))
+		for i := range 30 {
+			writeFile(t, filepath.Join(root, fmt.Sprintf("f%02d", i)), strings.Repeat(fmt.Sprintf("changed %d\n", round), 20000))
+		}
+		r2, err := snap.Open(snap.Options{Dir: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		staged := make(chan error, 1)
+		go func() {
+			time.Sleep(time.Duration(round) * 5 * time.Millisecond)
+			_, err := r2.EditStage(ctx, snap.EditRequest{Path: "cfg.txt", Old: "x = 1", New: "x = 2"})
+			staged <- err
+		}()
+		if _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "abandon"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-staged; err != nil {
+			t.Fatal(err)
+		}
+		r2.Close()
+		// Staged before the revert began: dropped with it and recorded, so
+		// undo stages it again; after: still pending. Never lost.
+		st, _ := r.EditStatus(ctx, "")
+		if len(st.Pending) == 0 {
+			if _, err := r.Undo(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			if st, _ = r.EditStatus(ctx, ""); len(st.Pending) != 1 {
+				t.Fatalf("round %d: the staged change is gone (undo did not bring it back): %+v", round, st.Pending)
+			}
+			if _, err := r.Redo(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.EditRevert(ctx, "", "next round"); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -147,7 +147,7 @@ func (o *editOptions) parse(c *cli.Context) error {
 				return usageErrorf("edit replace --stdin takes the whole request as JSON on stdin, no PATH or --old/--new")
 			}
 			var q editStdinRequest
-			dec := json.NewDecoder(o.Stdin)
+			dec := json.NewDecoder(io.LimitReader(o.Stdin, 3*snap.MaxEditBytes))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&q); err != nil {
 				return usageErrorf("edit replace --stdin: not a request: %v", err)
@@ -181,11 +181,9 @@ func (o *editOptions) parse(c *cli.Context) error {
 				return err
 			}
 		default:
-			data, err := io.ReadAll(o.Stdin)
-			if err != nil {
+			if o.Request.New, err = readEditText(o.Stdin, "standard input"); err != nil {
 				return err
 			}
-			o.Request.New = string(data)
 		}
 	case "delete":
 		o.Request.Kind = edits.Delete
@@ -241,9 +239,23 @@ func (o *editOptions) readFile(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if err != nil {
 		return "", usageErrorf("%v", err)
+	}
+	defer f.Close()
+	return readEditText(f, name)
+}
+
+// readEditText reads at most snap.MaxEditBytes (a bigger file, or an
+// endless one such as /dev/zero, is refused, not read into memory).
+func readEditText(r io.Reader, name string) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, snap.MaxEditBytes+1))
+	if err != nil {
+		return "", usageErrorf("%s: %v", name, err)
+	}
+	if len(data) > snap.MaxEditBytes {
+		return "", usageErrorf("%s holds more than %d bytes: staged edits hold at most that; write the file directly", name, snap.MaxEditBytes)
 	}
 	return string(data), nil
 }
