@@ -29,13 +29,16 @@ func Find(data []byte, old, anchor string) ([]Match, error) {
 		from = i + len(anchor)
 	}
 	var out []Match
+	line, counted := 1, 0 // lines are counted once, as the matches advance
 	for from <= len(data) {
 		i := bytes.Index(data[from:], []byte(old))
 		if i < 0 {
 			break
 		}
 		off := from + i
-		out = append(out, Match{Offset: off, Line: LineOf(data, off)})
+		line += bytes.Count(data[counted:off], []byte("\n"))
+		counted = off
+		out = append(out, Match{Offset: off, Line: line})
 		from = off + len(old)
 	}
 	return out, nil

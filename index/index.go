@@ -164,6 +164,18 @@ func (c *Cache) Previous(path string) (objects.ID, bool) {
 	return c.ents[i].ID, true
 }
 
+// Recorded returns the stat and id recorded for path (by the last capture
+// that read it, or a restore that wrote it), trusted or not.
+func (c *Cache) Recorded(path string) (Stat, objects.ID, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.slot[path]
+	if !ok {
+		return Stat{}, objects.ID{}, false
+	}
+	return c.ents[i].Stat, c.ents[i].ID, true
+}
+
 // Put records that the file at path, with stat st taken before it was read,
 // hashed to id during a scan that began at scanStart.
 func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {

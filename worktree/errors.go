@@ -9,6 +9,9 @@ var (
 	ErrUntracked = errors.New("exists on disk but was not captured (ignored or skipped); left untouched")
 	ErrStorePath = errors.New("path lies inside the store")
 	ErrBadPath   = errors.New("illegal path")
+	// ErrChanged: the file was written to while the restore prepared its
+	// replacement; the restore left it as it is.
+	ErrChanged = errors.New("changed during the restore")
 )
 
 // ErrOutsideRoot: a path given to CapturePaths is not inside the project.

@@ -941,6 +941,14 @@ func (r *restorer) write(c objects.Change) error {
 		if c.New.Mode == objects.ModeExec {
 			perm = 0o777
 		}
+		if replace && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			// The file it replaces keeps its permissions (a 0600 secret
+			// stays 0600), the executable bits following the target.
+			perm = st.Mode & 0o666
+			if c.New.Mode == objects.ModeExec {
+				perm |= (perm & 0o444) >> 2
+			}
+		}
 		tfd, err := r.sys.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 		if err != nil {
 			return sysError("openat", c.Path, err)
@@ -954,7 +962,31 @@ func (r *restorer) write(c objects.Change) error {
 			return werr
 		}
 	}
-	if err := r.place(fd, tmp, name, c.Path, replace); err != nil {
+	var before *unix.Stat_t
+	if replace {
+		before = &st
+		// Written to since the capture this restore compares with: left
+		// as it is. The stat cache vouches for a file it recorded as
+		// captured; any other file is compared with its captured content.
+		unchanged := false
+		if r.opts.Cache != nil {
+			if rec, id, ok := r.opts.Cache.Recorded(c.Path); ok && id == c.Old.ID {
+				now := statFromUnix(&st)
+				unchanged = now.Size == rec.Size && now.Mtime == rec.Mtime && now.Ino == rec.Ino
+			}
+		}
+		if !unchanged && c.Old.Mode != 0 && c.Old.Mode != objects.ModeDir {
+			same, err := r.stillHolds(fd, name, c.Path, &st, c.Old)
+			if err == nil && !same {
+				err = fmt.Errorf("%w: %s changed since it was captured: left as it is", ErrChanged, c.Path)
+			}
+			if err != nil {
+				r.discard(fd, c.Path, tmp)
+				return err
+			}
+		}
+	}
+	if err := r.place(fd, tmp, name, c.Path, before); err != nil {
 		r.discard(fd, c.Path, tmp)
 		return err
 	}
@@ -1038,6 +1070,54 @@ func (r *restorer) holds(dirfd int, name string, e objects.TreeEntry) bool {
 		return false
 	}
 	return objects.Hash(objects.TypeBlob, data) == e.ID
+}
+
+// stillHolds reports whether the file or symlink name in dirfd (at path p,
+// st its stat) still is entry e, the content a capture recorded; an error
+// reading it is returned, naming the call.
+func (r *restorer) stillHolds(dirfd int, name, p string, st *unix.Stat_t, e objects.TreeEntry) (bool, error) {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		if e.Mode != objects.ModeSymlink {
+			return false, nil
+		}
+		target, err := readlinkAt(dirfd, name)
+		if err != nil {
+			return false, sysError("readlinkat", p, err)
+		}
+		return objects.Hash(objects.TypeBlob, []byte(target)) == e.ID, nil
+	case unix.S_IFREG:
+		exec := st.Mode&0o100 != 0
+		if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec || exec != (e.Mode == objects.ModeExec) || st.Size != e.Size {
+			return false, nil
+		}
+		fd, err := r.sys.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false, sysError("openat", p, err)
+		}
+		defer r.sys.Close(fd)
+		in := &errReader{r: fsys.FdReader(r.sys, fd)}
+		same := SameBlob(r.src, e.ID, in, st.Size)
+		if in.err != nil && in.err != io.EOF {
+			return false, sysError("read", p, in.err)
+		}
+		return same, nil
+	}
+	return false, nil
+}
+
+// errReader remembers the first error of r.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // SameBlob reports whether in, of size bytes, holds exactly the blob id
@@ -1162,10 +1242,19 @@ func (r *restorer) removeEmptyDir(p string) bool {
 // file instead would free its blocks inside the rename, one file at a
 // time, and make ext4 write the new file's data out first (auto_da_alloc).
 // Where exchange is unsupported, a plain rename replaces the file.
-func (r *restorer) place(dirfd int, tmp, name, p string, replace bool) error {
-	if replace {
+func (r *restorer) place(dirfd int, tmp, name, p string, before *unix.Stat_t) error {
+	if before != nil {
 		err := r.sys.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_EXCHANGE)
 		if err == nil { // the old content is now at tmp
+			// Written to while the new content was being prepared (an
+			// editor's save, a tool appending): swap it back and leave
+			// it, so no write of the user's is ever lost.
+			var now unix.Stat_t
+			if r.sys.Fstatat(dirfd, tmp, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && changedSince(before, &now) {
+				if r.sys.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_EXCHANGE) == nil {
+					return fmt.Errorf("%w: %s changed while it was being restored: left as it is", ErrChanged, p)
+				}
+			}
 			if r.trashfd < 0 || r.sys.Renameat(dirfd, tmp, r.trashfd, TempName()) != nil {
 				r.discard(dirfd, p, tmp)
 			}
@@ -1174,11 +1263,22 @@ func (r *restorer) place(dirfd int, tmp, name, p string, replace bool) error {
 		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOENT) {
 			return sysError("renameat2", p, err)
 		}
+		// No exchange here: check just before the rename instead.
+		var now unix.Stat_t
+		if r.sys.Fstatat(dirfd, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && changedSince(before, &now) {
+			return fmt.Errorf("%w: %s changed while it was being restored: left as it is", ErrChanged, p)
+		}
 	}
 	if err := r.sys.Renameat(dirfd, tmp, dirfd, name); err != nil {
 		return sysError("renameat", p, err)
 	}
 	return nil
+}
+
+// changedSince reports whether a file was written to (or replaced)
+// between two stats of it.
+func changedSince(a, b *unix.Stat_t) bool {
+	return a.Ino != b.Ino || a.Size != b.Size || a.Mtim != b.Mtim
 }
 
 // leftovers are the temporary files this process failed to remove (the

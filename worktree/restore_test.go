@@ -254,3 +254,71 @@ func TestRemoveBelowAFileIsNothingToDo(t *testing.T) {
 		t.Fatalf("a: %q %v", b, err)
 	}
 }
+
+// writeOnRename is the working tree's file system with a user writing to
+// file f just before the restore renames its replacement into place.
+type writeOnRename struct {
+	fsys.Sys
+	f    string
+	done bool
+}
+
+func (s *writeOnRename) Renameat2(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error {
+	if !s.done {
+		s.done = true
+		fh, err := os.OpenFile(s.f, os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			fh.WriteString("the user's write\n")
+			fh.Close()
+		}
+	}
+	return s.Sys.Renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
+}
+
+// A file written to while the restore prepares its replacement (after the
+// capture it compares with), or just before, is left as it is and
+// reported (ErrChanged): no write of the user's is lost. (Adversarial pass
+// 2, A2: the write went to the trash.) A replaced file keeps its
+// permissions (A6: a 0600 file became 0644).
+func TestRestoreLeavesAFileWrittenMeanwhile(t *testing.T) {
+	for _, when := range []string{"before the restore", "during the restore"} {
+		t.Run(when, func(t *testing.T) {
+			root := t.TempDir()
+			store := filepath.Join(root, ".snap")
+			st, err := objects.Open(store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			w := st.NewWriter()
+			cur := build(t, w, []node{file("a.txt", "old\n"), file("secret", "old secret\n")})
+			target := build(t, w, []node{file("a.txt", "new\n"), file("secret", "new secret\n")})
+			if _, err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(root, "a.txt"), []byte("old\n"), 0o644)
+			os.WriteFile(filepath.Join(root, "secret"), []byte("old secret\n"), 0o600)
+			opts := RestoreOptions{Root: root, StoreDir: store, Trash: filepath.Join(store, "trash"), Workers: 1}
+			if when == "before the restore" {
+				os.WriteFile(filepath.Join(root, "a.txt"), []byte("old\nthe user's write\n"), 0o644)
+			} else {
+				opts.Sys = &writeOnRename{Sys: fsys.RealSys, f: filepath.Join(root, "a.txt")}
+			}
+			res, err := Restore(context.Background(), st, cur, target, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Errors) != 1 || !errors.Is(res.Errors[0].Err, ErrChanged) || res.Errors[0].Path != "a.txt" {
+				t.Fatalf("errors %v, want a.txt: %v", res.Errors, ErrChanged)
+			}
+			if got, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(got) != "old\nthe user's write\n" {
+				t.Fatalf("a.txt holds %q: the user's write is lost", got)
+			}
+			got, _ := os.ReadFile(filepath.Join(root, "secret"))
+			fi, _ := os.Stat(filepath.Join(root, "secret"))
+			if string(got) != "new secret\n" || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("secret: %q, mode %v; want the new content, mode 0600", got, fi.Mode().Perm())
+			}
+		})
+	}
+}
