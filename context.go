@@ -224,7 +224,7 @@ func (r *Repo) CompactConversation(ctx context.Context, id objects.ID) (*Compact
 	for i := range res.Messages {
 		res.Messages[i].Index = i
 	}
-	res.HistoryDelta.TokensSaved = (removedChars - addedChars) / 4
+	res.HistoryDelta.TokensSaved = max(removedChars-addedChars, 0) / 4 // a summary longer than what it replaces saves nothing
 	if res.Raw, err = conversation.CompactRaw(data, spans); err != nil {
 		res.Raw, res.RawProblem = nil, err.Error()
 	}

@@ -38,7 +38,11 @@ func CompactRaw(data []byte, spans []Span) ([]byte, error) {
 	case d.kind == kindElements && d.format == FormatJSONArray && len(d.problems) == 0:
 		return compactArray(d.elems, spans)
 	}
-	return nil, fmt.Errorf("%w: %s", ErrCannotCompact, d.format)
+	what := map[Format]string{FormatJSONMessages: "a JSON object holding the messages (Gemini CLI, SWE-agent), which is rewritten whole by its agent"}[d.format]
+	if what == "" {
+		what = string(d.format)
+	}
+	return nil, fmt.Errorf("%w: %s; the compacted messages are shown, but not as a file in its format", ErrCannotCompact, what)
 }
 
 func compactJSONL(data []byte, spans []Span) ([]byte, error) {

@@ -129,6 +129,9 @@ func (p *Pending) Staged(path string, offset int, old string) *Change {
 // same path.
 func (p *Pending) Stage(c Change, base string) (*Change, error) {
 	if p.Next >= MaxChanges {
+		if dropped := p.Next - len(p.Changes); dropped > 0 {
+			return nil, fmt.Errorf("%w: the letters A-Z of this edit session are used up (%d pending, %d dropped; letters are never reused); commit or revert the pending changes first", ErrFull, len(p.Changes), dropped)
+		}
 		return nil, fmt.Errorf("%w: an edit session holds at most %d changes (A-Z); commit or revert these first", ErrFull, MaxChanges)
 	}
 	for _, o := range p.Changes {

@@ -129,3 +129,25 @@ func TestClosestAndPreview(t *testing.T) {
 		t.Fatalf("stats: %q", got)
 	}
 }
+
+// With letters used up by dropped changes, the refusal says so instead of
+// claiming 26 are pending (adversarial pass 2, A12).
+func TestFullAfterDropsSaysWhy(t *testing.T) {
+	p := New()
+	data := []byte(strings.Repeat("x = 1\n", 30))
+	matches, _ := Find(data, "x = 1", "")
+	for i := range MaxChanges {
+		if _, err := p.Stage(Change{Path: "f", Kind: Replace, Offset: matches[i].Offset, Old: "x = 1", New: "x = 2"}, "base"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"A", "B", "C", "D", "E"} {
+		if _, err := p.Drop(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := p.Stage(Change{Path: "f", Kind: Replace, Offset: matches[27].Offset, Old: "x = 1", New: "x = 2"}, "base")
+	if !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "21 pending, 5 dropped") {
+		t.Fatalf("Stage: %v", err)
+	}
+}

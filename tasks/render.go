@@ -59,9 +59,18 @@ func (s *State) Prompt() string {
 	var b strings.Builder
 	if cur := s.Current(); cur != nil {
 		fmt.Fprintf(&b, "Current task: #%d %s\n", cur.ID, oneLine(cur.Goal))
-		for i := len(s.Stack) - 2; i >= 0; i-- {
-			t := s.Get(s.Stack[i])
+		// Its ancestors (a task begun with --parent 0 has none, whatever
+		// else is open below it on the stack).
+		for p := cur.Parent; p != 0; {
+			t := s.Get(p)
+			if t == nil {
+				break
+			}
 			fmt.Fprintf(&b, "  within #%d %s\n", t.ID, oneLine(t.Goal))
+			p = t.Parent
+		}
+		if below := len(s.Stack) - 1; below > 0 && cur.Parent == 0 {
+			fmt.Fprintf(&b, "  (a top-level task; %d more open below it on the stack)\n", below)
 		}
 		if cur.Summary != "" {
 			fmt.Fprintf(&b, "  progress so far: %s\n", oneLine(cur.Summary))

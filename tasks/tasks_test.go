@@ -105,3 +105,26 @@ func TestRenderingShowsNoControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A task begun at the top level (--parent 0) over open tasks is not
+// "within" them in the prompt text (adversarial pass 2, A13).
+func TestPromptTopLevelOverOpenTasks(t *testing.T) {
+	s := &State{Version: Version}
+	if _, err := s.Begin("outer", 0, 0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Begin("inner", 0, 0, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Begin("separate", -1, 0, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Prompt()
+	if strings.Contains(got, "within") || !strings.Contains(got, "Current task: #3 separate\n  (a top-level task; 2 more open below it on the stack)\n") {
+		t.Fatalf("prompt:\n%s", got)
+	}
+	s.Stack = s.Stack[:2] // #2 current again: within #1
+	if got := s.Prompt(); !strings.Contains(got, "Current task: #2 inner\n  within #1 outer\n") {
+		t.Fatalf("prompt:\n%s", got)
+	}
+}
