@@ -349,6 +349,8 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			gitCommand(inv),
 			pushCommand(inv),
 			pullCommand(inv),
+			hookCommand(inv),
+			installCommand(inv),
 			configCommand(inv),
 			sessionsCommand(inv),
 			sessionCommand(inv),

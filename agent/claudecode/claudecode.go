@@ -1,0 +1,150 @@
+// Package claudecode adapts Claude Code's hooks to snap: Parse turns one
+// hook payload into an agent.Event, and Install merges snap's hooks into a
+// Claude Code settings.json.
+package claudecode
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snapcore-dev/snap/agent"
+)
+
+// Name is the adapter's name: 'snap hook claude-code'.
+const Name = "claude-code"
+
+// payload is the part of a hook payload snap reads; other fields are
+// ignored.
+type payload struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	Event          string          `json:"hook_event_name"`
+	Source         string          `json:"source"` // SessionStart
+	Prompt         string          `json:"prompt"` // UserPromptSubmit
+	ToolName       string          `json:"tool_name"`
+	ToolUseID      string          `json:"tool_use_id"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	Trigger        string          `json:"trigger"`    // PreCompact: manual or auto
+	AgentType      string          `json:"agent_type"` // SubagentStop
+}
+
+// editTools name the one file they change in tool_input.
+var editTools = map[string]string{"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+
+// readOnlyTools change no file: no checkpoint before or after them.
+var readOnlyTools = map[string]bool{"Read": true, "Glob": true, "Grep": true, "LS": true, "WebFetch": true,
+	"WebSearch": true, "TodoWrite": true, "TodoRead": true, "NotebookRead": true, "ExitPlanMode": true,
+	"BashOutput": true, "ListMcpResourcesTool": true, "ReadMcpResourceTool": true}
+
+// Parse turns a Claude Code hook payload into the checkpoint to record:
+//
+//   - SessionStart: a baseline (kind session-start);
+//   - UserPromptSubmit: kind prompt, the summary the prompt's first line;
+//   - PreToolUse of Edit, Write, MultiEdit, NotebookEdit: kind pre-tool,
+//     only the named path examined, message id the tool_use_id (so
+//     'snap rewind msg:<tool_use_id>' is the state before the call);
+//     PreToolUse of Bash or any other tool that may write: a full capture;
+//   - PostToolUse: kind post-tool (the edited path only, for edit tools);
+//   - Stop, SubagentStop: the turn's end (kinds stop, subagent-stop);
+//   - PreCompact: kind pre-compact, labelled, since compaction rewrites the
+//     context.
+//
+// Read-only tools and unknown events record nothing (Kind ""). The
+// transcript at transcript_path is the conversation document.
+func Parse(data []byte) (agent.Event, error) {
+	var p payload
+	if err := json.Unmarshal(data, &p); err != nil {
+		return agent.Event{Agent: Name}, fmt.Errorf("malformed payload: %v", err)
+	}
+	ev := agent.Event{Agent: Name, Name: p.Event, Session: p.SessionID, Cwd: p.Cwd, Transcript: p.TranscriptPath}
+	tool := func() (string, []string) {
+		field, ok := editTools[p.ToolName]
+		if !ok {
+			return p.ToolName, nil
+		}
+		var in map[string]any
+		json.Unmarshal(p.ToolInput, &in)
+		path, _ := in[field].(string)
+		if path == "" {
+			return p.ToolName, nil
+		}
+		return p.ToolName + " " + path, []string{path}
+	}
+	switch p.Event {
+	case "SessionStart":
+		ev.Kind, ev.Summary = "session-start", strings.TrimSpace("session start "+p.Source)
+	case "UserPromptSubmit":
+		ev.Kind, ev.Summary = "prompt", firstLine(p.Prompt)
+	case "PreToolUse", "PostToolUse":
+		if readOnlyTools[p.ToolName] {
+			return ev, nil
+		}
+		what, paths := tool()
+		ev.Paths = paths
+		if p.Event == "PreToolUse" {
+			ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, p.ToolUseID
+		} else {
+			ev.Kind, ev.Summary = "post-tool", "after "+what
+		}
+	case "Stop":
+		ev.Kind, ev.Summary = "stop", "end of turn"
+	case "SubagentStop":
+		ev.Kind, ev.Summary = "subagent-stop", strings.TrimSpace("end of subagent "+p.AgentType)
+	case "PreCompact":
+		ev.Kind, ev.Summary = "pre-compact", strings.TrimSpace("before compaction "+p.Trigger)
+		ev.Label = compactLabel(p.SessionID)
+	}
+	return ev, nil
+}
+
+// compactLabel names the checkpoint before a compaction: unique per
+// session and time, and a legal label.
+func compactLabel(session string) string {
+	short := agent.SessionName(Name, session)
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	return strings.Trim(fmt.Sprintf("precompact-%s-%d", short, time.Now().Unix()), "-.")
+}
+
+// firstLine is s's first non-empty line, at most 200 characters.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if r := []rune(l); len(r) > 200 {
+				l = string(r[:200]) + "…"
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+// Hooks are the hooks Install adds to a Claude Code settings file.
+var Hooks = []agent.HookSpec{
+	{Event: "SessionStart"}, {Event: "UserPromptSubmit"},
+	{Event: "PreToolUse", Matcher: "*"}, {Event: "PostToolUse", Matcher: "*"},
+	{Event: "Stop"}, {Event: "SubagentStop"}, {Event: "PreCompact"},
+}
+
+// Scopes name Claude Code's settings files: user (~/.claude/settings.json),
+// project (.claude/settings.json, shared with the team) and local
+// (.claude/settings.local.json, this machine only).
+var Scopes = []string{"user", "project", "local"}
+
+// SettingsPath is the settings file of scope for the project at root.
+func SettingsPath(scope, root, home string) (string, error) {
+	switch scope {
+	case "user":
+		return filepath.Join(home, ".claude", "settings.json"), nil
+	case "project":
+		return filepath.Join(root, ".claude", "settings.json"), nil
+	case "local":
+		return filepath.Join(root, ".claude", "settings.local.json"), nil
+	}
+	return "", fmt.Errorf("unknown scope %q (want user, project or local)", scope)
+}

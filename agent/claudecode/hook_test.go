@@ -1,0 +1,138 @@
+package claudecode_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/agent"
+	"github.com/snapcore-dev/snap/agent/claudecode"
+)
+
+// Every way a hook can go wrong ends the same way for the agent: Hook
+// returns (exit 0), within its bound, having printed nothing on stdout
+// (Hook has no stdout); the log says why.
+func TestHookFailuresNeverBlock(t *testing.T) {
+	ctx := context.Background()
+	proj := t.TempDir()
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("a\n"), 0o644)
+	conv := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(conv, []byte(`{"type":"user","message":{"role":"user","content":"hi"}}`+"\n"), 0o644)
+	payload := func(fields map[string]any) []byte {
+		p := map[string]any{"session_id": "s-1", "transcript_path": conv, "cwd": proj}
+		for k, v := range fields {
+			p[k] = v
+		}
+		b, _ := json.Marshal(p)
+		return b
+	}
+	run := func(t *testing.T, in []byte, o agent.Options) string {
+		t.Helper()
+		var stderr bytes.Buffer
+		start := time.Now()
+		agent.Hook(ctx, bytes.NewReader(in), &stderr, o, claudecode.Parse)
+		if d := time.Since(start); d > 8*time.Second {
+			t.Fatalf("the hook took %s", d)
+		}
+		return stderr.String()
+	}
+	// The first event creates the store.
+	if e := run(t, payload(map[string]any{"hook_event_name": "SessionStart", "source": "startup"}), agent.Options{}); e != "" {
+		t.Fatalf("SessionStart: %s", e)
+	}
+	repo, err := snap.Open(snap.Options{Dir: proj})
+	if err != nil {
+		t.Fatalf("no store after the first event: %v", err)
+	}
+	defer repo.Close()
+	for _, c := range []struct {
+		name    string
+		in      []byte
+		stderr  string // "" = no problem
+		logged  string
+		records bool
+	}{
+		{"malformed JSON", []byte(`{"session_id": "s-1", "cwd": `), "malformed payload", "", false},
+		{"not JSON at all", []byte("garbage"), "malformed payload", "", false},
+		{"empty", nil, "malformed payload", "", false},
+		{"unknown event", payload(map[string]any{"hook_event_name": "SomethingNew", "extra": 1}), "", "nothing to record", false},
+		{"read-only tool", payload(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": map[string]any{"file_path": filepath.Join(proj, "a.txt")}}), "", "nothing to record", false},
+		{"no cwd", []byte(`{"hook_event_name":"Stop","session_id":"s-1"}`), "no absolute cwd", "", false},
+		{"relative cwd", payload(map[string]any{"hook_event_name": "Stop", "cwd": "proj"}), "no absolute cwd", "", false},
+		{"edit outside the project", payload(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_use_id": "toolu_x",
+			"tool_input": map[string]any{"file_path": "/etc/passwd"}}), "outside the project", "outside the project", false},
+		{"missing transcript", payload(map[string]any{"hook_event_name": "Stop", "transcript_path": filepath.Join(proj, "nope.jsonl")}), "", "recorded", true},
+		{"unknown fields", payload(map[string]any{"hook_event_name": "UserPromptSubmit", "prompt": "fix the bug\nplease", "agent_id": "x", "new_field": []int{1}}), "", "recorded", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A change to record, so that recording shows.
+			os.WriteFile(filepath.Join(proj, "a.txt"), []byte(c.name+"\n"), 0o644)
+			before, _ := repo.Log(ctx, snap.LogOptions{Session: "s-1"})
+			e := run(t, c.in, agent.Options{})
+			if c.stderr == "" && e != "" || c.stderr != "" && !strings.Contains(e, c.stderr) {
+				t.Fatalf("stderr %q, want %q", e, c.stderr)
+			}
+			if c.logged != "" {
+				lines, _ := agent.ReadLog(repo, 1)
+				if len(lines) != 1 || !strings.Contains(lines[0], c.logged) {
+					t.Fatalf("log %q, want %q", lines, c.logged)
+				}
+			}
+			after, _ := repo.Log(ctx, snap.LogOptions{Session: "s-1"})
+			if got := len(after) > len(before); got != c.records {
+				t.Fatalf("recorded a checkpoint: %v, want %v", got, c.records)
+			}
+		})
+	}
+	// The prompt's first line is the summary.
+	if l, _ := repo.Log(ctx, snap.LogOptions{Session: "s-1", N: 1}); len(l) != 1 || l[0].Kind != "prompt" || l[0].Summary != "fix the bug" {
+		t.Fatalf("last checkpoint: %+v", l)
+	}
+
+	// A busy store: another process holds the writer lock; the hook gives
+	// up within its lock timeout and says so.
+	t.Run("store busy", func(t *testing.T) {
+		os.WriteFile(filepath.Join(proj, "a.txt"), []byte("changed\n"), 0o644)
+		release, err := holdStore(t, repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		start := time.Now()
+		e := run(t, payload(map[string]any{"hook_event_name": "Stop"}), agent.Options{LockTimeout: 300 * time.Millisecond, Timeout: 3 * time.Second})
+		if !strings.Contains(e, "error") || time.Since(start) > 3*time.Second {
+			t.Fatalf("busy store: stderr %q after %s", e, time.Since(start))
+		}
+	})
+	// The whole hook is bounded even when the work is not.
+	t.Run("timeout", func(t *testing.T) {
+		e := run(t, payload(map[string]any{"hook_event_name": "Stop"}), agent.Options{Timeout: time.Nanosecond})
+		if !strings.Contains(e, "gave up") && !strings.Contains(e, "deadline") && !strings.Contains(e, "canceled") {
+			t.Fatalf("stderr %q, want a timeout", e)
+		}
+		// In a hook process the abandoned work dies with the process; here
+		// it must end before the test's directories are removed.
+		time.Sleep(time.Second)
+	})
+}
+
+// holdStore takes the store's gc.lock exclusively, as a running gc sweep
+// does: every writer waits for it.
+func holdStore(t *testing.T, repo *snap.Repo) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(repo.StoreDir, "gc.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/snapcore-dev/snap/agent"
+	"github.com/snapcore-dev/snap/agent/claudecode"
+)
+
+// adapters are the agents 'snap hook' and 'snap install' know.
+var adapters = map[string]struct {
+	parse  func([]byte) (agent.Event, error)
+	hooks  []agent.HookSpec
+	scopes []string
+	path   func(scope, root, home string) (string, error)
+}{
+	claudecode.Name: {claudecode.Parse, claudecode.Hooks, claudecode.Scopes, claudecode.SettingsPath},
+}
+
+func hookCommand(inv *invocation) *cli.Command {
+	return &cli.Command{
+		Name:  "hook",
+		Usage: "record the checkpoint an agent's hook event calls for (never blocks the agent)",
+		Description: `'snap hook claude-code' is what Claude Code runs at each hook event ('snap
+install claude-code' sets it up). It reads one hook payload on stdin and records
+the checkpoint the event calls for in the session named by the payload's
+session_id, with the transcript at transcript_path as the conversation:
+SessionStart (kind session-start), UserPromptSubmit (prompt, the summary its
+first line), PreToolUse (pre-tool; for Edit, Write, MultiEdit and NotebookEdit
+only the named file is examined; the message id is the tool_use_id, so 'snap
+rewind msg:<tool_use_id>' is the state before that call), PostToolUse
+(post-tool), Stop, SubagentStop and PreCompact (labelled). Read-only tools and
+unknown events record nothing.
+
+A hook never blocks or breaks the agent: whatever happens it exits 0 and
+prints nothing on stdout; problems go to stderr and to the store's hook log
+('snap hook log'). The first event in a project with no store creates one.
+It gives up after SNAP_HOOK_TIMEOUT (default 10s) and waits at most 2s for
+another snap process's lock (SNAP_LOCK_TIMEOUT).
+
+Examples:
+   snap hook log -n 20`,
+		Subcommands: []*cli.Command{
+			{
+				Name: claudecode.Name, Usage: "record a Claude Code hook event (payload on stdin)",
+				Description: `Reads one Claude Code hook payload on stdin and records the checkpoint its
+event calls for (see 'snap help hook'). Always exits 0 and prints nothing on
+stdout; problems go to stderr and to 'snap hook log'.`,
+				Flags: withGlobals(),
+				Action: func(c *cli.Context) error {
+					a := adapters[claudecode.Name]
+					agent.Hook(c.Context, inv.stdin, c.App.ErrWriter, agent.Options{}, a.parse)
+					return nil
+				},
+			},
+			{
+				Name: "log", Usage: "show the hook log of the project's store",
+				Description: `Prints the last N lines (default 50) of the hook log: one line per hook
+event, saying what was recorded or why nothing was. --json answers {lines}.`,
+				Flags: withGlobals(&cli.IntFlag{Name: "n", Usage: "the last `N` lines (0: all)", Value: 50}),
+				Action: func(c *cli.Context) error {
+					g := globals(c)
+					repo, err := g.open(c.Context)
+					if err != nil {
+						return err
+					}
+					defer repo.Close()
+					lines, err := agent.ReadLog(repo, c.Int("n"))
+					if err != nil {
+						return err
+					}
+					return emit(inv.stdout, g.JSON, map[string]any{"lines": lines}, func(w io.Writer) error {
+						if len(lines) == 0 {
+							_, err := fmt.Fprintln(w, "the hook log is empty")
+							return err
+						}
+						for _, l := range lines {
+							fmt.Fprintln(w, printable(l))
+						}
+						return nil
+					})
+				},
+			},
+		},
+	}
+}
+
+// installResult is the answer of 'snap install'.
+type installResult struct {
+	Agent  string               `json:"agent"`
+	Scope  string               `json:"scope"`
+	Result *agent.InstallResult `json:"result"`
+}
+
+// installStatus is one settings file 'snap install --status' looked at.
+type installStatus struct {
+	Agent  string   `json:"agent"`
+	Scope  string   `json:"scope"`
+	Path   string   `json:"path"`
+	Events []string `json:"events"` // the events whose hooks run snap
+	Error  string   `json:"error,omitempty"`
+}
+
+func installCommand(inv *invocation) *cli.Command {
+	return &cli.Command{
+		Name: "install", Usage: "add snap's hooks to an agent's settings (or remove them)", ArgsUsage: "AGENT",
+		Description: `'snap install claude-code' merges snap's hooks ('snap hook claude-code' on
+SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop and
+PreCompact) into Claude Code's settings: --project (.claude/settings.json, the
+default, shared with the team), --local (.claude/settings.local.json, this
+machine only) or --user (~/.claude/settings.json, every project). Every other
+setting and hook is kept; installing twice changes nothing; the file is
+replaced atomically, its previous content kept in settings.json.snap-backup.
+--uninstall removes exactly the hooks snap added. --status says what is
+installed where.
+
+Examples:
+   snap install claude-code
+   snap install claude-code --local
+   snap install claude-code --uninstall
+   snap install --status`,
+		Flags: withGlobals(
+			&cli.BoolFlag{Name: "user", Usage: "the user's settings (every project)"},
+			&cli.BoolFlag{Name: "project", Usage: "the project's shared settings (the default)"},
+			&cli.BoolFlag{Name: "local", Usage: "the project's settings for this machine only"},
+			&cli.BoolFlag{Name: "uninstall", Usage: "remove snap's hooks"},
+			&cli.BoolFlag{Name: "status", Usage: "say where snap's hooks are installed"},
+		),
+		Action: func(c *cli.Context) error {
+			g := globals(c)
+			root, home, err := installDirs(g)
+			if err != nil {
+				return err
+			}
+			if c.Bool("status") {
+				if c.NArg() > 0 {
+					return usageErrorf("install --status takes no AGENT")
+				}
+				var out []installStatus
+				for _, name := range sortedKeys(adapters) {
+					a := adapters[name]
+					for _, scope := range a.scopes {
+						p, _ := a.path(scope, root, home)
+						st := installStatus{Agent: name, Scope: scope, Path: p}
+						st.Events, err = agent.Installed(p, name, a.hooks)
+						if err != nil {
+							st.Error = err.Error()
+						}
+						out = append(out, st)
+					}
+				}
+				return emit(inv.stdout, g.JSON, out, func(w io.Writer) error {
+					for _, s := range out {
+						state := "not installed"
+						switch {
+						case s.Error != "":
+							state = "unreadable: " + s.Error
+						case len(s.Events) == len(adapters[s.Agent].hooks):
+							state = "installed"
+						case len(s.Events) > 0:
+							state = fmt.Sprintf("partly installed (%d of %d events)", len(s.Events), len(adapters[s.Agent].hooks))
+						}
+						fmt.Fprintf(w, "%s %s (%s): %s\n", s.Agent, s.Scope, s.Path, state)
+					}
+					return nil
+				})
+			}
+			if c.NArg() != 1 {
+				return usageErrorf("install takes AGENT (one of: %s), or --status", joinKeys(adapters))
+			}
+			name := c.Args().First()
+			a, ok := adapters[name]
+			if !ok {
+				return usageErrorf("unknown agent %q (known: %s)", name, joinKeys(adapters))
+			}
+			scope := "project"
+			n := 0
+			for _, s := range []string{"user", "project", "local"} {
+				if c.Bool(s) {
+					scope = s
+					n++
+				}
+			}
+			if n > 1 {
+				return usageErrorf("--user, --project and --local: choose one")
+			}
+			p, err := a.path(scope, root, home)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			res, err := agent.InstallHooks(p, name, hookCommandLine(name), a.hooks, c.Bool("uninstall"))
+			if err != nil {
+				return err
+			}
+			return emit(inv.stdout, g.JSON, installResult{Agent: name, Scope: scope, Result: res}, func(w io.Writer) error {
+				verb := "installed"
+				if c.Bool("uninstall") {
+					verb = "removed"
+				}
+				if !res.Changed {
+					_, err := fmt.Fprintf(w, "%s: nothing to change (%s)\n", p, map[bool]string{true: "not installed", false: "already installed"}[c.Bool("uninstall")])
+					return err
+				}
+				_, err := fmt.Fprintf(w, "%s snap's hooks for %d events in %s\n", verb, len(res.Events), p)
+				return err
+			})
+		},
+	}
+}
+
+// installDirs are the project root (the directory of -C, made absolute)
+// and the user's home.
+func installDirs(g globalOptions) (string, string, error) {
+	dir := g.Dir
+	if dir == "" {
+		dir = "."
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return "", "", err
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", "", fmt.Errorf("no home directory: %w", err)
+	}
+	return root, home, nil
+}
+
+// hookCommandLine is the command the agent runs: "snap hook NAME" when
+// the snap on PATH is this program, else this program's absolute path.
+func hookCommandLine(name string) string {
+	self, err := os.Executable()
+	if err == nil {
+		self, _ = filepath.EvalSymlinks(self)
+	}
+	if onPath, err := exec.LookPath("snap"); err == nil {
+		if p, err := filepath.EvalSymlinks(onPath); err == nil && p == self {
+			return "snap hook " + name
+		}
+	}
+	if self == "" {
+		return "snap hook " + name
+	}
+	return self + " hook " + name
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func joinKeys[V any](m map[string]V) string {
+	s := ""
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			s += ", "
+		}
+		s += k
+	}
+	return s
+}
