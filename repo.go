@@ -364,11 +364,42 @@ func (r *Repo) loadCache() *index.Cache {
 // excludeFromGit adds the store to .git/info/exclude when the project is a
 // git repository and the store lies inside it.
 func excludeFromGit(root, store string) error {
-	gitDir := filepath.Join(root, ".git")
+	// The work tree holding the project (it may be a subdirectory), and
+	// its git directory: a .git directory, or a .git file naming one (a
+	// linked worktree, whose info/exclude is the main repository's).
+	top := root
+	for {
+		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+			break
+		}
+		parent := filepath.Dir(top)
+		if parent == top {
+			return nil
+		}
+		top = parent
+	}
+	gitDir := filepath.Join(top, ".git")
+	if fi, err := os.Lstat(gitDir); err == nil && fi.Mode().IsRegular() {
+		data, err := os.ReadFile(gitDir)
+		target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+		if err != nil || !ok {
+			return nil
+		}
+		if gitDir = strings.TrimSpace(target); !filepath.IsAbs(gitDir) {
+			gitDir = filepath.Join(top, gitDir)
+		}
+		if common, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+			c := strings.TrimSpace(string(common))
+			if !filepath.IsAbs(c) {
+				c = filepath.Join(gitDir, c)
+			}
+			gitDir = c
+		}
+	}
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
 		return nil
 	}
-	rel, err := filepath.Rel(root, store)
+	rel, err := filepath.Rel(top, store)
 	if err != nil || !filepath.IsLocal(rel) {
 		return nil
 	}

@@ -3,7 +3,9 @@ package gitbridge
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 
@@ -18,6 +20,10 @@ type Bridge struct {
 	// Dir is the git directory (or the bare repository).
 	Dir                     string
 	authorName, authorEmail string
+	// For a commit on the user's branch: the work tree's root, the
+	// project's place in it, and whether Commit holds index.lock.
+	root, prefix string
+	locked       bool
 }
 
 // Open returns the bridge between r and the git repository at path: the
@@ -55,10 +61,30 @@ func Open(r *snap.Repo, path string) (*Bridge, error) {
 	return b, nil
 }
 
-// gitDir returns the repository's git directory.
+// gitDir returns the repository's git directory: for a linked worktree or
+// a submodule (a .git file saying "gitdir: DIR"), that DIR, which holds
+// its index and HEAD.
 func gitDir(g *git.Repository, dir string) (string, error) {
-	if wt, err := g.Worktree(); err == nil {
-		return filepath.Join(wt.Filesystem.Root(), ".git"), nil
+	wt, err := g.Worktree()
+	if err != nil {
+		return filepath.Abs(dir)
 	}
-	return filepath.Abs(dir)
+	dotgit := filepath.Join(wt.Filesystem.Root(), ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil || fi.IsDir() {
+		return dotgit, nil
+	}
+	data, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", err
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if !ok {
+		return "", fmt.Errorf("%s: not a gitdir file", dotgit)
+	}
+	target = strings.TrimSpace(target)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(wt.Filesystem.Root(), target)
+	}
+	return filepath.Clean(target), nil
 }

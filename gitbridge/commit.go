@@ -3,9 +3,11 @@ package gitbridge
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -53,6 +55,18 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 		if _, err := os.Lstat(filepath.Join(b.Dir, f)); err == nil {
 			return nil, fmt.Errorf("%w: %s is under way in %s: finish or abort it first (nothing was committed)", snap.ErrUsage, what, b.Dir)
 		}
+	}
+	if !b.locked {
+		if _, err := os.Lstat(filepath.Join(b.Dir, "index.lock")); err == nil {
+			return nil, fmt.Errorf("%w: %s exists: another git process is running (or crashed: remove the file); nothing was committed",
+				snap.ErrBusy, filepath.Join(b.Dir, "index.lock"))
+		}
+	}
+	if flagged, err := indexFlags(filepath.Join(b.Dir, "index")); err != nil {
+		return nil, fmt.Errorf("%w: reading the git index: %v", snap.ErrUsage, err)
+	} else if len(flagged) > 0 {
+		return nil, fmt.Errorf("%w: the git index marks %s assume-unchanged or skip-worktree, which snap's index writer would not keep: commit with git, or clear the marks (nothing was committed)",
+			snap.ErrUsage, strings.Join(flagged, ", "))
 	}
 	head, err := b.git.Storer.Reference(plumbing.HEAD)
 	if err != nil {
@@ -117,8 +131,37 @@ func (b *Bridge) bare() bool {
 // CheckCommit reports whether a commit of paths could be made on the
 // user's branch now (see Commit), changing nothing.
 func (b *Bridge) CheckCommit(ctx context.Context, paths []string) error {
-	_, err := b.check(paths)
+	if err := b.worktreePrefix(); err != nil {
+		return err
+	}
+	gitPaths := make([]string, len(paths))
+	for i, p := range paths {
+		gitPaths[i] = path.Join(b.prefix, p)
+	}
+	_, err := b.check(gitPaths)
 	return err
+}
+
+// worktreePrefix finds the git work tree's root (b.root) and where the
+// snap project lies in it (b.prefix, "" at its root); a project outside the
+// work tree is refused.
+func (b *Bridge) worktreePrefix() error {
+	wt, err := b.git.Worktree()
+	if err != nil {
+		return fmt.Errorf("%w: %s is a bare repository: there is no branch to commit the task on", snap.ErrUsage, b.Dir)
+	}
+	b.root = wt.Filesystem.Root()
+	root, _ := filepath.EvalSymlinks(b.root)
+	proj, _ := filepath.EvalSymlinks(b.snap.Root)
+	rel, err := filepath.Rel(root, proj)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return fmt.Errorf("%w: the project %s is not inside the git work tree %s", snap.ErrUsage, b.snap.Root, b.root)
+	}
+	b.prefix = filepath.ToSlash(rel)
+	if b.prefix == "." {
+		b.prefix = ""
+	}
+	return nil
 }
 
 // ChangedPaths lists the paths whose files differ between checkpoints
@@ -151,14 +194,22 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 	if err != nil {
 		return nil, err
 	}
+	if err := b.worktreePrefix(); err != nil {
+		return nil, err
+	}
 	// Under git's index lock from the checks to the new index: no git
 	// command changes the index or stages anything meanwhile.
 	unlock, err := b.lockIndex()
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	u, err := b.check(paths)
+	b.locked = true
+	defer func() { unlock(); b.locked = false }()
+	gitPaths := make([]string, len(paths))
+	for i, p := range paths {
+		gitPaths[i] = path.Join(b.prefix, p)
+	}
+	u, err := b.check(gitPaths)
 	if err != nil {
 		return nil, err
 	}
@@ -168,14 +219,22 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 	}
 	res := &CommitResult{Branch: u.branch.Short(), Paths: []string{}}
 	g := newToGit(ctx, b.snap, b.git.Storer)
-	// What each path becomes: an entry, or nil (deleted).
+	// What each path becomes (by its path in the git repository, which
+	// may hold the project in a subdirectory): an entry, or nil (deleted).
 	changes := map[string]*object.TreeEntry{}
-	for _, p := range paths {
-		e, ok, err := b.entryAt(ctx, node.Tree, p)
+	for _, sp := range paths {
+		p := path.Join(b.prefix, sp)
+		e, ok, err := b.entryAt(ctx, node.Tree, sp)
 		if err != nil {
 			return nil, err
 		}
 		if !ok || e.Mode == snap.ModeDir {
+			// Absent from the checkpoint but still on disk: snap's rules
+			// left it out (ignored now, unreadable), the task did not
+			// delete it; git keeps tracking it.
+			if fi, err := os.Lstat(filepath.Join(b.root, filepath.FromSlash(p))); err == nil && !fi.IsDir() {
+				continue
+			}
 			changes[p] = nil
 			continue
 		}
@@ -188,7 +247,7 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 	}
 	// Paths already as HEAD has them (changed by the user's own commits
 	// meanwhile) are not the task's to commit.
-	for _, p := range paths {
+	for _, p := range sortedKeys(changes) {
 		var inHead *object.TreeEntry
 		if u.tree != nil {
 			inHead, _ = u.tree.FindEntry(p)
@@ -281,6 +340,11 @@ func (b *Bridge) editTree(base plumbing.Hash, changes map[string]*object.TreeEnt
 	}
 	var out []object.TreeEntry
 	done := map[string]bool{}
+	for name, c := range here {
+		if _, dir := sub[name]; dir && c == nil {
+			delete(here, name) // a file that became a directory: the directory's changes say it all
+		}
+	}
 	for _, e := range t.Entries {
 		if c, ok := here[e.Name]; ok {
 			done[e.Name] = true
@@ -291,7 +355,7 @@ func (b *Bridge) editTree(base plumbing.Hash, changes map[string]*object.TreeEnt
 		}
 		if s, ok := sub[e.Name]; ok {
 			done[e.Name] = true
-			var baseSub plumbing.Hash
+			var baseSub plumbing.Hash // a file there becomes the directory
 			if e.Mode == filemode.Dir {
 				baseSub = e.Hash
 			}
@@ -358,11 +422,7 @@ func (b *Bridge) lockIndex() (func(), error) {
 // git status need not re-hash it) and writes idx through index.lock,
 // which lockIndex holds.
 func (b *Bridge) writeIndex(idx *index.Index, changes map[string]*object.TreeEntry) error {
-	wt, err := b.git.Worktree()
-	if err != nil {
-		return err
-	}
-	root := wt.Filesystem.Root()
+	root := b.root
 	var kept []*index.Entry
 	for _, e := range idx.Entries {
 		if _, changed := changes[e.Name]; !changed {
@@ -432,3 +492,53 @@ func (b *Bridge) holds(p string, fi os.FileInfo, c *object.TreeEntry) bool {
 }
 
 func timeOf(ts syscall.Timespec) time.Time { return time.Unix(ts.Sec, ts.Nsec) }
+
+// indexFlags lists the entries of the git index at p marked assume-unchanged
+// or skip-worktree, which go-git's index encoder drops (none when the file
+// is absent). Versions 2 and 3 are read; version 4 entries are not parsed
+// and none is reported.
+func indexFlags(p string) ([]string, error) {
+	data, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < 12 || string(data[:4]) != "DIRC" {
+		return nil, fmt.Errorf("not a git index")
+	}
+	version := binary.BigEndian.Uint32(data[4:8])
+	if version != 2 && version != 3 {
+		return nil, nil
+	}
+	n := int(binary.BigEndian.Uint32(data[8:12]))
+	var out []string
+	off := 12
+	for i := 0; i < n; i++ {
+		if off+62 > len(data) {
+			return nil, fmt.Errorf("truncated git index")
+		}
+		flags := binary.BigEndian.Uint16(data[off+60 : off+62])
+		start := off + 62
+		var ext uint16
+		if flags&0x4000 != 0 {
+			if start+2 > len(data) {
+				return nil, fmt.Errorf("truncated git index")
+			}
+			ext = binary.BigEndian.Uint16(data[start : start+2])
+			start += 2
+		}
+		end := bytes.IndexByte(data[start:], 0)
+		if end < 0 {
+			return nil, fmt.Errorf("truncated git index")
+		}
+		name := string(data[start : start+end])
+		if flags&0x8000 != 0 || ext&0x4000 != 0 {
+			out = append(out, name)
+		}
+		entryLen := start + end - off
+		off += (entryLen + 8) &^ 7 // NUL-padded to a multiple of 8
+	}
+	return out, nil
+}

@@ -23,7 +23,7 @@ type editOptions struct {
 	Mode      string // preview
 	Context   int    // preview
 	Stdin     io.Reader
-	GitCommit bool // commit
+	GitCommit *bool // commit --git-commit (nil: git.commit-on decides)
 }
 
 // editStdinRequest is the JSON request 'snap edit replace --stdin' reads.
@@ -192,7 +192,7 @@ func (o *editOptions) parse(c *cli.Context) error {
 		o.Arg, err = one("LETTER")
 	case "commit":
 		o.Arg, err = one("SUMMARY (quote it)")
-		o.GitCommit = c.Bool("git-commit")
+		o.GitCommit = gitCommitFlagOf(c)
 	case "revert":
 		o.Arg, err = one("REASON (quote it)")
 	case "preview":

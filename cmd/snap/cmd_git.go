@@ -219,10 +219,29 @@ type gitCommitter struct {
 	b *gitbridge.Bridge
 }
 
-// newGitCommitter returns nil when no commit is wanted: neither the flag
-// nor git.commit-on = on.
-func newGitCommitter(ctx context.Context, repo *snap.Repo, flag bool, on string, paths func(*gitbridge.Bridge) ([]string, error)) (*gitCommitter, error) {
-	if v, _ := repo.ConfigGet("git.commit-on"); !flag && v != on {
+// gitCommitFlagOf is --git-commit as given: nil when absent (the setting
+// decides), else its value (--git-commit=false turns the setting off for
+// one call).
+func gitCommitFlagOf(c *cli.Context) *bool {
+	if !c.IsSet("git-commit") {
+		return nil
+	}
+	v := c.Bool("git-commit")
+	return &v
+}
+
+// wantGitCommit: the flag when given, else git.commit-on = on.
+func wantGitCommit(repo *snap.Repo, flag *bool, on string) bool {
+	if flag != nil {
+		return *flag
+	}
+	v, _ := repo.ConfigGet("git.commit-on")
+	return v == on
+}
+
+// newGitCommitter returns nil when no commit is wanted (wantGitCommit).
+func newGitCommitter(ctx context.Context, repo *snap.Repo, flag *bool, on string, paths func(*gitbridge.Bridge) ([]string, error)) (*gitCommitter, error) {
+	if !wantGitCommit(repo, flag, on) {
 		return nil, nil
 	}
 	b, err := gitbridge.Open(repo, "")

@@ -20,7 +20,7 @@ type taskOptions struct {
 	Text      string
 	Parent    string // begin --parent N ("" = the current task; "0" = top level)
 	KeepOpen  bool
-	GitCommit bool
+	GitCommit *bool  // --git-commit given (nil: git.commit-on decides)
 	Format    string // tree: "" (the tree) or "text" (for a prompt)
 }
 
@@ -43,7 +43,7 @@ func taskCommand(inv *invocation) *cli.Command {
 					return usageErrorf("task %s takes one argument, %s (quote it)", verb, what)
 				}
 				o.Text, o.docFlags = c.Args().First(), docFlagsOf(c, inv)
-				o.Parent, o.KeepOpen, o.GitCommit = c.String("parent"), c.Bool("keep-open"), c.Bool("git-commit")
+				o.Parent, o.KeepOpen, o.GitCommit = c.String("parent"), c.Bool("keep-open"), gitCommitFlagOf(c)
 			}
 			return runTask(c.Context, o, inv.stdout)
 		}
@@ -180,7 +180,11 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 		// --git-commit: the files the task changed, from its task-begin
 		// checkpoint (and the staged edits the commit applies).
 		var begin *snap.ID
-		if tree, terr := repo.Tasks(ctx, o.session(), nil); terr == nil && tree.Current != nil {
+		tree, terr := repo.Tasks(ctx, o.session(), nil)
+		if terr != nil {
+			tree = &snap.TaskTree{}
+		}
+		if tree.Current != nil {
 			for _, t := range tree.Tasks {
 				if t.ID == *tree.Current {
 					begin = t.Begin
@@ -188,6 +192,9 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 			}
 		}
 		var gc *gitCommitter
+		if begin == nil && tree.Current != nil && wantGitCommit(repo, o.GitCommit, "task-commit") {
+			return fmt.Errorf("%w: --git-commit: task %d's task-begin checkpoint is gone (retention), so the files it changed are unknown; commit without it", snap.ErrUsage, *tree.Current)
+		}
 		if begin != nil {
 			gc, err = newGitCommitter(ctx, repo, o.GitCommit, "task-commit", func(b *gitbridge.Bridge) ([]string, error) {
 				ps, err := b.ChangedPaths(ctx, *begin, nil)
