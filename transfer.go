@@ -256,6 +256,14 @@ func (r *Repo) importSession(h *history, s SessionImport) (*ImportResult, error)
 				return nil, err
 			}
 			if !ok {
+				// Ahead of the import (checkpoints not shared yet): the
+				// head stays, nothing diverged.
+				if ahead, err := r.isAncestor(s.Head, old); err == nil && ahead {
+					s.Head = old
+				}
+			}
+			res.Head = s.Head
+			if !ok && s.Head != old {
 				return nil, fmt.Errorf("%w: session %s moved here: its head %s is not in the imported history (like a non-fast-forward push); import into another session",
 					refs.ErrConflict, session, old.Short())
 			}

@@ -42,7 +42,7 @@ func Open(r *snap.Repo, path string) (*Bridge, error) {
 		return nil, fmt.Errorf("%w at %s", ErrNoGitRepo, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("git repository %s: %w", dir, err)
+		return nil, fmt.Errorf("git repository %s: go-git cannot open it (%v): the git bridge does not support this repository's layout (for example sparse checkout's extensions.worktreeConfig)", dir, err)
 	}
 	b := &Bridge{snap: r, git: g}
 	if b.Dir, err = gitDir(g, dir); err != nil {

@@ -163,7 +163,27 @@ func (b *Bridge) sessions(ctx context.Context, named []string, all bool) ([]stri
 			return nil, fmt.Errorf("%w: session %s", snap.ErrNoSession, s)
 		}
 	}
+	for _, s := range out {
+		if err := refSafe(s); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range named {
+		if err := refSafe(s); err != nil {
+			return nil, err
+		}
+	}
 	return named, nil
+}
+
+// refSafe refuses a session name git cannot hold in a ref name (git
+// check-ref-format): "..", a trailing "." or ".lock", a leading ".".
+func refSafe(session string) error {
+	if strings.Contains(session, "..") || strings.HasSuffix(session, ".") || strings.HasSuffix(session, ".lock") ||
+		strings.HasPrefix(session, ".") || strings.Contains(session, "@{") {
+		return fmt.Errorf("%w: session %q cannot be a git ref name (no '..', no trailing '.' or '.lock'): rename it to share it through git", snap.ErrUsage, session)
+	}
+	return nil
 }
 
 // setRefs makes the refs under the given prefixes exactly want: exact
@@ -387,7 +407,10 @@ func (b *Bridge) exportedCommits(ctx context.Context) (map[snap.ID]plumbing.Hash
 	var tips []plumbing.Hash
 	err = iter.ForEach(func(r *plumbing.Reference) error {
 		n := r.Name().String()
-		if r.Type() == plumbing.HashReference && (strings.HasPrefix(n, SessionRefs) || strings.HasPrefix(n, AbandonedRefs) || strings.HasPrefix(n, TaskRefs)) {
+		// Pulled commits too: a checkpoint someone else exported keeps
+		// their commit (author and all) when it is exported again here.
+		if r.Type() == plumbing.HashReference && (strings.HasPrefix(n, SessionRefs) || strings.HasPrefix(n, AbandonedRefs) ||
+			strings.HasPrefix(n, TaskRefs) || strings.HasPrefix(n, RemoteRefs)) {
 			tips = append(tips, r.Hash())
 		}
 		return nil

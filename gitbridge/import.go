@@ -30,13 +30,16 @@ type ImportResult struct {
 // touched; the session's state documents are carried from its head as a
 // checkpoint carries them.
 func (b *Bridge) ImportRev(ctx context.Context, rev, session string) (*ImportResult, error) {
+	if strings.Contains(rev, ":") || strings.Contains(rev, "^{") && !strings.HasSuffix(rev, "^{commit}") {
+		return nil, fmt.Errorf("%w: git revision %q: REV must name a commit (a branch, tag, commit id, HEAD~2...), not a tree or a path in one", snap.ErrUsage, rev)
+	}
 	h, err := b.git.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
-		return nil, fmt.Errorf("%w: git revision %q: %v", snap.ErrUsage, rev, err)
+		return nil, fmt.Errorf("%w: git revision %q: no such commit (%v)", snap.ErrUsage, rev, err)
 	}
 	c, err := object.GetCommit(b.git.Storer, *h)
 	if err != nil {
-		return nil, fmt.Errorf("git revision %q: %w", rev, err)
+		return nil, fmt.Errorf("%w: git revision %q does not name a commit (%v)", snap.ErrUsage, rev, err)
 	}
 	im, err := b.snap.NewImporter(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -36,6 +37,20 @@ type PullResult struct {
 	Remote   string              `json:"remote"`
 	Sessions []snap.ImportResult `json:"sessions"`
 	Imported int                 `json:"imported"` // checkpoints new to this store
+	// Skipped: remote session refs left alone (names snap cannot hold).
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// redact hides a password or token in a remote URL (user:TOKEN@host).
+func redact(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	if _, has := p.User.Password(); has {
+		p.User = url.UserPassword(p.User.Username(), "***")
+	}
+	return p.String()
 }
 
 // remote returns the remote named name (or a URL) and a name for its
@@ -69,7 +84,7 @@ func (b *Bridge) Push(ctx context.Context, o RemoteOptions) (*PushResult, error)
 	if err != nil {
 		return nil, err
 	}
-	res := &PushResult{Remote: rem.Config().URLs[0], Export: ex, Updated: []string{}}
+	res := &PushResult{Remote: redact(rem.Config().URLs[0]), Export: ex, Updated: []string{}}
 	var specs []config.RefSpec
 	for _, s := range ex.Sessions {
 		specs = append(specs,
@@ -177,7 +192,7 @@ func (b *Bridge) Pull(ctx context.Context, o RemoteOptions) (*PullResult, error)
 				config.RefSpec("+"+AbandonedStateRefs+s+"/*:"+base+"abandoned-state/"+s+"/*"))
 		}
 	}
-	res := &PullResult{Remote: rem.Config().URLs[0], Sessions: []snap.ImportResult{}}
+	res := &PullResult{Remote: redact(rem.Config().URLs[0]), Sessions: []snap.ImportResult{}}
 	err = rem.FetchContext(ctx, &git.FetchOptions{RemoteName: rem.Config().Name, RefSpecs: specs, Tags: git.NoTags})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if strings.Contains(err.Error(), "couldn't find remote ref") {
@@ -222,6 +237,10 @@ func (b *Bridge) Pull(ctx context.Context, o RemoteOptions) (*PullResult, error)
 		if !o.All && !want[s] {
 			continue
 		}
+		if err := refSafe(s); err != nil || strings.ContainsAny(s, "/@ ") {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s%s: not a session name snap can hold", SessionRefs, s))
+			continue
+		}
 		var ids []snap.ID
 		for _, tip := range tips[s] {
 			got, err := in.history(tip)
@@ -236,7 +255,12 @@ func (b *Bridge) Pull(ctx context.Context, o RemoteOptions) (*PullResult, error)
 				mine = append(mine, id)
 			}
 		}
-		imports = append(imports, snap.SessionImport{Session: s, Head: in.ids[heads[s]], Checkpoints: mine})
+		head := in.ids[heads[s]]
+		if head.IsZero() {
+			return nil, fmt.Errorf("%w: %s's %s%s is commit %s, which is not a snap checkpoint (no %s trailer): nothing was imported",
+				snap.ErrCorrupt, res.Remote, SessionRefs, s, heads[s].String()[:12], TrailerCheckpoint)
+		}
+		imports = append(imports, snap.SessionImport{Session: s, Head: head, Checkpoints: mine})
 	}
 	res.Imported = in.imported
 	out, err := im.Commit(ctx, imports)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,6 +153,17 @@ func TestPushPullFileRemote(t *testing.T) {
 	if _, err := bRepo.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", Summary: "on B", AllowEmpty: true}); err != nil {
 		t.Fatal(err)
 	}
+	// B is only ahead: a pull is a no-op, not a conflict.
+	aheadB, _ := bRepo.Resolve(ctx, "s1", "@")
+	if pr, err := func() (*gitbridge.PullResult, error) {
+		bb, _ := gitbridge.Open(bRepo, "")
+		return bb.Pull(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}})
+	}(); err != nil || pr.Sessions[0].Moved {
+		t.Fatalf("pull into a session that is ahead: %+v, %v", pr, err)
+	}
+	if now, _ := bRepo.Resolve(ctx, "s1", "@"); now != aheadB {
+		t.Fatal("a pull moved a head that was ahead")
+	}
 	snaptest.WriteFiles(t, root, map[string]string{"new-on-a": "x\n"})
 	if _, err := a.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", Summary: "on A"}); err != nil {
 		t.Fatal(err)
@@ -169,10 +181,17 @@ func TestPushPullFileRemote(t *testing.T) {
 		t.Fatal("the refused pull moved the head")
 	}
 
-	// Incremental: machine C pulls, A moves on, C pulls only what is new
-	// (its files found from the stored parent) and agrees with A.
+	// Incremental: machine C (another git.author) pulls, A moves on, C
+	// pulls only what is new (its files found from the stored parent) and
+	// agrees with A; C's checkpoint on top pushes as a fast-forward (C
+	// reuses A's commits rather than re-exporting them as C's).
 	c, _ := snaptest.NewRepo(t)
-	cb, err := gitbridge.Open(c, remote) // the bare remote itself as C's repository
+	if err := c.ConfigSet(ctx, "git.author", "Carol <carol@example.com>"); err != nil {
+		t.Fatal(err)
+	}
+	cGit := t.TempDir()
+	git(t, cGit, "init", "-q", "--bare")
+	cb, err := gitbridge.Open(c, cGit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,6 +215,51 @@ func TestPushPullFileRemote(t *testing.T) {
 	if got, want := fmt.Sprint(ids(t, c, "s1")), fmt.Sprint(ids(t, a, "s1")); got != want {
 		t.Fatalf("after an incremental pull:\n%s\nwant\n%s", got, want)
 	}
+	if _, err := c.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", Summary: "on C", AllowEmpty: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.Push(ctx, gitbridge.RemoteOptions{Remote: "file://" + remote, Sessions: []string{"s1"}}); err != nil {
+		t.Fatalf("C's push on top of A's history: %v", err)
+	}
+}
+
+// A remote's session ref that is not a checkpoint commit is refused, naming
+// it, and nothing is imported; credentials in a remote URL are never
+// printed.
+func TestPullRefusesAForeignHead(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	a, root, _ := machineA(t)
+	remote := t.TempDir()
+	git(t, remote, "init", "-q", "--bare")
+	b, _ := gitbridge.Open(a, "")
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A plain commit on top of the session's head, pushed over it.
+	tree := strings.TrimSpace(git(t, remote, "rev-parse", "refs/snap/sessions/s1^{tree}"))
+	parent := strings.TrimSpace(git(t, remote, "rev-parse", "refs/snap/sessions/s1"))
+	plain := strings.TrimSpace(git(t, remote, "commit-tree", tree, "-p", parent, "-m", "not a checkpoint"))
+	git(t, remote, "update-ref", "refs/snap/sessions/s1", plain)
+	r, _ := snaptest.NewRepo(t)
+	g := t.TempDir()
+	git(t, g, "init", "-q", "--bare")
+	rb, err := gitbridge.Open(r, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rb.Pull(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}})
+	if !errors.Is(err, snap.ErrCorrupt) || !strings.Contains(err.Error(), "not a snap checkpoint") {
+		t.Fatalf("pull of a foreign head: %v", err)
+	}
+	if got := ids(t, r, "s1"); len(got) != 0 {
+		t.Fatalf("imported %d checkpoints", len(got))
+	}
+	_, err = rb.Pull(ctx, gitbridge.RemoteOptions{Remote: "https://alice:s3cret-token@127.0.0.1:1/x.git", Sessions: []string{"s1"}})
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("pull error: %v", err)
+	}
+	_ = root
 }
 
 func TestPushPullGitDaemon(t *testing.T) {

@@ -167,6 +167,10 @@ func runGit(ctx context.Context, o gitOptions, out io.Writer) error {
 			for _, s := range res.Skipped {
 				fmt.Fprintf(w, "skipped %s: %s\n", s.Path, s.Reason)
 			}
+			if res.Checkpoint.Unchanged {
+				_, err := fmt.Fprintf(w, "nothing recorded: the session head %s already has the files of git %s (%s)\n", res.Checkpoint.ID.Short(), short(res.Commit), res.Rev)
+				return err
+			}
 			_, err := fmt.Fprintf(w, "recorded %s from git %s (%s)\n", res.Checkpoint.ID.Short(), short(res.Commit), res.Rev)
 			return err
 		})
@@ -195,6 +199,9 @@ func runGit(ctx context.Context, o gitOptions, out io.Writer) error {
 					state = "head now " + s.Head.Short()
 				}
 				fmt.Fprintf(w, "%s: %d new checkpoints, %s\n", s.Session, s.Added, state)
+			}
+			for _, sk := range res.Skipped {
+				fmt.Fprintf(w, "skipped %s\n", sk)
 			}
 			_, err := fmt.Fprintf(w, "imported %d checkpoints from %s\n", res.Imported, res.Remote)
 			return err
