@@ -197,7 +197,8 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskSt
 		// (On a retry the state documents snap keeps, the task stack, are
 		// inherited again from the new head.)
 		if c == nil || len(o.Paths) > 0 || step != nil || attempt > 0 {
-			if c, err = r.capture(ctx, w, cache, captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize, task: step, tree: o.Tree}); err != nil {
+			spec := captureSpec{parent: parent, docs: o.State, paths: o.Paths, maxSize: o.MaxFileSize, task: step, tree: o.Tree, foreign: r.isForeign(parentID)}
+			if c, err = r.capture(ctx, w, cache, spec); err != nil {
 				return nil, err
 			}
 		}
@@ -310,7 +311,11 @@ type captureSpec struct {
 	exclude map[string]string
 	paths   []string   // edit-set: only these paths are examined
 	tree    objects.ID // not zero: these files, nothing captured
-	maxSize int64      // 0: the store's setting
+	// foreign: the parent was taken in another store (Importer): the
+	// paths it read its documents from are not this machine's, so none
+	// is read again; its documents are inherited as stored.
+	foreign bool
+	maxSize int64 // 0: the store's setting
 	// rules are stored trees whose ignore files apply too (a rewind's
 	// target): what they ignore is neither recorded nor touched.
 	rules []objects.ID
@@ -343,7 +348,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	if sources == nil {
 		sources = map[string]string{}
 	}
-	if parent != nil {
+	if parent != nil && !spec.foreign {
 		maps.Copy(sources, parent.StateSources)
 	}
 	for _, d := range docs {

@@ -50,7 +50,7 @@ func (r *Repo) Status(ctx context.Context, session string) (*StatusResult, error
 		return nil, err
 	}
 	w := r.objects.NewDryWriter()
-	now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: head})
+	now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: head, foreign: r.isForeign(headID)})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (r *Repo) Diff(ctx context.Context, from objects.ID, to *objects.ID, paths 
 	read := func(id objects.ID) ([]byte, error) { return r.objects.ReadBlob(id, maxDocSize) }
 	if to == nil {
 		w := r.objects.NewDryWriter()
-		now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: fck})
+		now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: fck, foreign: r.isForeign(from)})
 		if err != nil {
 			return nil, err
 		}

@@ -202,8 +202,8 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	w := r.objects.NewWriter()
 	defer w.Abort()
 	cache := r.loadCache()
-	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources}
-	if m.Scope.State && m.Scope.StateOut == "" {
+	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources, foreign: r.isForeign(m.NewHead)}
+	if m.Scope.State && m.Scope.StateOut == "" && !m.Scope.Foreign {
 		spec.sources = tck.StateSources
 	}
 	now, err := r.capture(ctx, w, cache, spec)

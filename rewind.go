@@ -91,6 +91,9 @@ type rewindScope struct {
 	UndoCreated      []string        `json:"undo_created,omitempty"`
 	UndoCreatedState []StateRestored `json:"undo_created_state,omitempty"`
 	UndoFrom         *objects.ID     `json:"undo_from,omitempty"`
+	// Foreign: the target was taken in another store; its state documents
+	// are written only to the paths this machine's head reads them from.
+	Foreign bool `json:"foreign,omitempty"`
 }
 
 // Rewind moves the working tree and/or the state documents back (or
@@ -180,8 +183,12 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	// change, as it is now (absence included): the head's, re-read from
 	// their sources, and those the target will write back to its source
 	// paths.
-	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources}
-	if scope.State && scope.StateOut == "" {
+	// A target taken in another store names paths of that machine: its
+	// documents go only where this machine's head reads them (restoreState).
+	m.Scope.Foreign = r.isForeign(target)
+	scope.Foreign = m.Scope.Foreign
+	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources, foreign: r.isForeign(headID)}
+	if scope.State && scope.StateOut == "" && !scope.Foreign {
 		spec.sources = tck.StateSources
 	}
 	// Captured under the target's ignore rules as well as today's: what

@@ -27,7 +27,7 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 	}
 	stateOut := scope.StateOut
 	wanted := func(name string) bool { return len(scope.Docs) == 0 || slices.Contains(scope.Docs, name) }
-	if stateOut == "" {
+	if stateOut == "" && !scope.Foreign {
 		r.removeCreatedState(tck, scope, dryRun, res)
 		for _, name := range slices.Sorted(maps.Keys(tck.StateSources)) {
 			if !wanted(name) {
@@ -63,6 +63,14 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 			continue
 		}
 		dest := tck.StateSources[e.Name]
+		if scope.Foreign && stateOut == "" {
+			// Taken elsewhere: only where this machine's head reads it.
+			if dest = now.sources[e.Name]; dest == "" && e.Name != TaskDoc {
+				res.Errors = append(res.Errors, worktree.PathError{Path: "state:" + e.Name,
+					Error: "taken in another store: its recorded path is not this machine's; use --state-out DIR"})
+				continue
+			}
+		}
 		if stateOut != "" {
 			dest = filepath.Join(stateOut, e.Name)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 
@@ -197,6 +198,11 @@ func (im *Importer) Commit(ctx context.Context, sessions []SessionImport) ([]Imp
 	if _, err := im.w.Commit(); err != nil {
 		return nil, err
 	}
+	// What they say of the machine they were taken on (their documents'
+	// paths) is not this machine's: readers and rewinds know it.
+	if err := im.r.refs.AddForeign(slices.Collect(maps.Keys(im.nodes))); err != nil {
+		return nil, err
+	}
 	if len(missing) > 0 {
 		if err := im.r.refs.AddExpired(missing); err != nil {
 			return nil, err
@@ -344,3 +350,13 @@ func ParseID(s string) (ID, error) { return objects.ParseID(s) }
 // DecodeNode decodes a checkpoint's canonical encoding (as ReadNode returns
 // it); any other encoding of the same fields is refused.
 func DecodeNode(raw []byte) (*Node, error) { return objects.DecodeCheckpoint(raw) }
+
+// isForeign reports whether checkpoint id was taken in another store (an
+// Importer brought it): the paths it records are that machine's.
+func (r *Repo) isForeign(id ID) bool {
+	if id.IsZero() {
+		return false
+	}
+	set, _ := r.refs.Foreign()
+	return set[id]
+}

@@ -305,3 +305,52 @@ func TestPushPullGitDaemon(t *testing.T) {
 	}
 	pullAndCheck(t, a, recs, url)
 }
+
+// The paths a pulled checkpoint recorded its documents from are the other
+// machine's (adversarial pass G1: a remote could name ~/.bashrc): a rewind
+// here does not write them, and a checkpoint here does not read them.
+func TestPulledPathsAreNotThisMachines(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	a, _, recs := machineA(t)
+	remote := t.TempDir()
+	git(t, remote, "init", "-q", "--bare")
+	b, _ := gitbridge.Open(a, "")
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	node, _, err := a.ReadNode(ctx, recs[0].id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := node.StateSources[snap.ConversationDoc] // A's transcript: "the other machine's" path
+	before, _ := os.ReadFile(source)
+
+	r, root := snaptest.NewRepo(t)
+	g := t.TempDir()
+	git(t, g, "init", "-q", "--bare")
+	rb, _ := gitbridge.Open(r, g)
+	if _, err := rb.Pull(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Rewind(ctx, snap.RewindOptions{Session: "s1", Target: recs[0].id.String()})
+	if !errors.Is(err, snap.ErrPartial) || res == nil || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error, "--state-out") {
+		t.Fatalf("rewind to a pulled checkpoint: %v %+v", err, res)
+	}
+	if after, _ := os.ReadFile(source); string(after) != string(before) {
+		t.Fatal("the rewind wrote the pulled checkpoint's transcript to the path recorded on the other machine")
+	}
+	if d := snaptest.Diff(recs[0].files, snaptest.Snapshot(t, root, skipMeta)); d != "" {
+		t.Fatalf("files after the rewind:\n%s", d)
+	}
+	// A checkpoint here does not read that path either.
+	os.WriteFile(source, []byte("a secret of this machine\n"), 0o644)
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", AllowEmpty: true}); err != nil {
+		t.Fatal(err)
+	}
+	var conv strings.Builder
+	head, _ := r.Resolve(ctx, "s1", "@")
+	if err := r.CatState(ctx, head, snap.ConversationDoc, &conv); err != nil || strings.Contains(conv.String(), "secret") {
+		t.Fatalf("the checkpoint after the pull read the other machine's path: %q, %v", conv.String(), err)
+	}
+}

@@ -13,14 +13,36 @@ import (
 	"github.com/snapcore-dev/snap/objects"
 )
 
-// expiredName is the file listing checkpoints removed by retention.
-const expiredName = "expired"
+// expiredName is the file listing checkpoints removed by retention;
+// foreignName the one listing checkpoints brought in from another store.
+const (
+	expiredName = "expired"
+	foreignName = "foreign"
+)
 
 // Expired returns the checkpoints that retention removed (see AddExpired).
 // The op log may still name them, and kept checkpoints may name them as
 // parents: readers treat them as gone on purpose, not as damage.
-func (s *Store) Expired() (map[objects.ID]bool, error) {
-	data, err := s.fs.ReadFile(filepath.Join(s.dir, expiredName))
+func (s *Store) Expired() (map[objects.ID]bool, error) { return s.idList(expiredName) }
+
+// AddExpired durably records checkpoints as expired (appended, fsync'd)
+// before gc removes their objects. Callers serialise it (gc holds its
+// lock).
+func (s *Store) AddExpired(ids []objects.ID) error { return s.addIDs(expiredName, ids) }
+
+// Foreign returns the checkpoints recorded as taken in another store (see
+// AddForeign): what they say of the machine they were taken on (paths) is
+// not this machine's.
+func (s *Store) Foreign() (map[objects.ID]bool, error) { return s.idList(foreignName) }
+
+// AddForeign durably records checkpoints as taken elsewhere, in the same
+// format as the expired list.
+func (s *Store) AddForeign(ids []objects.ID) error { return s.addIDs(foreignName, ids) }
+
+// idList reads a list of ids, one per line; a torn last line (a crash
+// mid-append) is ignored.
+func (s *Store) idList(name string) (map[objects.ID]bool, error) {
+	data, err := s.fs.ReadFile(filepath.Join(s.dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[objects.ID]bool{}, nil
 	}
@@ -38,17 +60,15 @@ func (s *Store) Expired() (map[objects.ID]bool, error) {
 			if len(text) < 2*objects.IDSize && isLowerHex([]byte(text)) {
 				continue // torn by a crash mid-append: that gc never removed anything
 			}
-			return out, &CorruptError{Path: expiredName, Line: line, Reason: err.Error()}
+			return out, &CorruptError{Path: name, Line: line, Reason: err.Error()}
 		}
 		out[id] = true
 	}
 	return out, nil
 }
 
-// AddExpired durably records checkpoints as expired (appended, fsync'd)
-// before gc removes their objects. Callers serialise it (gc holds its
-// lock).
-func (s *Store) AddExpired(ids []objects.ID) error {
+// addIDs appends ids to the list name durably (fsync'd).
+func (s *Store) addIDs(name string, ids []objects.ID) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -58,7 +78,7 @@ func (s *Store) AddExpired(ids []objects.ID) error {
 	for _, id := range sorted {
 		fmt.Fprintln(&buf, id.String())
 	}
-	path := filepath.Join(s.dir, expiredName)
+	path := filepath.Join(s.dir, name)
 	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
