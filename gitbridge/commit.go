@@ -94,6 +94,11 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 	}
 	var staged []string
 	for _, p := range paths {
+		for d := path.Dir(p); d != "." && d != "/" && u.tree != nil; d = path.Dir(d) {
+			if e, err := u.tree.FindEntry(d); err == nil && e.Mode == filemode.Submodule {
+				return nil, fmt.Errorf("%w: %s is inside the submodule %s: commit it in the submodule's own repository (nothing was committed)", snap.ErrUsage, p, d)
+			}
+		}
 		var inHead *object.TreeEntry
 		if u.tree != nil {
 			if e, err := u.tree.FindEntry(p); err == nil {
@@ -347,6 +352,9 @@ func (b *Bridge) editTree(base plumbing.Hash, changes map[string]*object.TreeEnt
 	}
 	for _, e := range t.Entries {
 		if c, ok := here[e.Name]; ok {
+			if e.Mode == filemode.Submodule {
+				return plumbing.ZeroHash, fmt.Errorf("%w: %s is a submodule: snap does not replace it (nothing was committed)", snap.ErrUsage, e.Name)
+			}
 			done[e.Name] = true
 			if c != nil {
 				out = append(out, object.TreeEntry{Name: e.Name, Mode: c.Mode, Hash: c.Hash})
@@ -354,6 +362,9 @@ func (b *Bridge) editTree(base plumbing.Hash, changes map[string]*object.TreeEnt
 			continue
 		}
 		if s, ok := sub[e.Name]; ok {
+			if e.Mode == filemode.Submodule {
+				return plumbing.ZeroHash, fmt.Errorf("%w: %s is a submodule: commit its files in the submodule's own repository (nothing was committed)", snap.ErrUsage, e.Name)
+			}
 			done[e.Name] = true
 			var baseSub plumbing.Hash // a file there becomes the directory
 			if e.Mode == filemode.Dir {
