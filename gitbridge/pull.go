@@ -85,11 +85,19 @@ func (b *Bridge) Push(ctx context.Context, o RemoteOptions) (*PushResult, error)
 		return nil, err
 	}
 	res := &PushResult{Remote: redact(rem.Config().URLs[0]), Export: ex, Updated: []string{}}
+	before := b.remoteRefs(ctx, rem)
 	var specs []config.RefSpec
 	for _, s := range ex.Sessions {
+		// Fast-forward only, unless the remote's head is a checkpoint of
+		// this very session here (we rewound past it: it stays reachable
+		// there through the abandoned refs pushed with it).
+		force := ""
+		if b.ours(ctx, s.Session, before[SessionRefs+s.Session]) {
+			force = "+"
+		}
 		specs = append(specs,
-			config.RefSpec(SessionRefs+s.Session+":"+SessionRefs+s.Session),
-			config.RefSpec(StateRefs+s.Session+":"+StateRefs+s.Session))
+			config.RefSpec(force+SessionRefs+s.Session+":"+SessionRefs+s.Session),
+			config.RefSpec(force+StateRefs+s.Session+":"+StateRefs+s.Session))
 		for _, ns := range []string{AbandonedRefs, AbandonedStateRefs, TaskRefs} {
 			if b.hasRefs(ns + s.Session + "/") {
 				specs = append(specs, config.RefSpec("+"+ns+s.Session+"/*:"+ns+s.Session+"/*"))
@@ -100,7 +108,6 @@ func (b *Bridge) Push(ctx context.Context, o RemoteOptions) (*PushResult, error)
 		res.UpToDate = true
 		return res, nil
 	}
-	before := b.remoteRefs(ctx, rem)
 	err = rem.PushContext(ctx, &git.PushOptions{RemoteName: rem.Config().Name, RefSpecs: specs})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		res.UpToDate = true
@@ -108,7 +115,7 @@ func (b *Bridge) Push(ctx context.Context, o RemoteOptions) (*PushResult, error)
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "non-fast-forward") {
-			return nil, fmt.Errorf("%w: push to %s: a session head there is not an ancestor of ours (pull it into another session, or rewind): %v", snap.ErrConflict, res.Remote, err)
+			return nil, fmt.Errorf("%w: push to %s: a session head there is not in our history (someone else pushed to it): pull it into another store, or push this session under another name (snap session names are the ref names): %v", snap.ErrConflict, res.Remote, err)
 		}
 		return nil, fmt.Errorf("push to %s: %w", res.Remote, err)
 	}
@@ -119,6 +126,32 @@ func (b *Bridge) Push(ctx context.Context, o RemoteOptions) (*PushResult, error)
 		}
 	}
 	return res, nil
+}
+
+// ours reports whether commit h is the export of a checkpoint of session
+// here (the remote head a rewind here left behind).
+func (b *Bridge) ours(ctx context.Context, session string, h plumbing.Hash) bool {
+	if h.IsZero() {
+		return false
+	}
+	c, err := object.GetCommit(b.git.Storer, h)
+	if err != nil {
+		return false
+	}
+	id, err := snap.ParseID(trailer(c.Message, TrailerCheckpoint))
+	if err != nil {
+		return false
+	}
+	entries, err := b.snap.Log(ctx, snap.LogOptions{Session: session})
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *Bridge) hasRefs(prefix string) bool {

@@ -354,3 +354,34 @@ func TestPulledPathsAreNotThisMachines(t *testing.T) {
 		t.Fatalf("the checkpoint after the pull read the other machine's path: %q, %v", conv.String(), err)
 	}
 }
+
+// A push after a rewind and a new checkpoint here is accepted: the remote's
+// head was this session's, and it stays reachable there as an abandoned
+// branch (adversarial pass G11: every later push was refused).
+func TestPushAfterRewind(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	a, root, recs := machineA(t)
+	remote := t.TempDir()
+	git(t, remote, "init", "-q", "--bare")
+	b, _ := gitbridge.Open(a, "")
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	oldHead := strings.TrimSpace(git(t, remote, "rev-parse", "refs/snap/sessions/s1"))
+	if _, err := a.Rewind(ctx, snap.RewindOptions{Session: "s1", Target: recs[0].id.String()}); err != nil {
+		t.Fatal(err)
+	}
+	snaptest.WriteFiles(t, root, map[string]string{"after-rewind": "x\n"})
+	if _, err := a.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}}); err != nil {
+		t.Fatalf("push after a rewind: %v", err)
+	}
+	// The old head is still reachable on the remote.
+	if refs := git(t, remote, "for-each-ref", "--contains", oldHead, "--format=%(refname)"); !strings.Contains(refs, "refs/snap/abandoned/s1/") {
+		t.Fatalf("the remote's old head %s is no longer kept by an abandoned ref: %q", oldHead, refs)
+	}
+	git(t, remote, "fsck", "--strict", "--no-dangling")
+}

@@ -229,6 +229,14 @@ func (h *killHarness) head() objects.ID {
 // that it can go on) and the command is run again.
 func (h *killHarness) run(iter int, killAfter time.Duration, args ...string) result {
 	res := runSnapKill(h.proj, killAfter, args...)
+	// A gc refused because another gc runs is not a lock a kill left:
+	// gc.run.lock is a flock, released when its holder dies, so the other
+	// gc is alive (the detached 'gc --auto' an earlier rewind started).
+	// Wait for it and run the command again.
+	for try := 0; !res.killed && res.code == 11 && strings.Contains(string(res.stderr), "another gc is running") && try < 100; try++ {
+		time.Sleep(100 * time.Millisecond)
+		res = runSnapKill(h.proj, killAfter, args...)
+	}
 	if os.Getenv("SNAP_TORTURE_TRACE") != "" {
 		h.t.Logf("iteration %d: %s (after %v, kill at %v); ref locks now: %v", iter, res, res.dur, killAfter, storeLocks(h.store))
 	}
