@@ -7,6 +7,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -284,4 +285,45 @@ func ReadLog(repo *snap.Repo, n int) ([]string, error) {
 		lines = lines[len(lines)-n:]
 	}
 	return lines, nil
+}
+
+// FirstLine is s's first non-empty line, at most 200 characters: the
+// summary of a prompt.
+func FirstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if r := []rune(l); len(r) > 200 {
+				l = string(r[:200]) + "…"
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+// ToolPath describes a tool call ("Edit /p/a.go") and, for a tool that
+// edits one file (editTools maps its name to the tool_input field naming
+// the file), that file as the event's only path; nil paths otherwise (a
+// full capture).
+func ToolPath(tool string, input json.RawMessage, editTools map[string]string) (string, []string) {
+	field, ok := editTools[tool]
+	if !ok {
+		return tool, nil
+	}
+	var in map[string]any
+	json.Unmarshal(input, &in)
+	p, _ := in[field].(string)
+	if p == "" {
+		return tool, nil
+	}
+	return tool + " " + p, []string{p}
+}
+
+// ShortName is a short label-safe form of a session id, for labels.
+func ShortName(agent, session string) string {
+	s := SessionName(agent, session)
+	if len(s) > 12 {
+		s = s[:12]
+	}
+	return strings.Trim(s, "-.")
 }

@@ -61,29 +61,16 @@ func Parse(data []byte) (agent.Event, error) {
 		return agent.Event{Agent: Name}, fmt.Errorf("malformed payload: %v", err)
 	}
 	ev := agent.Event{Agent: Name, Name: p.Event, Session: p.SessionID, Cwd: p.Cwd, Transcript: p.TranscriptPath}
-	tool := func() (string, []string) {
-		field, ok := editTools[p.ToolName]
-		if !ok {
-			return p.ToolName, nil
-		}
-		var in map[string]any
-		json.Unmarshal(p.ToolInput, &in)
-		path, _ := in[field].(string)
-		if path == "" {
-			return p.ToolName, nil
-		}
-		return p.ToolName + " " + path, []string{path}
-	}
 	switch p.Event {
 	case "SessionStart":
 		ev.Kind, ev.Summary = "session-start", strings.TrimSpace("session start "+p.Source)
 	case "UserPromptSubmit":
-		ev.Kind, ev.Summary = "prompt", firstLine(p.Prompt)
+		ev.Kind, ev.Summary = "prompt", agent.FirstLine(p.Prompt)
 	case "PreToolUse", "PostToolUse":
 		if readOnlyTools[p.ToolName] {
 			return ev, nil
 		}
-		what, paths := tool()
+		what, paths := agent.ToolPath(p.ToolName, p.ToolInput, editTools)
 		ev.Paths = paths
 		if p.Event == "PreToolUse" {
 			ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, p.ToolUseID
@@ -96,32 +83,9 @@ func Parse(data []byte) (agent.Event, error) {
 		ev.Kind, ev.Summary = "subagent-stop", strings.TrimSpace("end of subagent "+p.AgentType)
 	case "PreCompact":
 		ev.Kind, ev.Summary = "pre-compact", strings.TrimSpace("before compaction "+p.Trigger)
-		ev.Label = compactLabel(p.SessionID)
+		ev.Label = fmt.Sprintf("precompact-%s-%d", agent.ShortName(Name, p.SessionID), time.Now().Unix())
 	}
 	return ev, nil
-}
-
-// compactLabel names the checkpoint before a compaction: unique per
-// session and time, and a legal label.
-func compactLabel(session string) string {
-	short := agent.SessionName(Name, session)
-	if len(short) > 12 {
-		short = short[:12]
-	}
-	return strings.Trim(fmt.Sprintf("precompact-%s-%d", short, time.Now().Unix()), "-.")
-}
-
-// firstLine is s's first non-empty line, at most 200 characters.
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			if r := []rune(l); len(r) > 200 {
-				l = string(r[:200]) + "…"
-			}
-			return l
-		}
-	}
-	return ""
 }
 
 // Hooks are the hooks Install adds to a Claude Code settings file.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/snapcore-dev/snap/agent"
 	"github.com/snapcore-dev/snap/agent/claudecode"
+	"github.com/snapcore-dev/snap/agent/codex"
+	"github.com/snapcore-dev/snap/agent/gemini"
 )
 
 // adapters are the agents 'snap hook' and 'snap install' know.
@@ -20,8 +22,34 @@ var adapters = map[string]struct {
 	hooks  []agent.HookSpec
 	scopes []string
 	path   func(scope, root, home string) (string, error)
+	title  string
+	ack    string // printed on stdout: an empty answer, where the agent expects JSON
 }{
-	claudecode.Name: {claudecode.Parse, claudecode.Hooks, claudecode.Scopes, claudecode.SettingsPath},
+	claudecode.Name: {claudecode.Parse, claudecode.Hooks, claudecode.Scopes, claudecode.SettingsPath, "Claude Code", ""},
+	gemini.Name:     {gemini.Parse, gemini.Hooks, gemini.Scopes, gemini.SettingsPath, "Gemini CLI", "{}\n"},
+	codex.Name:      {codex.Parse, codex.Hooks, codex.Scopes, codex.SettingsPath, "Codex CLI", ""},
+}
+
+// hookSubcommands are 'snap hook AGENT', one per adapter.
+func hookSubcommands(inv *invocation) []*cli.Command {
+	var out []*cli.Command
+	for _, name := range sortedKeys(adapters) {
+		a := adapters[name]
+		out = append(out, &cli.Command{
+			Name: name, Usage: "record a " + a.title + " hook event (payload on stdin)",
+			Description: `Reads one ` + a.title + ` hook payload on stdin and records the checkpoint its
+event calls for (see 'snap help hook'). Always exits 0 and prints nothing on
+stdout that the agent reads as a decision; problems go to stderr and to
+'snap hook log'.`,
+			Flags: withGlobals(),
+			Action: func(c *cli.Context) error {
+				agent.Hook(c.Context, inv.stdin, c.App.ErrWriter, agent.Options{}, a.parse)
+				io.WriteString(inv.stdout, a.ack)
+				return nil
+			},
+		})
+	}
+	return out
 }
 
 func hookCommand(inv *invocation) *cli.Command {
@@ -29,7 +57,10 @@ func hookCommand(inv *invocation) *cli.Command {
 		Name:  "hook",
 		Usage: "record the checkpoint an agent's hook event calls for (never blocks the agent)",
 		Description: `'snap hook claude-code' is what Claude Code runs at each hook event ('snap
-install claude-code' sets it up). It reads one hook payload on stdin and records
+install claude-code' sets it up); 'snap hook gemini' and 'snap hook codex' do
+the same for Gemini CLI (SessionStart, BeforeAgent, BeforeTool/AfterTool with
+write_file and replace as edit tools, AfterAgent, PreCompress) and Codex CLI
+(PreToolUse/PostToolUse, whose apply_patch names its files in the patch). It reads one hook payload on stdin and records
 the checkpoint the event calls for in the session named by the payload's
 session_id, with the transcript at transcript_path as the conversation:
 SessionStart (kind session-start), UserPromptSubmit (prompt, the summary its
@@ -47,20 +78,8 @@ another snap process's lock (SNAP_LOCK_TIMEOUT).
 
 Examples:
    snap hook log -n 20`,
-		Subcommands: []*cli.Command{
-			{
-				Name: claudecode.Name, Usage: "record a Claude Code hook event (payload on stdin)",
-				Description: `Reads one Claude Code hook payload on stdin and records the checkpoint its
-event calls for (see 'snap help hook'). Always exits 0 and prints nothing on
-stdout; problems go to stderr and to 'snap hook log'.`,
-				Flags: withGlobals(),
-				Action: func(c *cli.Context) error {
-					a := adapters[claudecode.Name]
-					agent.Hook(c.Context, inv.stdin, c.App.ErrWriter, agent.Options{}, a.parse)
-					return nil
-				},
-			},
-			{
+		Subcommands: append(hookSubcommands(inv),
+			&cli.Command{
 				Name: "log", Usage: "show the hook log of the project's store",
 				Description: `Prints the last N lines (default 50) of the hook log: one line per hook
 event, saying what was recorded or why nothing was. --json answers {lines}.`,
@@ -88,7 +107,7 @@ event, saying what was recorded or why nothing was. --json answers {lines}.`,
 					})
 				},
 			},
-		},
+		),
 	}
 }
 
@@ -110,7 +129,7 @@ type installStatus struct {
 
 func installCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
-		Name: "install", Usage: "add snap's hooks to an agent's settings (or remove them)", ArgsUsage: "AGENT",
+		Name: "install", Usage: "add snap's hooks to an agent's settings (or remove them)", ArgsUsage: "AGENT (claude-code, gemini, codex)",
 		Description: `'snap install claude-code' merges snap's hooks ('snap hook claude-code' on
 SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop and
 PreCompact) into Claude Code's settings: --project (.claude/settings.json, the
@@ -119,12 +138,17 @@ machine only) or --user (~/.claude/settings.json, every project). Every other
 setting and hook is kept; installing twice changes nothing; the file is
 replaced atomically, its previous content kept in settings.json.snap-backup.
 --uninstall removes exactly the hooks snap added. --status says what is
-installed where.
+installed where. 'snap install gemini' edits .gemini/settings.json (--project)
+or ~/.gemini/settings.json (--user); 'snap install codex' edits
+.codex/hooks.json or ~/.codex/hooks.json (Codex runs hooks only with
+[features] codex_hooks = true in its config.toml).
 
 Examples:
    snap install claude-code
    snap install claude-code --local
    snap install claude-code --uninstall
+   snap install gemini
+   snap install codex --user
    snap install --status`,
 		Flags: withGlobals(
 			&cli.BoolFlag{Name: "user", Usage: "the user's settings (every project)"},

@@ -1,0 +1,138 @@
+// Package codex adapts Codex CLI's hooks to snap: Parse turns one hook
+// payload into an agent.Event (an apply_patch call names its files in the
+// patch), and Hooks are what 'snap install codex' adds to a Codex
+// hooks.json (the same layout as Claude Code's settings).
+package codex
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snapcore-dev/snap/agent"
+)
+
+// Name is the adapter's name: 'snap hook codex'.
+const Name = "codex"
+
+type payload struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	Event          string          `json:"hook_event_name"`
+	Source         string          `json:"source"`
+	Prompt         string          `json:"prompt"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+	CallID         string          `json:"call_id"`
+}
+
+// Parse turns a Codex CLI hook payload into the checkpoint to record:
+// SessionStart, UserPromptSubmit (prompt), PreToolUse (pre-tool: for
+// apply_patch only the files its patch names are examined, else a full
+// capture), PostToolUse (post-tool), Stop, SubagentStop, PreCompact
+// (labelled). Other events record nothing.
+func Parse(data []byte) (agent.Event, error) {
+	var p payload
+	if err := json.Unmarshal(data, &p); err != nil {
+		return agent.Event{Agent: Name}, fmt.Errorf("malformed payload: %v", err)
+	}
+	ev := agent.Event{Agent: Name, Name: p.Event, Session: p.SessionID, Cwd: p.Cwd, Transcript: p.TranscriptPath}
+	id := p.ToolUseID
+	if id == "" {
+		id = p.CallID
+	}
+	switch p.Event {
+	case "SessionStart":
+		ev.Kind, ev.Summary = "session-start", strings.TrimSpace("session start "+p.Source)
+	case "UserPromptSubmit":
+		ev.Kind, ev.Summary = "prompt", agent.FirstLine(p.Prompt)
+	case "PreToolUse", "PostToolUse":
+		what := p.ToolName
+		if paths, ok := PatchPaths(p.ToolInput); ok {
+			ev.Paths = paths
+			what = p.ToolName + " " + strings.Join(paths, " ")
+		}
+		if p.Event == "PreToolUse" {
+			ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, id
+		} else {
+			ev.Kind, ev.Summary = "post-tool", "after "+what
+		}
+	case "Stop":
+		ev.Kind, ev.Summary = "stop", "end of turn"
+	case "SubagentStop":
+		ev.Kind, ev.Summary = "subagent-stop", "end of subagent"
+	case "PreCompact":
+		ev.Kind, ev.Summary = "pre-compact", "before compaction"
+		ev.Label = fmt.Sprintf("precompact-%s-%d", agent.ShortName(Name, p.SessionID), time.Now().Unix())
+	}
+	return ev, nil
+}
+
+// PatchPaths returns the files an apply_patch call changes, read from its
+// patch ("*** Add File: P", "*** Update File: P", "*** Delete File: P",
+// "*** Move to: P"), whether the patch is tool_input.patch, .input, or
+// the last argument of tool_input.command. false: no patch found (a full
+// capture is needed).
+func PatchPaths(input json.RawMessage) ([]string, bool) {
+	var in struct {
+		Patch   string          `json:"patch"`
+		Input   string          `json:"input"`
+		Command json.RawMessage `json:"command"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return nil, false
+	}
+	patch := in.Patch
+	if patch == "" {
+		patch = in.Input
+	}
+	if patch == "" {
+		var argv []string
+		var line string
+		if json.Unmarshal(in.Command, &argv) == nil && len(argv) > 0 {
+			patch = argv[len(argv)-1]
+		} else if json.Unmarshal(in.Command, &line) == nil {
+			patch = line
+		}
+	}
+	if !strings.Contains(patch, "*** Begin Patch") {
+		return nil, false
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(patch, "\n") {
+		for _, prefix := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if p, ok := strings.CutPrefix(strings.TrimRight(l, "\r"), prefix); ok && strings.TrimSpace(p) != "" && !seen[p] {
+				seen[p] = true
+				out = append(out, strings.TrimSpace(p))
+			}
+		}
+	}
+	return out, len(out) > 0
+}
+
+// Hooks are the hooks Install adds.
+var Hooks = []agent.HookSpec{
+	{Event: "SessionStart"}, {Event: "UserPromptSubmit"},
+	{Event: "PreToolUse", Matcher: ".*"}, {Event: "PostToolUse", Matcher: ".*"},
+	{Event: "Stop"}, {Event: "PreCompact"},
+}
+
+// Scopes: user (~/.codex/hooks.json) and project (.codex/hooks.json).
+// Codex runs hooks only with [features] codex_hooks = true in config.toml.
+var Scopes = []string{"user", "project"}
+
+// SettingsPath is the hooks file of scope for the project at root.
+func SettingsPath(scope, root, home string) (string, error) {
+	switch scope {
+	case "user":
+		return filepath.Join(home, ".codex", "hooks.json"), nil
+	case "project":
+		return filepath.Join(root, ".codex", "hooks.json"), nil
+	}
+	return "", fmt.Errorf("unknown scope %q (want user or project)", scope)
+}

@@ -1,0 +1,95 @@
+// Package gemini adapts Gemini CLI's hooks to snap: Parse turns one hook
+// payload into an agent.Event, and Hooks are what 'snap install gemini'
+// adds to a Gemini CLI settings.json (the same layout as Claude Code's).
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snapcore-dev/snap/agent"
+)
+
+// Name is the adapter's name: 'snap hook gemini'.
+const Name = "gemini"
+
+type payload struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	Event          string          `json:"hook_event_name"`
+	Trigger        string          `json:"trigger"`
+	Source         string          `json:"source"`
+	Prompt         string          `json:"prompt"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolCallID     string          `json:"tool_call_id"`
+}
+
+// editTools name the one file they change in tool_input.
+var editTools = map[string]string{"write_file": "file_path", "replace": "file_path", "edit": "file_path"}
+
+// readOnlyTools change no file.
+var readOnlyTools = map[string]bool{"read_file": true, "read_many_files": true, "list_directory": true, "glob": true,
+	"search_file_content": true, "grep": true, "google_web_search": true, "web_fetch": true, "ls": true}
+
+// Parse turns a Gemini CLI hook payload into the checkpoint to record:
+// SessionStart (session-start), BeforeAgent (prompt), BeforeTool of
+// write_file/replace (pre-tool, only the named file examined) or of any
+// other tool that may write, such as run_shell_command (a full capture),
+// AfterTool (post-tool), AfterAgent (stop: the turn's end), PreCompress
+// (labelled). Read-only tools and other events record nothing.
+func Parse(data []byte) (agent.Event, error) {
+	var p payload
+	if err := json.Unmarshal(data, &p); err != nil {
+		return agent.Event{Agent: Name}, fmt.Errorf("malformed payload: %v", err)
+	}
+	ev := agent.Event{Agent: Name, Name: p.Event, Session: p.SessionID, Cwd: p.Cwd, Transcript: p.TranscriptPath}
+	switch p.Event {
+	case "SessionStart":
+		ev.Kind, ev.Summary = "session-start", strings.TrimSpace("session start "+p.Trigger+p.Source)
+	case "BeforeAgent":
+		ev.Kind, ev.Summary = "prompt", agent.FirstLine(p.Prompt)
+	case "BeforeTool", "AfterTool":
+		if readOnlyTools[p.ToolName] {
+			return ev, nil
+		}
+		what, paths := agent.ToolPath(p.ToolName, p.ToolInput, editTools)
+		ev.Paths = paths
+		if p.Event == "BeforeTool" {
+			ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, p.ToolCallID
+		} else {
+			ev.Kind, ev.Summary = "post-tool", "after "+what
+		}
+	case "AfterAgent":
+		ev.Kind, ev.Summary = "stop", "end of turn"
+	case "PreCompress":
+		ev.Kind, ev.Summary = "pre-compact", "before compression"
+		ev.Label = fmt.Sprintf("precompress-%s-%d", agent.ShortName(Name, p.SessionID), time.Now().Unix())
+	}
+	return ev, nil
+}
+
+// Hooks are the hooks Install adds.
+var Hooks = []agent.HookSpec{
+	{Event: "SessionStart"}, {Event: "BeforeAgent"},
+	{Event: "BeforeTool", Matcher: ".*"}, {Event: "AfterTool", Matcher: ".*"},
+	{Event: "AfterAgent"}, {Event: "PreCompress"},
+}
+
+// Scopes: user (~/.gemini/settings.json) and project (.gemini/settings.json).
+var Scopes = []string{"user", "project"}
+
+// SettingsPath is the settings file of scope for the project at root.
+func SettingsPath(scope, root, home string) (string, error) {
+	switch scope {
+	case "user":
+		return filepath.Join(home, ".gemini", "settings.json"), nil
+	case "project":
+		return filepath.Join(root, ".gemini", "settings.json"), nil
+	}
+	return "", fmt.Errorf("unknown scope %q (want user or project)", scope)
+}
