@@ -101,6 +101,7 @@ const (
 	streamW4
 	streamW5
 	streamW6
+	streamW7
 )
 
 // tree is a deterministic project of n files built from the toolchain sources.

@@ -109,6 +109,7 @@ var workloads = []workload{
 	{"W4", "big file", runW4},
 	{"W5", "edit-set checkpoint", runW5},
 	{"W6", "staged edits", runW6},
+	{"W7", "agent hooks", runW7},
 }
 
 func workloadByName(name string) (workload, bool) {
