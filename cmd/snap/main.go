@@ -351,6 +351,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			pullCommand(inv),
 			hookCommand(inv),
 			installCommand(inv),
+			mcpCommand(inv),
 			configCommand(inv),
 			sessionsCommand(inv),
 			sessionCommand(inv),

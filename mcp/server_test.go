@@ -1,0 +1,172 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snapcore-dev/snap/mcp"
+	"github.com/snapcore-dev/snap/snaptest"
+)
+
+// A client of the official Go SDK, over in-memory transports: the tools and
+// their schemas, a whole staged-edit task (needs_match → match_id →
+// preview → commit), a dry run then a confirmed rewind, undo, and errors as
+// tool errors.
+func TestGoClient(t *testing.T) {
+	ctx := context.Background()
+	repo, root := snaptest.NewRepo(t)
+	os.WriteFile(filepath.Join(root, "config.yaml"), []byte("a:\n  timeout: 30\nb:\n  timeout: 30\n"), 0o644)
+	srv := mcp.New(repo, "agent", "test")
+	st, ct := sdk.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.Description == "" || tl.InputSchema == nil {
+			t.Errorf("tool %s: no description or schema", tl.Name)
+		}
+	}
+	sort.Strings(names)
+	want := "checkpoint conversation diff log memo_begin_task memo_commit memo_commit_auto memo_preview memo_replace memo_revert memo_task_tree redo rewind show status undo"
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("tools:\n%s\nwant\n%s", got, want)
+	}
+
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.IsError {
+			t.Fatalf("%s: tool error %v", name, text(res))
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var out map[string]any
+		json.Unmarshal(b, &out)
+		return out
+	}
+	first := call("checkpoint", map[string]any{"summary": "start"})
+	call("memo_begin_task", map[string]any{"goal": "raise the timeouts"})
+	ans := call("memo_replace", map[string]any{"path": "config.yaml", "old_text": "timeout: 30", "new_text": "timeout: 60"})
+	if ans["status"] != "needs_match" {
+		t.Fatalf("memo_replace of a text found twice: %v", ans)
+	}
+	if c, _ := ans["candidates"].([]any); len(c) != 2 {
+		t.Fatalf("candidates: %v", ans["candidates"])
+	}
+	ans = call("memo_replace", map[string]any{"path": "config.yaml", "old_text": "timeout: 30", "new_text": "timeout: 60", "match_id": "b"})
+	if ans["status"] != "editing" {
+		t.Fatalf("memo_replace with match_id: %v", ans)
+	}
+	if pv := call("memo_preview", map[string]any{}); !strings.Contains(mustJSON(pv), "timeout: 60") {
+		t.Fatalf("preview: %v", pv)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "config.yaml")); strings.Contains(string(b), "60") {
+		t.Fatal("a staged change touched the file")
+	}
+	if c := call("memo_commit", map[string]any{"summary": "b's timeout raised"}); c["status"] != "committed" {
+		t.Fatalf("memo_commit: %v", c)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "config.yaml")); string(b) != "a:\n  timeout: 30\nb:\n  timeout: 60\n" {
+		t.Fatalf("after the commit: %q", b)
+	}
+	if tree := call("memo_task_tree", nil); !strings.Contains(tree["text"].(string), "b's timeout raised") {
+		t.Fatalf("task tree: %v", tree)
+	}
+
+	// rewind: a dry run changes nothing; confirm does; undo returns.
+	dry := call("rewind", map[string]any{"ref": first["id"]})
+	if dry["dry_run"] != true {
+		t.Fatalf("rewind without confirm: %v", dry)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "config.yaml")); !strings.Contains(string(b), "60") {
+		t.Fatal("the dry run changed the file")
+	}
+	call("rewind", map[string]any{"ref": first["id"], "confirm": true})
+	if b, _ := os.ReadFile(filepath.Join(root, "config.yaml")); strings.Contains(string(b), "60") {
+		t.Fatal("the confirmed rewind did not restore the file")
+	}
+	call("undo", nil)
+	if b, _ := os.ReadFile(filepath.Join(root, "config.yaml")); !strings.Contains(string(b), "60") {
+		t.Fatal("undo did not bring the commit back")
+	}
+
+	// Errors are tool errors with a message to act on; the server goes on.
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "rewind", Arguments: map[string]any{"ref": "#99", "confirm": true}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "#99") {
+		t.Fatalf("rewind to a missing checkpoint: %v %v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "memo_commit", Arguments: map[string]any{"summary": "nothing"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("memo_commit with nothing staged: %v %v", err, res)
+	}
+	if l := call("log", map[string]any{"n": 3}); len(l["checkpoints"].([]any)) != 3 {
+		t.Fatalf("log: %v", l)
+	}
+}
+
+func text(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// The same client over the command transport: 'snap mcp' as a real
+// process on stdio, as MCP clients run it.
+func TestGoClientOverStdio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the snap binary")
+	}
+	ctx := context.Background()
+	bin := filepath.Join(t.TempDir(), "snap")
+	build := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	_, root := snaptest.NewRepo(t)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644)
+	cmd := exec.Command(bin, "mcp", "-C", root, "-s", "stdio")
+	cmd.Env = append(os.Environ(), "SNAP_NO_AUTO_GC=1")
+	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "checkpoint", Arguments: map[string]any{"summary": "over stdio"}})
+	if err != nil || res.IsError {
+		t.Fatalf("checkpoint: %v %v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "log", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(mustJSON(res.StructuredContent), "over stdio") {
+		t.Fatalf("log: %v %v", err, res)
+	}
+}
