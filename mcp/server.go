@@ -245,7 +245,9 @@ func (s *Server) register(srv *sdk.Server) {
 			return r.EditPreview(ctx, s.sess(in.sessionArg), in.Format, 3)
 		})
 	tool(srv, "memo_commit", "Apply every staged change to every file at once (all or nothing) and record it with the summary; with a task open (and auto_pop_task, the default) the task is completed too.",
-		func(ctx context.Context, in commitIn) (any, error) { return s.commit(ctx, s.sess(in.sessionArg), in.Summary, in.AutoPopTask) })
+		func(ctx context.Context, in commitIn) (any, error) {
+			return s.commit(ctx, s.sess(in.sessionArg), in.Summary, in.AutoPopTask)
+		})
 	tool(srv, "memo_commit_auto", "memo_commit with a summary made from the staged changes (files and sizes).",
 		func(ctx context.Context, in sessionArg) (any, error) {
 			sess := s.sess(in)
