@@ -25,11 +25,18 @@ demo:
 
 # The git bridge's tests check what the real git reads (fsck, archive, log,
 # status, git daemon), and the benchmarks drive the git CLI as the peer:
-# install git from Debian's packages when the machine lacks it.
+# install git from Debian's packages when the machine lacks it. The MCP
+# server is tested with the official TypeScript SDK's client: Node.js and
+# npm from Debian when missing, the SDK from npm.
 deps:
 	@command -v git >/dev/null 2>&1 || { echo "installing git (apt-get)"; \
 	  (apt-get update -qq && apt-get install -y -qq git) >/dev/null 2>&1 || \
 	  { echo "error: git is needed by the tests and could not be installed"; exit 1; }; }
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "installing nodejs, npm (apt-get)"; \
+	  (apt-get update -qq && apt-get install -y -qq nodejs npm) >/dev/null 2>&1 || \
+	  { echo "error: node and npm are needed by the MCP client test and could not be installed"; exit 1; }; }
+	@test -d mcp/testdata/ts/node_modules/@modelcontextprotocol/sdk || \
+	  npm install --prefix mcp/testdata/ts --no-audit --no-fund --loglevel=error
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -57,7 +64,7 @@ lint:
 # then the root package and the CLI measured together (the CLI's tests drive
 # the engine), the per-function report in $(TMP)/snap-cover.txt.
 test: deps fmt-check vet lint
-	$(GO) test -cover ./...
+	SNAP_MCP_TS_CLIENT=1 $(GO) test -cover ./...
 	$(MAKE) cover
 	$(MAKE) test-race
 

@@ -1,0 +1,51 @@
+package mcp_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/snapcore-dev/snap/snaptest"
+)
+
+// The official TypeScript SDK's client (testdata/ts/client.mjs, run with
+// the machine's Node.js) spawns 'snap mcp' over stdio, lists the tools and
+// runs a staged-edit task and a dry-run then confirmed rewind. 'make test'
+// installs the SDK (npm) and sets SNAP_MCP_TS_CLIENT=1, which turns a
+// missing Node.js or SDK into a failure instead of a skip.
+func TestTypeScriptClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the snap binary and runs Node.js")
+	}
+	required := os.Getenv("SNAP_MCP_TS_CLIENT") == "1"
+	missing := func(what string) {
+		if required {
+			t.Fatalf("%s (SNAP_MCP_TS_CLIENT=1: 'make deps' installs it)", what)
+		}
+		t.Skipf("%s: run 'make deps' to install it", what)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not installed")
+	}
+	dir, _ := filepath.Abs(filepath.Join("testdata", "ts"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		missing("the TypeScript MCP SDK is not installed in mcp/testdata/ts")
+	}
+	bin := filepath.Join(t.TempDir(), "snap")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	_, root := snaptest.NewRepo(t)
+	if err := os.WriteFile(filepath.Join(root, "config.yaml"), []byte("a:\n  timeout: 30\nb:\n  timeout: 30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, filepath.Join(dir, "client.mjs"), bin, root)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("the TypeScript client failed: %v", err)
+	}
+}
