@@ -1,16 +1,19 @@
 package mcp_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/snapcore-dev/snap/snaptest"
 )
 
 // The official TypeScript SDK's client (testdata/ts/client.mjs, run with
-// the machine's Node.js) spawns 'snap mcp' over stdio, lists the tools and
+// the machine's Node.js) spawns 'snap mcp' over stdio and over
+// streamable HTTP with its bearer token, lists the tools and
 // runs a staged-edit task and a dry-run then confirmed rewind. 'make test'
 // installs the SDK (npm) and sets SNAP_MCP_TS_CLIENT=1, which turns a
 // missing Node.js or SDK into a failure instead of a skip.
@@ -37,15 +40,22 @@ func TestTypeScriptClient(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	_, root := snaptest.NewRepo(t)
-	if err := os.WriteFile(filepath.Join(root, "config.yaml"), []byte("a:\n  timeout: 30\nb:\n  timeout: 30\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, filepath.Join(dir, "client.mjs"), bin, root)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil {
-		t.Fatalf("the TypeScript client failed: %v", err)
+	for _, mode := range []string{"stdio", "--http"} {
+		t.Run(mode, func(t *testing.T) {
+			_, root := snaptest.NewRepo(t)
+			if err := os.WriteFile(filepath.Join(root, "config.yaml"), []byte("a:\n  timeout: 30\nb:\n  timeout: 30\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), bin, root, mode)
+			cmd.Dir = dir
+			cmd.WaitDelay = 5 * time.Second // a stray child holding the output open cannot hang the test
+			out, err := cmd.CombinedOutput()
+			t.Logf("%s", out)
+			if err != nil {
+				t.Fatalf("the TypeScript client failed: %v", err)
+			}
+		})
 	}
 }

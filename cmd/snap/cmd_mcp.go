@@ -1,7 +1,15 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
@@ -12,20 +20,35 @@ import (
 func mcpCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
-		Usage: "serve snap to an agent over the Model Context Protocol (stdio)",
-		Description: `Serves the project's store over MCP on stdin/stdout: tools checkpoint, log,
-show, diff, status, rewind (a dry run unless confirm is true), undo, redo,
-conversation (paged; compact), and the agent-workflow verbs memo_begin_task,
-memo_replace (staged edits with lettered candidates), memo_preview,
-memo_commit, memo_commit_auto, memo_revert and memo_task_tree. The project is
-the working directory (or -C DIR); the session is each tool's session
-argument, else -s. Add it to Claude Code with:
+		Usage: "serve snap to an agent over the Model Context Protocol (stdio, or --http on loopback)",
+		Description: `Serves the project's store over MCP: tools checkpoint, log, show, diff,
+status, rewind (a dry run unless confirm is true), undo, redo, conversation
+(paged; compact), and the agent-workflow verbs memo_begin_task, memo_replace
+(staged edits with lettered candidates), memo_preview, memo_commit,
+memo_commit_auto, memo_revert and memo_task_tree. The project is the working
+directory (or -C DIR); the session is each tool's session argument, else -s.
+
+On stdin/stdout by default. Add it to Claude Code with:
 
    claude mcp add snap -- snap mcp -C /path/to/project
 
 or to any MCP client's configuration as
-{"mcpServers": {"snap": {"command": "snap", "args": ["mcp", "-C", "/path/to/project"]}}}.`,
-		Flags: withGlobals(),
+{"mcpServers": {"snap": {"command": "snap", "args": ["mcp", "-C", "/path/to/project"]}}}.
+
+With --http 127.0.0.1:PORT it serves MCP's streamable HTTP transport at
+http://127.0.0.1:PORT/mcp instead, on loopback addresses only (any other
+address is refused: the server acts on your files with your rights). Every
+request must carry "Authorization: Bearer TOKEN": the token is
+$SNAP_MCP_TOKEN when set, else the one in .snap/mcp-token (made on first use,
+mode 0600, kept across runs so a client's configuration stays valid). Port 0
+picks a free port; the address is printed (with --json: {"url", "token_file"}).
+It runs until interrupted.
+
+   claude mcp add --transport http snap http://127.0.0.1:8765/mcp \
+     --header "Authorization: Bearer $(cat .snap/mcp-token)"`,
+		Flags: withGlobals(
+			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on this loopback `HOST:PORT` instead of stdio"},
+		),
 		Action: func(c *cli.Context) error {
 			g := globals(c)
 			repo, err := g.open(c.Context)
@@ -34,9 +57,78 @@ or to any MCP client's configuration as
 			}
 			defer repo.Close()
 			srv := mcp.New(repo, g.Session, version())
-			return srv.Run(c.Context, &sdk.IOTransport{Reader: io.NopCloser(inv.stdin), Writer: nopWriteCloser{inv.stdout}})
+			addr := c.String("http")
+			if addr == "" {
+				return srv.Run(c.Context, &sdk.IOTransport{Reader: io.NopCloser(inv.stdin), Writer: nopWriteCloser{inv.stdout}})
+			}
+			l, err := mcp.ListenLoopback(addr)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			token, tokenFile, err := mcpToken(repo.StoreDir)
+			if err != nil {
+				l.Close()
+				return err
+			}
+			url := "http://" + l.Addr().String() + mcp.Path
+			err = emit(inv.stdout, g.JSON, map[string]string{"url": url, "token_file": tokenFile}, func(w io.Writer) error {
+				where := "$SNAP_MCP_TOKEN"
+				if tokenFile != "" {
+					where = tokenFile
+				}
+				_, err := fmt.Fprintf(w, "serving MCP at %s (bearer token: %s); interrupt to stop\n", url, where)
+				return err
+			})
+			if err != nil {
+				l.Close()
+				return err
+			}
+			return mcp.ServeHTTP(c.Context, l, mcp.HTTPHandler(srv, token))
 		},
 	}
+}
+
+// mcpToken returns the bearer token of 'snap mcp --http': $SNAP_MCP_TOKEN
+// (tokenFile empty), else the token in the store's mcp-token file, made
+// with 32 random bytes and mode 0600 when there is none.
+func mcpToken(storeDir string) (token, tokenFile string, err error) {
+	if t := os.Getenv("SNAP_MCP_TOKEN"); t != "" {
+		return t, "", nil
+	}
+	tokenFile = filepath.Join(storeDir, "mcp-token")
+	read := func() (string, string, error) {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return "", "", err
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, tokenFile, nil
+		}
+		return "", "", fmt.Errorf("%s is empty: delete it to have a new token made", tokenFile)
+	}
+	if t, f, err := read(); !errors.Is(err, fs.ErrNotExist) {
+		return t, f, err
+	}
+	// Made whole under a temporary name, then linked into place: a server
+	// starting at the same time reads either no file or the whole token.
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	tmp, err := os.CreateTemp(storeDir, "mcp-token-*")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(hex.EncodeToString(raw) + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), tokenFile) // CreateTemp's mode is 0600
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", "", err
+	}
+	return read()
 }
 
 type nopWriteCloser struct{ io.Writer }
