@@ -6,6 +6,25 @@
 //
 // Open or Init a Repo, then Checkpoint, Rewind, Undo and Redo; Log, Show,
 // Status, Diff, Cat, CatState and Conversation inspect what was recorded.
+//
+// # For agent builders
+//
+// An agent loop on the library (Example_agentLoop): Checkpoint before each
+// tool call with the call's id as MessageID (and the transcript as the
+// conversation StateDoc); when the call breaks something, Rewind to
+// "msg:<id>"; Undo brings the attempt back. Call EmptyTrash after rewinds.
+//
+// An agent that works through snap (Example_task): TaskBegin pushes a task;
+// EditStage stages changes to files without touching them (a text found
+// more than once answers needs_match with lettered candidates: stage again
+// with Match); EditPreview shows them; TaskCommit (or EditCommit) applies
+// them all at once with a summary, and TaskRevert abandons the attempt,
+// its files back to where the task began. Tasks renders the task tree for
+// the next prompt; CompactConversation replaces each finished task's
+// messages by its summary; Revert undoes one checkpoint's change and keeps
+// what came after. Front-ends (the CLI, the MCP server in package mcp, the
+// hook adapters under agent/, the git bridge in gitbridge) are built on
+// these calls only.
 // The layers below are objects (content-addressed packs), refs (session
 // heads, labels, the operation log), index (the stat cache), worktree
 // (capture and safe restore), conversation (transcript views) and gc
@@ -24,6 +43,10 @@
 //	cache/stat        the stat cache (package index)
 //	*.lock            gc.lock, move.lock, oplog.lock, refs.lock (flock);
 //	gc.turnstile      lets gc take gc.lock ahead of new writers
+//	edits/<s>.json    a session's staged edits (and edits/<s>.lock)
+//	foreign           checkpoints pulled from another machine (package refs)
+//	hook.log          what the agent hooks did (package agent)
+//	mcp-token         the bearer token of 'snap mcp --http' (mode 0600)
 //
 // Contracts: a checkpoint is committed when Checkpoint returns nil — its
 // objects, then its head ref, then its op-log record are durable, in that

@@ -46,6 +46,10 @@ type Options struct {
 	LockTimeout time.Duration
 	// MaxPayload bounds what is read of stdin (default 16 MiB).
 	MaxPayload int64
+	// Maintain, when set, runs after an event was recorded, before the
+	// hook returns: the CLI starts its detached background gc there when
+	// the store needs one (an agent's hooks may be all that writes to it).
+	Maintain func(context.Context, *snap.Repo)
 }
 
 // LogName is the hook log's file name in the store.
@@ -112,6 +116,9 @@ func Hook(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options, par
 	}
 	if repo != nil {
 		appendLog(filepath.Join(repo.StoreDir, LogName), line)
+		if err == nil && res != nil && o.Maintain != nil {
+			o.Maintain(ctx, repo)
+		}
 		repo.Close()
 	}
 }

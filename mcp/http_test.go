@@ -45,7 +45,7 @@ func TestHTTPBearerToken(t *testing.T) {
 	ctx := context.Background()
 	repo, root := snaptest.NewRepo(t)
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644)
-	ts := httptest.NewServer(mcp.HTTPHandler(mcp.New(repo, "web", "test"), "s3cret"))
+	ts := httptest.NewServer(mcp.HTTPHandler(mcp.New(repo, mcp.Options{Session: "web", Version: "test"}), "s3cret"))
 	defer ts.Close()
 	url := ts.URL + mcp.Path
 

@@ -16,16 +16,27 @@ import (
 	"github.com/snapcore-dev/snap"
 )
 
-// Server serves one project's store.
-type Server struct {
-	repo    *snap.Repo
-	session string // the default session (-s); a tool's session argument wins
+// Options configure a server.
+type Options struct {
+	Session string // the default session (-s); a tool's session argument wins
+	Version string // the server version clients see
+	// Maintain, when set, runs after every tool call that succeeded: the
+	// CLI starts its background gc there when the store needs one or a
+	// rewind left files in the trash (a server lives long; nothing else
+	// would).
+	Maintain func(context.Context)
 }
 
-// New returns the MCP server for repo; session is the default session.
-func New(repo *snap.Repo, session string, version string) *sdk.Server {
-	s := &Server{repo: repo, session: session}
-	srv := sdk.NewServer(&sdk.Implementation{Name: "snap", Version: version}, &sdk.ServerOptions{
+// Server serves one project's store.
+type Server struct {
+	repo *snap.Repo
+	o    Options
+}
+
+// New returns the MCP server for repo.
+func New(repo *snap.Repo, o Options) *sdk.Server {
+	s := &Server{repo: repo, o: o}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "snap", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: "snap checkpoints this project's files and your conversation at every step. " +
 			"Work in tasks (memo_begin_task, then memo_commit or memo_revert); stage edits with memo_replace and " +
 			"apply them together with memo_commit; 'rewind' is a dry run unless confirm is true, and 'undo' reverses it.",
@@ -43,7 +54,7 @@ func (s *Server) sess(a sessionArg) string {
 	if a.Session != "" {
 		return a.Session
 	}
-	return snap.SessionFromEnv(s.session)
+	return snap.SessionFromEnv(s.o.Session)
 }
 
 type checkpointIn struct {
@@ -120,11 +131,14 @@ type revertIn struct {
 }
 
 // tool registers a tool whose result is the engine's answer.
-func tool[In any](srv *sdk.Server, name, desc string, h func(context.Context, In) (any, error)) {
+func tool[In any](s *Server, srv *sdk.Server, name, desc string, h func(context.Context, In) (any, error)) {
 	sdk.AddTool(srv, &sdk.Tool{Name: name, Description: desc}, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
 		out, err := safe(func() (any, error) { return h(ctx, in) })
 		if err != nil {
 			return nil, nil, err
+		}
+		if s.o.Maintain != nil {
+			s.o.Maintain(ctx)
 		}
 		return nil, out, nil
 	})
@@ -142,7 +156,7 @@ func safe(f func() (any, error)) (out any, err error) {
 
 func (s *Server) register(srv *sdk.Server) {
 	r := s.repo
-	tool(srv, "checkpoint", "Record the project's files (and your transcript, with conversation_path) as a checkpoint you can rewind to. Returns its id; unchanged: true when nothing differed from the last one.",
+	tool(s, srv, "checkpoint", "Record the project's files (and your transcript, with conversation_path) as a checkpoint you can rewind to. Returns its id; unchanged: true when nothing differed from the last one.",
 		func(ctx context.Context, in checkpointIn) (any, error) {
 			o := snap.CheckpointOptions{Session: s.sess(in.sessionArg), Summary: in.Summary, MessageID: in.MessageID, Kind: in.Kind}
 			if in.ConversationPath != "" {
@@ -150,7 +164,7 @@ func (s *Server) register(srv *sdk.Server) {
 			}
 			return r.Checkpoint(ctx, o)
 		})
-	tool(srv, "log", "List the session's checkpoints, newest first: id, kind, summary, message id, what changed.",
+	tool(s, srv, "log", "List the session's checkpoints, newest first: id, kind, summary, message id, what changed.",
 		func(ctx context.Context, in logIn) (any, error) {
 			n := in.N
 			if n <= 0 {
@@ -159,7 +173,7 @@ func (s *Server) register(srv *sdk.Server) {
 			entries, err := r.Log(ctx, snap.LogOptions{Session: s.sess(in.sessionArg), N: n})
 			return map[string]any{"checkpoints": entries}, err
 		})
-	tool(srv, "show", "Show one checkpoint in detail: the files it changed, its state documents, a preview of its conversation.",
+	tool(s, srv, "show", "Show one checkpoint in detail: the files it changed, its state documents, a preview of its conversation.",
 		func(ctx context.Context, in refIn) (any, error) {
 			id, err := r.Resolve(ctx, s.sess(in.sessionArg), in.Ref)
 			if err != nil {
@@ -167,7 +181,7 @@ func (s *Server) register(srv *sdk.Server) {
 			}
 			return r.Show(ctx, id)
 		})
-	tool(srv, "diff", "Compare two checkpoints, or a checkpoint (default @) with the working tree: unified diffs of the files, and the conversation's new messages.",
+	tool(s, srv, "diff", "Compare two checkpoints, or a checkpoint (default @) with the working tree: unified diffs of the files, and the conversation's new messages.",
 		func(ctx context.Context, in diffIn) (any, error) {
 			sess := s.sess(in.sessionArg)
 			from := in.From
@@ -188,18 +202,18 @@ func (s *Server) register(srv *sdk.Server) {
 			}
 			return r.Diff(ctx, f, to, nil)
 		})
-	tool(srv, "status", "What changed in the working tree and the state documents since the last checkpoint.",
+	tool(s, srv, "status", "What changed in the working tree and the state documents since the last checkpoint.",
 		func(ctx context.Context, in sessionArg) (any, error) { return r.Status(ctx, s.sess(in)) })
-	tool(srv, "rewind", "Move the files and/or the conversation back (or forward) to a checkpoint. A dry run that reports what would change unless confirm is true; when done, a safety checkpoint of the present was taken first, so 'undo' returns.",
+	tool(s, srv, "rewind", "Move the files and/or the conversation back (or forward) to a checkpoint. A dry run that reports what would change unless confirm is true; when done, a safety checkpoint of the present was taken first, so 'undo' returns.",
 		func(ctx context.Context, in rewindIn) (any, error) {
 			return r.Rewind(ctx, snap.RewindOptions{Session: s.sess(in.sessionArg), Target: in.Ref, FilesOnly: in.FilesOnly,
 				ConversationOnly: in.ConversationOnly, DryRun: !in.Confirm})
 		})
-	tool(srv, "undo", "Undo the session's last operation (a rewind, a checkpoint, a task or edit commit, a revert).",
+	tool(s, srv, "undo", "Undo the session's last operation (a rewind, a checkpoint, a task or edit commit, a revert).",
 		func(ctx context.Context, in sessionArg) (any, error) { return r.Undo(ctx, s.sess(in)) })
-	tool(srv, "redo", "Redo the operation the last undo reversed.",
+	tool(s, srv, "redo", "Redo the operation the last undo reversed.",
 		func(ctx context.Context, in sessionArg) (any, error) { return r.Redo(ctx, s.sess(in)) })
-	tool(srv, "conversation", "Read the conversation recorded at a checkpoint as messages (paged); with compact, each finished task's messages are replaced by its summary.",
+	tool(s, srv, "conversation", "Read the conversation recorded at a checkpoint as messages (paged); with compact, each finished task's messages are replaced by its summary.",
 		func(ctx context.Context, in conversationIn) (any, error) {
 			ref := in.Ref
 			if ref == "" {
@@ -218,11 +232,11 @@ func (s *Server) register(srv *sdk.Server) {
 			}
 			return r.Conversation(ctx, id, in.Offset, limit)
 		})
-	tool(srv, "memo_begin_task", "Begin a task (pushed on the session's task stack; a task-begin checkpoint records the files as it starts). Finish it with memo_commit or abandon it with memo_revert.",
+	tool(s, srv, "memo_begin_task", "Begin a task (pushed on the session's task stack; a task-begin checkpoint records the files as it starts). Finish it with memo_commit or abandon it with memo_revert.",
 		func(ctx context.Context, in beginIn) (any, error) {
 			return r.TaskBegin(ctx, snap.TaskOptions{Session: s.sess(in.sessionArg), Text: in.Goal, Parent: in.ParentTaskID})
 		})
-	tool(srv, "memo_replace", "Stage a replacement of old_text by new_text in a file, without touching the file; the staged changes are applied together by memo_commit. When old_text occurs more than once nothing is staged and the answer lists lettered candidates (status needs_match): call again with match_id.",
+	tool(s, srv, "memo_replace", "Stage a replacement of old_text by new_text in a file, without touching the file; the staged changes are applied together by memo_commit. When old_text occurs more than once nothing is staged and the answer lists lettered candidates (status needs_match): call again with match_id.",
 		func(ctx context.Context, in replaceIn) (any, error) {
 			sess := s.sess(in.sessionArg)
 			ans, err := r.EditStage(ctx, snap.EditRequest{Session: sess, Path: in.Path, Old: in.OldText, New: in.NewText,
@@ -240,15 +254,15 @@ func (s *Server) register(srv *sdk.Server) {
 			}
 			return map[string]any{"status": "preview", "preview": pv}, nil
 		})
-	tool(srv, "memo_preview", "Show the staged changes: compact (lines around each change), full (each file's whole changed region) or stats.",
+	tool(s, srv, "memo_preview", "Show the staged changes: compact (lines around each change), full (each file's whole changed region) or stats.",
 		func(ctx context.Context, in previewIn) (any, error) {
 			return r.EditPreview(ctx, s.sess(in.sessionArg), in.Format, 3)
 		})
-	tool(srv, "memo_commit", "Apply every staged change to every file at once (all or nothing) and record it with the summary; with a task open (and auto_pop_task, the default) the task is completed too.",
+	tool(s, srv, "memo_commit", "Apply every staged change to every file at once (all or nothing) and record it with the summary; with a task open (and auto_pop_task, the default) the task is completed too.",
 		func(ctx context.Context, in commitIn) (any, error) {
 			return s.commit(ctx, s.sess(in.sessionArg), in.Summary, in.AutoPopTask)
 		})
-	tool(srv, "memo_commit_auto", "memo_commit with a summary made from the staged changes (files and sizes).",
+	tool(s, srv, "memo_commit_auto", "memo_commit with a summary made from the staged changes (files and sizes).",
 		func(ctx context.Context, in sessionArg) (any, error) {
 			sess := s.sess(in)
 			st, err := r.EditStatus(ctx, sess)
@@ -272,7 +286,7 @@ func (s *Server) register(srv *sdk.Server) {
 			}
 			return s.commit(ctx, sess, fmt.Sprintf("edit %s", strings.Join(parts, ", ")), nil)
 		})
-	tool(srv, "memo_revert", "Abandon the current attempt with a reason: with a task open, the files go back to where the task began (undo brings the attempt back) and the task is recorded as reverted; staged changes are dropped.",
+	tool(s, srv, "memo_revert", "Abandon the current attempt with a reason: with a task open, the files go back to where the task began (undo brings the attempt back) and the task is recorded as reverted; staged changes are dropped.",
 		func(ctx context.Context, in revertIn) (any, error) {
 			sess := s.sess(in.sessionArg)
 			if tree, err := r.Tasks(ctx, sess, nil); err == nil && tree.Current != nil {
@@ -282,7 +296,7 @@ func (s *Server) register(srv *sdk.Server) {
 			res, err := r.EditRevert(ctx, sess, in.Reason)
 			return withStatus("reverted", res), err
 		})
-	tool(srv, "memo_task_tree", "Show the task stack and the tree of finished tasks with their summaries and reasons; text is a compact rendering for your next prompt.",
+	tool(s, srv, "memo_task_tree", "Show the task stack and the tree of finished tasks with their summaries and reasons; text is a compact rendering for your next prompt.",
 		func(ctx context.Context, in sessionArg) (any, error) {
 			tree, err := r.Tasks(ctx, s.sess(in), nil)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,7 +25,7 @@ func TestGoClient(t *testing.T) {
 	ctx := context.Background()
 	repo, root := snaptest.NewRepo(t)
 	os.WriteFile(filepath.Join(root, "config.yaml"), []byte("a:\n  timeout: 30\nb:\n  timeout: 30\n"), 0o644)
-	srv := mcp.New(repo, "agent", "test")
+	srv := mcp.New(repo, mcp.Options{Session: "agent", Version: "test"})
 	st, ct := sdk.NewInMemoryTransports()
 	if _, err := srv.Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
@@ -154,7 +155,7 @@ func TestGoClientOverStdio(t *testing.T) {
 	_, root := snaptest.NewRepo(t)
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644)
 	cmd := exec.Command(bin, "mcp", "-C", root, "-s", "stdio")
-	cmd.Env = append(os.Environ(), "SNAP_NO_AUTO_GC=1")
+	cmd.Env = append(os.Environ(), "SNAP_NO_AUTO_GC=")
 	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -168,5 +169,37 @@ func TestGoClientOverStdio(t *testing.T) {
 	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "log", Arguments: map[string]any{}})
 	if err != nil || res.IsError || !strings.Contains(mustJSON(res.StructuredContent), "over stdio") {
 		t.Fatalf("log: %v %v", err, res)
+	}
+
+	// A long-lived server still empties the trash a rewind fills: its
+	// tools start the CLI's background gc as the CLI's commands do.
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("two\n"), 0o644)
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "rewind", Arguments: map[string]any{"ref": "@", "confirm": true}})
+	if err != nil || res.IsError {
+		t.Fatalf("rewind: %v %v", err, res)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "one\n" {
+		t.Fatalf("after the rewind: %q", b)
+	}
+	trash := filepath.Join(root, ".snap", "trash")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left, _ := os.ReadDir(trash)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the trash still holds %d files 30 s after the rewind", len(left))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Wait for the background gc before the directory is removed.
+	for try := 0; try < 200; try++ {
+		gc := exec.Command(bin, "gc", "-C", root)
+		gc.Env = append(os.Environ(), "SNAP_NO_AUTO_GC=1")
+		if out, err := gc.CombinedOutput(); err == nil || !strings.Contains(string(out), "another gc") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -75,7 +75,8 @@ func TestHookFailuresNeverBlock(t *testing.T) {
 			// A change to record, so that recording shows.
 			os.WriteFile(filepath.Join(proj, "a.txt"), []byte(c.name+"\n"), 0o644)
 			before, _ := repo.Log(ctx, snap.LogOptions{Session: "s-1"})
-			e := run(t, c.in, agent.Options{})
+			maintained := false // Maintain (the CLI's background gc) runs after a recorded event only
+			e := run(t, c.in, agent.Options{Maintain: func(context.Context, *snap.Repo) { maintained = true }})
 			if c.stderr == "" && e != "" || c.stderr != "" && !strings.Contains(e, c.stderr) {
 				t.Fatalf("stderr %q, want %q", e, c.stderr)
 			}
@@ -88,6 +89,9 @@ func TestHookFailuresNeverBlock(t *testing.T) {
 			after, _ := repo.Log(ctx, snap.LogOptions{Session: "s-1"})
 			if got := len(after) > len(before); got != c.records {
 				t.Fatalf("recorded a checkpoint: %v, want %v", got, c.records)
+			}
+			if maintained != c.records {
+				t.Fatalf("Maintain ran: %v, want %v", maintained, c.records)
 			}
 		})
 	}

@@ -43,7 +43,7 @@ stdout that the agent reads as a decision; problems go to stderr and to
 'snap hook log'.`,
 			Flags: withGlobals(),
 			Action: func(c *cli.Context) error {
-				agent.Hook(c.Context, inv.stdin, c.App.ErrWriter, agent.Options{}, a.parse)
+				agent.Hook(c.Context, inv.stdin, c.App.ErrWriter, agent.Options{Maintain: startAutoGC}, a.parse)
 				io.WriteString(inv.stdout, a.ack)
 				return nil
 			},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -56,7 +57,7 @@ It runs until interrupted.
 				return err
 			}
 			defer repo.Close()
-			srv := mcp.New(repo, g.Session, version())
+			srv := mcp.New(repo, mcp.Options{Session: g.Session, Version: version(), Maintain: func(ctx context.Context) { startAutoGC(ctx, repo) }})
 			addr := c.String("http")
 			if addr == "" {
 				return srv.Run(c.Context, &sdk.IOTransport{Reader: io.NopCloser(inv.stdin), Writer: nopWriteCloser{inv.stdout}})
