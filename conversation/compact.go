@@ -2,8 +2,10 @@ package conversation
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 )
 
@@ -22,7 +24,10 @@ type Span struct {
 // {"role", "content"} line); in a JSON array the span's elements give way
 // to one element ({"role", "parts"} when the first has parts, as Gemini's,
 // else {"role", "content"}). Spans must not overlap. Other formats are
-// ErrCannotCompact. The bytes outside the spans are kept as they are.
+// ErrCannotCompact. The bytes outside the spans are kept as they are, but
+// for Claude Code's record chain: a summary record takes a uuid and the
+// cut records' place (its parentUuid is the first cut record's parent),
+// and a kept record whose parent was cut names the summary instead.
 func CompactRaw(data []byte, spans []Span) ([]byte, error) {
 	spans = append([]Span(nil), spans...)
 	sort.Slice(spans, func(i, j int) bool { return spans[i].From < spans[j].From })
@@ -71,18 +76,42 @@ func compactJSONL(data []byte, spans []Span) ([]byte, error) {
 		}
 		cuts = append(cuts, cut{lo, hi, s.Summary})
 	}
+	// Claude Code chains its records by uuid/parentUuid and loads a
+	// session by walking the chain back from the last record: the summary
+	// record takes the place of the cut records in the chain (their
+	// children become its children), or a reloaded session would see only
+	// what follows the last cut.
+	relink := map[string]string{} // a cut record's uuid → its summary's uuid
 	var out bytes.Buffer
 	next := 0
 	for _, k := range cuts {
 		for _, l := range lines[next:k.from] {
-			out.Write(l)
+			out.Write(relinkLine(l, relink))
 		}
 		var rec any = map[string]any{"role": "user", "content": k.summary}
-		var first struct {
-			Type string `json:"type"`
-		}
+		var first chainRecord
 		if json.Unmarshal(bytes.TrimSpace(lines[k.from]), &first) == nil && first.Type != "" {
-			rec = map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": k.summary}}
+			m := map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": k.summary}}
+			if entry, uuids := chainOf(lines[k.from : k.to+1]); entry != nil {
+				id := summaryUUID(k.summary, uuids)
+				var parent any // null: the summary starts the chain
+				if p, ok := entry.parent(); ok {
+					parent = p
+					if to, ok := relink[p]; ok {
+						parent = to
+					}
+				}
+				m["uuid"], m["parentUuid"], m["isSidechain"], m["userType"] = id, parent, entry.IsSidechain, "external"
+				for k, v := range map[string]string{"sessionId": entry.SessionID, "cwd": entry.Cwd, "version": entry.Version, "timestamp": entry.Timestamp, "gitBranch": entry.GitBranch} {
+					if v != "" {
+						m[k] = v
+					}
+				}
+				for _, u := range uuids {
+					relink[u] = id
+				}
+			}
+			rec = m
 		}
 		b, _ := json.Marshal(rec)
 		out.Write(b)
@@ -90,9 +119,90 @@ func compactJSONL(data []byte, spans []Span) ([]byte, error) {
 		next = k.to + 1
 	}
 	for _, l := range lines[next:] {
-		out.Write(l)
+		out.Write(relinkLine(l, relink))
 	}
 	return out.Bytes(), nil
+}
+
+// chainRecord is what a Claude Code record says of its place in the chain.
+type chainRecord struct {
+	Type string `json:"type"`
+	UUID string `json:"uuid"`
+	// Parent is "parentUuid" as it is written: null starts the chain;
+	// nil (absent) is a record outside any chain.
+	Parent      json.RawMessage `json:"parentUuid"`
+	IsSidechain bool            `json:"isSidechain"`
+	SessionID   string          `json:"sessionId"`
+	Cwd         string          `json:"cwd"`
+	Version     string          `json:"version"`
+	Timestamp   string          `json:"timestamp"`
+	GitBranch   string          `json:"gitBranch"`
+}
+
+// parent is the record's parent uuid; false when it has none.
+func (r *chainRecord) parent() (string, bool) {
+	var p string
+	if json.Unmarshal(r.Parent, &p) != nil || p == "" {
+		return "", false
+	}
+	return p, true
+}
+
+// chainOf returns the first record of lines that has a uuid (where the
+// run joins the chain) and every uuid the lines hold; nil when none has.
+func chainOf(lines [][]byte) (*chainRecord, []string) {
+	var entry *chainRecord
+	var uuids []string
+	for _, l := range lines {
+		var r chainRecord
+		if json.Unmarshal(bytes.TrimSpace(l), &r) != nil || r.UUID == "" || r.Parent == nil {
+			continue
+		}
+		if entry == nil {
+			entry = &r
+		}
+		uuids = append(uuids, r.UUID)
+	}
+	return entry, uuids
+}
+
+// summaryUUID is a summary record's uuid: derived from what it replaces,
+// so compacting the same document twice gives the same bytes.
+func summaryUUID(summary string, uuids []string) string {
+	h := sha256.New()
+	h.Write([]byte(summary))
+	for _, u := range uuids {
+		h.Write([]byte{0})
+		h.Write([]byte(u))
+	}
+	b := h.Sum(nil)[:16]
+	b[6] = b[6]&0x0f | 0x40 // version 4 layout, variant 10
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// relinkLine rewrites a kept record's parentUuid when its parent was cut;
+// every other byte of the line stays.
+func relinkLine(l []byte, relink map[string]string) []byte {
+	if len(relink) == 0 {
+		return l
+	}
+	var r chainRecord
+	if json.Unmarshal(bytes.TrimSpace(l), &r) != nil {
+		return l
+	}
+	p, ok := r.parent()
+	if !ok {
+		return l
+	}
+	to, ok := relink[p]
+	if !ok {
+		return l
+	}
+	old, _ := json.Marshal(p)
+	re := regexp.MustCompile(`"parentUuid"\s*:\s*` + regexp.QuoteMeta(string(old)))
+	repl, _ := json.Marshal(to)
+	return re.ReplaceAllLiteral(l, append([]byte(`"parentUuid":`), repl...))
 }
 
 func compactArray(elems [][]byte, spans []Span) ([]byte, error) {

@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,96 @@ func TestCompactRawArray(t *testing.T) {
 	}
 	if _, err := CompactRaw([]byte(doc), []Span{{From: 0, To: 2}, {From: 1, To: 3}}); err == nil {
 		t.Fatal("overlapping spans accepted")
+	}
+}
+
+// A Claude Code session is a chain of records by uuid/parentUuid that
+// Claude Code walks back from the last record when it loads the session:
+// after compaction the chain from the last record must reach the start
+// through the summary, and no record may name a parent that is gone.
+func TestCompactRawKeepsClaudeChain(t *testing.T) {
+	rec := func(uuid, parent, typ, content string) string {
+		p := `null`
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		return `{"parentUuid":` + p + `,"isSidechain":false,"userType":"external","cwd":"/p","sessionId":"s1","version":"2.1.17","type":"` + typ +
+			`","message":{"role":"` + typ + `","content":"` + content + `"},"uuid":"` + uuid + `","timestamp":"2026-01-01T00:00:0` + uuid[1:] + `Z"}`
+	}
+	doc := strings.Join([]string{
+		rec("u1", "", "user", "start"),
+		rec("u2", "u1", "assistant", "working"),
+		`{"type":"file-history-snapshot","messageId":"x","snapshot":{}}`,
+		rec("u3", "u2", "user", "more"),
+		rec("u4", "u3", "assistant", "done"),
+		rec("u5", "u4", "user", "next"),
+		rec("u6", "u5", "assistant", "ok"),
+	}, "\n") + "\n"
+	c := Parse([]byte(doc))
+	if len(c.Messages) != 6 {
+		t.Fatalf("fixture: %d messages", len(c.Messages))
+	}
+	out, err := CompactRaw([]byte(doc), []Span{{From: 1, To: 4, Summary: "task 1 done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := CompactRaw([]byte(doc), []Span{{From: 1, To: 4, Summary: "task 1 done"}})
+	if string(again) != string(out) {
+		t.Fatal("compacting twice gave different bytes")
+	}
+	checkChain(t, out, []string{"start", "task 1 done", "next", "ok"})
+	// The kept records' bytes are unchanged but for the relinked parent.
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if lines[0] != rec("u1", "", "user", "start") || lines[3] != rec("u6", "u5", "assistant", "ok") {
+		t.Fatalf("kept records changed:\n%s", out)
+	}
+
+	// A cut at the very start: the summary starts the chain.
+	out, err = CompactRaw([]byte(doc), []Span{{From: 0, To: 2, Summary: "S0"}, {From: 3, To: 5, Summary: "S1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChain(t, out, []string{"S0", "more", "S1", "ok"})
+}
+
+// checkChain walks the chain back from out's last record and compares
+// the message texts met, oldest first, with want.
+func checkChain(t *testing.T, out []byte, want []string) {
+	t.Helper()
+	type r struct {
+		UUID    string  `json:"uuid"`
+		Parent  *string `json:"parentUuid"`
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	}
+	byID := map[string]r{}
+	var last r
+	for _, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		var x r
+		if err := json.Unmarshal([]byte(l), &x); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if x.UUID == "" {
+			continue
+		}
+		if x.Parent != nil {
+			if _, ok := byID[*x.Parent]; !ok {
+				t.Fatalf("%s names parent %s, which is not before it:\n%s", x.UUID, *x.Parent, out)
+			}
+		}
+		byID[x.UUID] = x
+		last = x
+	}
+	var got []string
+	for x, ok := last, true; ok; {
+		got = append([]string{x.Message.Content}, got...)
+		if x.Parent == nil {
+			break
+		}
+		x, ok = byID[*x.Parent]
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("chain from the last record: %q, want %q\n%s", got, want, out)
 	}
 }

@@ -1,8 +1,10 @@
 package conversation
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -149,5 +151,65 @@ func TestRealTranscriptGrowthIsAppend(t *testing.T) {
 	}
 	if d.Common+len(d.Added) != len(full.Messages) {
 		t.Errorf("Common %d + added %d != %d", d.Common, len(d.Added), len(full.Messages))
+	}
+}
+
+// Compacting a real Claude Code session keeps its record chain whole:
+// no parent that resolved before dangles after, and the walk back from the
+// last record passes through the summary to the chain's start.
+func TestRealCompactRawKeepsChain(t *testing.T) {
+	for _, name := range []string{"entire-cli_f5e7d3c25b68_claude.jsonl", "entire-cli_8df6319ef9a6_claude.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			data := realdata(t, name)
+			n := len(Parse(data).Messages)
+			out, err := CompactRaw(data, []Span{{From: 2, To: n / 2, Summary: "first half done"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type rec struct {
+				UUID    string  `json:"uuid"`
+				Parent  *string `json:"parentUuid"`
+				Message struct {
+					Content any `json:"content"`
+				} `json:"message"`
+			}
+			records := func(doc []byte) (map[string]rec, rec, int) {
+				byID := map[string]rec{}
+				var last rec
+				dangling := 0
+				for _, l := range strings.Split(strings.TrimSpace(string(doc)), "\n") {
+					var r rec
+					if json.Unmarshal([]byte(l), &r) != nil || r.UUID == "" {
+						continue
+					}
+					byID[r.UUID], last = r, r
+				}
+				for _, r := range byID {
+					if r.Parent != nil && byID[*r.Parent].UUID == "" {
+						dangling++
+					}
+				}
+				return byID, last, dangling
+			}
+			_, _, before := records(data)
+			byID, last, after := records(out)
+			if after != before {
+				t.Fatalf("%d records name a parent that is not in the file, %d before compaction", after, before)
+			}
+			sawSummary := false
+			steps := 0
+			for r, ok := last, true; ok && steps <= len(byID); steps++ {
+				if r.Message.Content == "first half done" {
+					sawSummary = true
+				}
+				if r.Parent == nil {
+					break
+				}
+				r, ok = byID[*r.Parent]
+			}
+			if !sawSummary {
+				t.Fatal("the walk back from the last record does not pass through the summary")
+			}
+		})
 	}
 }

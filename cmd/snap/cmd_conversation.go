@@ -45,7 +45,9 @@ summary message: its goal, summary or reason, and the files it changed, and
 reports history_delta {messages_removed, tokens_saved} (tokens estimated as
 characters / 4). --raw prints the compacted document in its own format (JSONL
 stays JSONL, a JSON array stays an array), for a harness that owns its
-history to load back. The checkpoint keeps the full history.
+history to load back; in a Claude Code transcript the summary record takes
+the cut records' place in the uuid/parentUuid chain. The checkpoint keeps
+the full history.
 
 Examples:
    snap conversation --limit 5
