@@ -70,7 +70,7 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 	if err == nil || errors.Is(err, snap.ErrPartial) {
 		startAutoGC(ctx, repo)
 	}
-	if res == nil || err != nil && res.Checkpoint == nil {
+	if res == nil || err != nil && res.Checkpoint == nil && len(res.Conflicts) == 0 {
 		if res != nil {
 			return withSafety(err, res.Rewind)
 		}
@@ -86,6 +86,10 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 				fmt.Fprintf(w, "  at line %d, now:\n%s  the revert would write:\n%s", h.Line, indent(strings.TrimSuffix(h.Current, "\n"), "    | ")+"\n",
 					indent(strings.TrimSuffix(h.Reverted, "\n"), "    | ")+"\n")
 			}
+		}
+		if res.Checkpoint == nil {
+			fmt.Fprintln(w, "nothing reverted: every path conflicts (the working tree is as it was)")
+			return nil
 		}
 		fmt.Fprintf(w, "checkpoint %s; 'snap undo' puts the files back\n", res.Checkpoint.Short())
 		return nil
