@@ -95,6 +95,23 @@ type EditPreviewFile struct {
 	Text string `json:"text"`
 }
 
+// notIgnored refuses paths the ignore rules in force ignore: checkpoints
+// do not record them, so an edit-commit could neither show nor undo the
+// change (the rules may change between staging and commit: both check).
+func (r *Repo) notIgnored(paths []string) error {
+	var ignored []string
+	for _, p := range paths {
+		if worktree.Ignored(r.Root, p, false) {
+			ignored = append(ignored, p)
+		}
+	}
+	if len(ignored) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: ignored by .gitignore, .snapignore or git's excludes; checkpoints do not record it, so an edit to it "+
+		"could not be undone (edit it directly, or stop ignoring it; 'snap edit drop LETTER' drops a pending change)", ErrUsage, strings.Join(ignored, ", "))
+}
+
 // editPath is a request path relative to the project root, refused when
 // it lies outside it, in .git or in the store.
 func (r *Repo) editPath(p string) (string, error) {
@@ -298,6 +315,9 @@ func (r *Repo) saveEdits(session string, p *edits.Pending) error {
 func (r *Repo) EditStage(ctx context.Context, q EditRequest) (*EditAnswer, error) {
 	rel, err := r.editPath(q.Path)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.notIgnored([]string{rel}); err != nil {
 		return nil, err
 	}
 	session, p, unlock, err := r.openEdits(ctx, q.Session, "", "")
@@ -600,6 +620,9 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 	}
 	// New contents, from the bases as they are on disk now.
 	res := &EditCommitResult{Paths: p.Paths(), AppliedChanges: len(p.Changes)}
+	if err := r.notIgnored(res.Paths); err != nil {
+		return nil, err
+	}
 	next := map[string][]byte{} // nil: deleted
 	var stale []string
 	for _, rel := range res.Paths {

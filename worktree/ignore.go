@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -348,4 +349,29 @@ func (s *ignoreSet) sub(r blobReader, name string) *ignoreSet {
 		}
 	}
 	return &ignoreSet{disk: s.disk, stored: stored}
+}
+
+// Ignored reports whether rel, a project-relative path (slashes), is
+// ignored by the rules on disk now — git's excludes file,
+// .git/info/exclude, and every .gitignore and .snapignore from the root
+// down — as a capture decides it: a path beneath an ignored directory is
+// ignored too. isDir says whether rel itself is a directory. The caller
+// has checked that no component of rel's directory is a symlink.
+func Ignored(root, rel string, isDir bool) bool {
+	comps := strings.Split(rel, "/")
+	ig := rootIgnorer(root)
+	for i := range comps {
+		dir := slices.Clone(comps[:i])
+		var files [][]byte
+		for _, name := range ignoreFiles {
+			if d, err := readSmall(filepath.Join(root, filepath.FromSlash(strings.Join(dir, "/")), name)); err == nil {
+				files = append(files, d)
+			}
+		}
+		ig = ig.child(dir, files)
+		if ig.ignored(comps[:i+1], i < len(comps)-1 || isDir) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,9 +1,14 @@
 package worktree
 
 import (
+	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snapcore-dev/snap/objects"
 )
 
 // The plain-name fast path answers exactly as the full matcher, for
@@ -60,5 +65,64 @@ func TestIgnoreLiteralFastPath(t *testing.T) {
 	// A pattern that is not a plain name turns the fast path off.
 	if ig := newIgnorer(nil, nil).child(nil, [][]byte{[]byte("build\n*.o\n")}); ig.literal != nil {
 		t.Fatal("glob pattern kept the fast path")
+	}
+}
+
+// Ignored agrees with a capture: what it calls ignored is not captured,
+// and everything else is.
+func TestIgnoredAgreesWithCapture(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		".gitignore":        "*.log\nbuild/\n/top.txt\n!keep.log\n",
+		"src/.gitignore":    "gen/\nlocal.txt\n",
+		"src/.snapignore":   "secret.txt\n",
+		"a.log":             "x",
+		"keep.log":          "x",
+		"top.txt":           "x",
+		"src/top.txt":       "x",
+		"build/out.bin":     "x",
+		"src/build/x.go":    "x",
+		"src/gen/g.go":      "x",
+		"src/local.txt":     "x",
+		"src/secret.txt":    "x",
+		"src/main.go":       "x",
+		"src/deep/a.log":    "x",
+		"src/deep/main.go":  "x",
+		".git/info/exclude": "excluded.txt\n",
+		"excluded.txt":      "x",
+	}
+	for p, c := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		os.WriteFile(full, []byte(c), 0o644)
+	}
+	st, err := objects.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := st.NewWriter()
+	defer w.Abort()
+	snap, err := Capture(context.Background(), w, Options{Root: root, StoreDir: filepath.Join(root, ".snap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	captured := map[string]bool{}
+	if err := objects.WalkTree(w, snap.Tree, func(p string, e objects.TreeEntry) error {
+		captured[strings.TrimPrefix(p, "/")] = e.Mode != objects.ModeDir
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range files {
+		if strings.HasPrefix(p, ".git/") {
+			continue
+		}
+		if got := Ignored(root, p, false); got == captured[p] {
+			t.Errorf("%s: Ignored %v, captured %v", p, got, captured[p])
+		}
+	}
+	if !Ignored(root, "build/new/file.txt", false) || Ignored(root, "src/new.txt", false) {
+		t.Error("paths that do not exist yet")
 	}
 }
