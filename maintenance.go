@@ -42,8 +42,9 @@ type GCOptions struct {
 	// the configured value is GCGrace(DefaultGCGrace)).
 	Grace  time.Duration
 	Policy *Policy // nil: the configured one, RetentionPolicy()
-	// Auto consolidates small packs too (see gc.Options.Consolidate), and
-	// reports ErrBusy when another gc runs rather than waiting.
+	// Auto reports ErrBusy when another gc runs rather than waiting.
+	// Every gc consolidates small packs (see gc.Options.Consolidate), so
+	// the store is left as a few packs and NeedsGC is false afterwards.
 	Auto     bool
 	DryRun   bool
 	Progress func(phase string, done, total int)
@@ -57,7 +58,7 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 		p := r.RetentionPolicy()
 		o.Policy = &p
 	}
-	return gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: o.Auto,
+	return gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: true,
 		DryRun: o.DryRun, Progress: o.Progress, LockTimeout: r.lockTimeout, Now: r.clock})
 }
 

@@ -58,7 +58,7 @@
 // computes the same counts and the bytes that would be freed and changes
 // nothing.
 //
-// With Options.Consolidate (gc --auto), packs holding no garbage are merged
+// With Options.Consolidate (every gc the engine runs), packs holding no garbage are merged
 // too, young ones included (moving reachable objects never loses them), so
 // the store stays a few packs that open fast. Only the smallest are merged,
 // as git repack --geometric=2 does: a pack at least twice the size of all

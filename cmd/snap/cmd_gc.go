@@ -47,7 +47,9 @@ retention.keep-within (default 7d), named by an operation younger than that
 (so recent operations stay undoable), labelled, or a session head; sessions
 archived longer ago than retention.archived-expire (default 7d) are removed.
 Everything else is expired. Then removes from the store every object no kept
-checkpoint, ref or op-log record reaches, rewriting or deleting packs.
+checkpoint, ref or op-log record reaches, rewriting or deleting packs, and
+merges small packs (as git repack --geometric: only the smallest ones, so
+a store of one big pack and many small ones rewrites only the small ones).
 Unreferenced data younger than the grace period (gc.grace, default 1h) is
 never removed. --dry-run reports what would go and the bytes it would free.
 
@@ -55,8 +57,8 @@ gc runs while sessions checkpoint: writers wait for its sweep (they never see
 half of it), and it waits for running writers.
 
 --auto (run in the background by 'snap checkpoint' when the store has many
-packs, and by rewind, undo and redo) does nothing unless there is work,
-merges the packs into one, and exits quietly when another gc is running.
+packs, and by rewind, undo and redo) does nothing unless there is work
+and exits quietly when another gc is running.
 
 Every gc also deletes the files rewinds removed or replaced: a rewind moves
 them aside (into the store's trash/) rather than waiting for the file
