@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/snapcore-dev/snap"
@@ -32,7 +33,7 @@ type Event struct {
 	MessageID  string // msg:ID finds the checkpoint (a tool call's id)
 	// Paths, when not nil, are the only paths that can have changed (the
 	// edit-set hint of a file-editing tool), absolute or relative to Cwd.
-	// A path outside the project makes the event record nothing.
+	// A path outside the project makes the event a full capture.
 	Paths []string
 	Label string // a label to set ("" = none)
 }
@@ -72,7 +73,17 @@ func Hook(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options, par
 	var ev Event
 	var res *snap.CheckpointResult
 	var repo *snap.Repo
+	var warn string
 	var err error
+	// The store's log file, published as soon as it is known, so that a
+	// hook that gives up while the goroutine still works can say so there.
+	var logPath atomic.Pointer[string]
+	opened := func(r *snap.Repo) {
+		if r != nil {
+			p := filepath.Join(r.StoreDir, LogName)
+			logPath.Store(&p)
+		}
+	}
 	go func() {
 		defer close(done)
 		defer func() {
@@ -82,40 +93,43 @@ func Hook(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options, par
 		}()
 		var payload []byte
 		payload, err = io.ReadAll(io.LimitReader(stdin, o.MaxPayload+1))
-		if err != nil {
-			return
-		}
-		if int64(len(payload)) > o.MaxPayload {
+		if err == nil && int64(len(payload)) > o.MaxPayload {
 			err = fmt.Errorf("payload over %d bytes: ignored", o.MaxPayload)
+		}
+		if err == nil {
+			ev, err = parse(payload)
+		}
+		if err == nil && ev.Kind != "" {
+			repo, res, warn, err = record(ctx, ev, o, opened)
 			return
 		}
-		if ev, err = parse(payload); err != nil || ev.Kind == "" {
-			// Nothing to record: the log goes to the store of the
-			// payload's cwd, else of the directory the agent runs us in.
-			dir := ev.Cwd
+		// Nothing to record: the log goes to the store of the payload's
+		// cwd, else of the directory the agent runs us in.
+		for _, dir := range []string{ev.Cwd, "."} {
 			if dir == "" {
-				dir, _ = os.Getwd()
+				continue
 			}
-			if dir != "" {
-				repo, _ = open(dir, o, false)
+			if repo, _ = open(dir, o, false); repo != nil {
+				opened(repo)
+				return
 			}
-			return
 		}
-		repo, res, err = record(ctx, ev, o)
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = fmt.Errorf("gave up after %s: %w", o.Timeout, ctx.Err())
+		err = fmt.Errorf("gave up after %s (a capture of a big tree can take longer: SNAP_HOOK_TIMEOUT raises the bound): %w", o.Timeout, ctx.Err())
 		// The goroutine may still hold the repo; the process exits soon.
 		repo = nil
 	}
-	line := logLine(ev, res, err)
-	if err != nil {
+	line := logLine(ev, res, warn, err)
+	if err != nil || warn != "" {
 		fmt.Fprintln(stderr, "snap hook: "+line)
 	}
+	if p := logPath.Load(); p != nil {
+		appendLog(*p, line)
+	}
 	if repo != nil {
-		appendLog(filepath.Join(repo.StoreDir, LogName), line)
 		if err == nil && res != nil && o.Maintain != nil {
 			o.Maintain(ctx, repo)
 		}
@@ -141,21 +155,38 @@ func (o Options) withDefaults() Options {
 
 // open opens the store of the project holding dir; with create, a project
 // with none gets one (at the root of the git repository holding dir, else
-// at dir).
+// at dir). A store in an ancestor directory is not the project's when a
+// git repository lies between (a repository below a store someone made in
+// a parent directory is a project of its own), and no store is ever made
+// in the home directory or the file system root: an agent started there
+// is not working on a project.
 func open(dir string, o Options, create bool) (*snap.Repo, error) {
 	opts := snap.Options{Dir: dir, LockTimeout: o.LockTimeout}.FromEnv()
 	repo, err := snap.Open(opts)
+	root := projectRoot(dir)
+	if err == nil && opts.Store == "" && root != dir && below(root, repo.Root) {
+		repo.Close()
+		repo, err = nil, snap.ErrNoStore
+	}
 	if errors.Is(err, snap.ErrNoStore) && create {
-		opts.Dir = projectRoot(dir)
+		if home, _ := os.UserHomeDir(); root == filepath.Dir(root) || home != "" && sameDir(root, home) {
+			return nil, fmt.Errorf("the agent runs in %s, which is not a project (the home directory or the file system root): no store made; start the agent in a project directory, or run 'snap init' where you want one", root)
+		}
+		opts.Dir = root
+		if opts.Store == "" {
+			opts.Store = filepath.Join(root, snap.StoreDirName) // there, not in an ancestor
+		}
 		repo, _, err = snap.Init(opts)
 	}
 	return repo, err
 }
 
-// projectRoot is the top of the git work tree holding dir, else dir.
+// projectRoot is the top of the git work tree holding dir (a directory
+// holding a .git directory: a repository of its own, not a submodule or
+// linked worktree, whose .git is a file), else dir.
 func projectRoot(dir string) string {
 	for d := dir; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if fi, err := os.Lstat(filepath.Join(d, ".git")); err == nil && fi.IsDir() {
 			return d
 		}
 		parent := filepath.Dir(d)
@@ -166,41 +197,88 @@ func projectRoot(dir string) string {
 	}
 }
 
-// record checkpoints ev.
-func record(ctx context.Context, ev Event, o Options) (*snap.Repo, *snap.CheckpointResult, error) {
+// below reports whether dir lies strictly inside ancestor (both absolute;
+// symlinks resolved when they exist).
+func below(dir, ancestor string) bool {
+	dir, ancestor = realPath(dir), realPath(ancestor)
+	rel, err := filepath.Rel(ancestor, dir)
+	return err == nil && rel != "." && filepath.IsLocal(rel)
+}
+
+func sameDir(a, b string) bool { return realPath(a) == realPath(b) }
+
+// realPath is p with symlinks resolved, or p when it cannot be.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// record checkpoints ev. warn says what was left out (a transcript that
+// is not a regular file, hinted paths outside the project) while the rest
+// was recorded.
+func record(ctx context.Context, ev Event, o Options, opened func(*snap.Repo)) (repo *snap.Repo, res *snap.CheckpointResult, warn string, err error) {
 	if ev.Cwd == "" || !filepath.IsAbs(ev.Cwd) {
-		return nil, nil, fmt.Errorf("no absolute cwd in the payload")
+		return nil, nil, "", fmt.Errorf("no absolute cwd in the payload")
 	}
-	repo, err := open(ev.Cwd, o, true)
-	if err != nil {
-		return nil, nil, err
+	if repo, err = open(ev.Cwd, o, true); err != nil {
+		return nil, nil, "", err
 	}
+	opened(repo)
 	co := snap.CheckpointOptions{Session: SessionName(ev.Agent, ev.Session), Kind: ev.Kind, Summary: ev.Summary, MessageID: ev.MessageID}
 	if ev.Label != "" {
 		co.Labels = []string{ev.Label}
 	}
+	var warns []string
 	if ev.Transcript != "" {
 		if !filepath.IsAbs(ev.Transcript) {
-			return repo, nil, fmt.Errorf("transcript_path %q is not absolute", ev.Transcript)
+			return repo, nil, "", fmt.Errorf("transcript_path %q is not absolute", ev.Transcript)
 		}
-		if _, err := os.Stat(ev.Transcript); err == nil {
+		if fi, err := os.Stat(ev.Transcript); err == nil && fi.Mode().IsRegular() {
 			co.State = []snap.StateDoc{{Name: snap.ConversationDoc, Source: ev.Transcript}}
+		} else if err == nil {
+			warns = append(warns, fmt.Sprintf("transcript %s is not a regular file: files recorded without it", ev.Transcript))
 		}
 	}
 	if ev.Paths != nil {
+		co.Paths = []string{}
 		for _, p := range ev.Paths {
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(ev.Cwd, p)
+			rel, ok := projectPath(repo.Root, ev.Cwd, p)
+			if !ok {
+				// A full capture then: the hint is not the whole change.
+				warns = append(warns, fmt.Sprintf("%s is outside the project %s: the whole tree examined", p, repo.Root))
+				co.Paths = nil
+				break
 			}
-			rel, err := filepath.Rel(repo.Root, filepath.Clean(p))
-			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || rel == "." {
-				return repo, nil, fmt.Errorf("%s is outside the project %s: nothing recorded", p, repo.Root)
-			}
-			co.Paths = append(co.Paths, filepath.ToSlash(rel))
+			co.Paths = append(co.Paths, rel)
 		}
 	}
-	res, err := repo.Checkpoint(ctx, co)
-	return repo, res, err
+	res, err = repo.Checkpoint(ctx, co)
+	return repo, res, strings.Join(warns, "; "), err
+}
+
+// projectPath is p (absolute, or relative to cwd) relative to the project
+// root, through symlinks when the spellings differ (/tmp and /private/tmp);
+// false when it lies outside the project or is its root.
+func projectPath(root, cwd, p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	p = filepath.Clean(p)
+	try := func(root, p string) (string, bool) {
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." || !filepath.IsLocal(rel) {
+			return "", false
+		}
+		return filepath.ToSlash(rel), true
+	}
+	if rel, ok := try(root, p); ok {
+		return rel, true
+	}
+	// The parent resolved (the file itself may not exist yet, or be a
+	// symlink that is itself the change).
+	return try(realPath(root), filepath.Join(realPath(filepath.Dir(p)), filepath.Base(p)))
 }
 
 // SessionName is the snap session of an agent's session id: the id when it
@@ -232,23 +310,35 @@ func SessionName(agent, id string) string {
 	return strings.Trim(agent+"-"+b.String(), "-")
 }
 
-// logLine describes what the hook did.
-func logLine(ev Event, res *snap.CheckpointResult, err error) string {
+// logLine describes what the hook did: the agent's session id and the
+// snap session it went to, what was recorded, and what was left out.
+func logLine(ev Event, res *snap.CheckpointResult, warn string, err error) string {
 	what := strings.TrimSpace(ev.Agent + " " + ev.Name)
 	if what == "" {
 		what = "hook"
 	}
+	who := "session=" + ev.Session
+	if ev.Kind != "" {
+		if s := SessionName(ev.Agent, ev.Session); s != ev.Session {
+			who += " (snap session " + s + ")"
+		}
+	}
 	now := time.Now().UTC().Format(time.RFC3339)
+	var out string
 	switch {
 	case err != nil:
-		return fmt.Sprintf("%s %s session=%s: error: %v", now, what, ev.Session, err)
+		out = fmt.Sprintf("%s %s %s: error: %v", now, what, who, err)
 	case res == nil:
-		return fmt.Sprintf("%s %s session=%s: nothing to record", now, what, ev.Session)
+		out = fmt.Sprintf("%s %s %s: nothing to record", now, what, who)
 	case res.Unchanged:
-		return fmt.Sprintf("%s %s session=%s: %s unchanged", now, what, ev.Session, res.ID.Short())
+		out = fmt.Sprintf("%s %s %s: %s unchanged", now, what, who, res.ID.Short())
 	default:
-		return fmt.Sprintf("%s %s session=%s: recorded %s (%s)", now, what, ev.Session, res.ID.Short(), ev.Kind)
+		out = fmt.Sprintf("%s %s %s: recorded %s (%s)", now, what, who, res.ID.Short(), ev.Kind)
 	}
+	if warn != "" {
+		out += "; warning: " + warn
+	}
+	return out
 }
 
 // appendLog appends line to the log, keeping its newer half once it is over

@@ -67,7 +67,7 @@ func TestHookFailuresNeverBlock(t *testing.T) {
 		{"no cwd", []byte(`{"hook_event_name":"Stop","session_id":"s-1"}`), "no absolute cwd", "", false},
 		{"relative cwd", payload(map[string]any{"hook_event_name": "Stop", "cwd": "proj"}), "no absolute cwd", "", false},
 		{"edit outside the project", payload(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_use_id": "toolu_x",
-			"tool_input": map[string]any{"file_path": "/etc/passwd"}}), "outside the project", "outside the project", false},
+			"tool_input": map[string]any{"file_path": "/etc/passwd"}}), "outside the project", "the whole tree examined", true},
 		{"missing transcript", payload(map[string]any{"hook_event_name": "Stop", "transcript_path": filepath.Join(proj, "nope.jsonl")}), "", "recorded", true},
 		{"unknown fields", payload(map[string]any{"hook_event_name": "UserPromptSubmit", "prompt": "fix the bug\nplease", "agent_id": "x", "new_field": []int{1}}), "", "recorded", true},
 	} {
@@ -114,6 +114,24 @@ func TestHookFailuresNeverBlock(t *testing.T) {
 		if !strings.Contains(e, "error") || time.Since(start) > 3*time.Second {
 			t.Fatalf("busy store: stderr %q after %s", e, time.Since(start))
 		}
+	})
+	// Giving up is logged in the store, not only on stderr (which agents
+	// hide): here the hook waits for a busy store past its whole bound.
+	t.Run("timeout logged", func(t *testing.T) {
+		os.WriteFile(filepath.Join(proj, "a.txt"), []byte("changed again\n"), 0o644)
+		release, err := holdStore(t, repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := run(t, payload(map[string]any{"hook_event_name": "Stop"}), agent.Options{LockTimeout: 5 * time.Second, Timeout: 300 * time.Millisecond})
+		release()
+		if !strings.Contains(e, "gave up") {
+			t.Fatalf("stderr %q, want gave up", e)
+		}
+		if lines, _ := agent.ReadLog(repo, 1); len(lines) != 1 || !strings.Contains(lines[0], "gave up after 300ms") {
+			t.Fatalf("log %q: the timeout is not in it", lines)
+		}
+		time.Sleep(time.Second) // the abandoned goroutine's checkpoint
 	})
 	// The whole hook is bounded even when the work is not.
 	t.Run("timeout", func(t *testing.T) {
