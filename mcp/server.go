@@ -9,6 +9,8 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,6 +22,13 @@ import (
 type Options struct {
 	Session string // the default session (-s); a tool's session argument wins
 	Version string // the server version clients see
+	// ConversationDirs are the directories besides the project and the
+	// agents' own transcript directories (~/.claude/projects, ~/.gemini,
+	// ~/.codex/sessions) where the checkpoint tool's conversation_path may
+	// point: the server runs with the user's rights, and a recorded path
+	// is read by every later checkpoint and written back by a rewind, so a
+	// model must not be able to name any file it likes.
+	ConversationDirs []string
 	// Maintain, when set, runs after every tool call that succeeded: the
 	// CLI starts its background gc there when the store needs one or a
 	// rewind left files in the trash (a server lives long; nothing else
@@ -160,6 +169,9 @@ func (s *Server) register(srv *sdk.Server) {
 		func(ctx context.Context, in checkpointIn) (any, error) {
 			o := snap.CheckpointOptions{Session: s.sess(in.sessionArg), Summary: in.Summary, MessageID: in.MessageID, Kind: in.Kind}
 			if in.ConversationPath != "" {
+				if err := s.conversationPathAllowed(in.ConversationPath); err != nil {
+					return nil, err
+				}
 				o.State = []snap.StateDoc{{Name: snap.ConversationDoc, Source: in.ConversationPath}}
 			}
 			return r.Checkpoint(ctx, o)
@@ -304,6 +316,40 @@ func (s *Server) register(srv *sdk.Server) {
 			}
 			return map[string]any{"tree": tree, "text": tree.Prompt()}, nil
 		})
+}
+
+// conversationPathAllowed refuses a conversation_path that is not an
+// agent's transcript: it must be an absolute path to a regular .jsonl or
+// .json file (not a symlink) inside the project, an agent's transcript
+// directory or one of Options.ConversationDirs.
+func (s *Server) conversationPathAllowed(p string) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("conversation_path %q: give the transcript's absolute path", p)
+	}
+	p = filepath.Clean(p)
+	if ext := filepath.Ext(p); ext != ".jsonl" && ext != ".json" {
+		return fmt.Errorf("conversation_path %s: a transcript is a .jsonl or .json file", p)
+	}
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("conversation_path %s: not a regular file (a symlink, a directory, or missing)", p)
+	}
+	dirs := append([]string{s.repo.Root}, s.o.ConversationDirs...)
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".claude", "projects"), filepath.Join(home, ".gemini"), filepath.Join(home, ".codex", "sessions"))
+	}
+	real := p
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		real = filepath.Join(r, filepath.Base(p))
+	}
+	for _, d := range dirs {
+		for _, cand := range []string{p, real} {
+			if rel, err := filepath.Rel(d, cand); err == nil && filepath.IsLocal(rel) && !strings.HasPrefix(filepath.ToSlash(rel), snap.StoreDirName+"/") && !strings.HasPrefix(filepath.ToSlash(rel), ".git/") {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("conversation_path %s is outside the project and the agents' transcript directories (~/.claude/projects, ~/.gemini, ~/.codex/sessions); "+
+		"the server's user can allow more with 'snap mcp --conversation-dir DIR'", p)
 }
 
 // commit applies the staged changes: a task commit when a task is open

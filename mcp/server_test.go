@@ -203,3 +203,49 @@ func TestGoClientOverStdio(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The checkpoint tool records only a transcript as the conversation: a
+// model cannot make the server (which runs with the user's rights) copy
+// any file into the store and later write it back.
+func TestConversationPathConfined(t *testing.T) {
+	ctx := context.Background()
+	repo, root := snaptest.NewRepo(t)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644)
+	outside := t.TempDir()
+	allowed := t.TempDir()
+	for _, p := range []string{filepath.Join(outside, "t.jsonl"), filepath.Join(allowed, "t.jsonl"), filepath.Join(root, "chat.jsonl"), filepath.Join(outside, "id_rsa")} {
+		os.WriteFile(p, []byte(`{"role":"user","content":"hi"}`+"\n"), 0o600)
+	}
+	os.Symlink(filepath.Join(outside, "t.jsonl"), filepath.Join(root, "link.jsonl"))
+	srv := mcp.New(repo, mcp.Options{Session: "c", ConversationDirs: []string{allowed}})
+	st, ct := sdk.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{
+		{filepath.Join(outside, "t.jsonl"), false},
+		{filepath.Join(outside, "id_rsa"), false},
+		{"/etc/passwd", false},
+		{"chat.jsonl", false}, // relative
+		{filepath.Join(root, "link.jsonl"), false},
+		{filepath.Join(root, ".snap", "config"), false},
+		{filepath.Join(root, "chat.jsonl"), true},
+		{filepath.Join(allowed, "t.jsonl"), true},
+	} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "checkpoint", Arguments: map[string]any{"conversation_path": c.path}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError == c.ok {
+			t.Errorf("conversation_path %s: error %v (%s), want allowed %v", c.path, res.IsError, text(res), c.ok)
+		}
+	}
+}

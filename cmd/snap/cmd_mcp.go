@@ -28,6 +28,10 @@ status, rewind (a dry run unless confirm is true), undo, redo, conversation
 (staged edits with lettered candidates), memo_preview, memo_commit,
 memo_commit_auto, memo_revert and memo_task_tree. The project is the working
 directory (or -C DIR); the session is each tool's session argument, else -s.
+The checkpoint tool's conversation_path must be a .jsonl or .json file in the
+project or an agent's transcript directory (~/.claude/projects, ~/.gemini,
+~/.codex/sessions) or under a --conversation-dir: the server acts with your
+rights, and a rewind writes the conversation back where it was read.
 
 On stdin/stdout by default. Add it to Claude Code with:
 
@@ -49,6 +53,7 @@ It runs until interrupted.
      --header "Authorization: Bearer $(cat .snap/mcp-token)"`,
 		Flags: withGlobals(
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on this loopback `HOST:PORT` instead of stdio"},
+			&cli.StringSliceFlag{Name: "conversation-dir", Usage: "also accept the checkpoint tool's conversation_path under `DIR` (repeatable)"},
 		),
 		Action: func(c *cli.Context) error {
 			g := globals(c)
@@ -57,7 +62,7 @@ It runs until interrupted.
 				return err
 			}
 			defer repo.Close()
-			srv := mcp.New(repo, mcp.Options{Session: g.Session, Version: version(), Maintain: func(ctx context.Context) { startAutoGC(ctx, repo) }})
+			srv := mcp.New(repo, mcp.Options{Session: g.Session, Version: version(), ConversationDirs: absAll(c.StringSlice("conversation-dir")), Maintain: func(ctx context.Context) { startAutoGC(ctx, repo) }})
 			addr := c.String("http")
 			if addr == "" {
 				return srv.Run(c.Context, &sdk.IOTransport{Reader: io.NopCloser(inv.stdin), Writer: nopWriteCloser{inv.stdout}})
@@ -135,3 +140,14 @@ func mcpToken(storeDir string) (token, tokenFile string, err error) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// absAll makes each path absolute (from the current directory).
+func absAll(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if a, err := filepath.Abs(p); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
