@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,10 +27,53 @@ type InstallResult struct {
 	Backup  string   `json:"backup,omitempty"`
 }
 
-// IsOurs reports whether a hook command is snap's for adapter name: it
-// ends with "hook <name>".
+// IsOurs reports whether a hook command is snap's for adapter name:
+// exactly "PROGRAM hook NAME" where PROGRAM (possibly single-quoted, as
+// QuoteCommand writes it) is a file named snap. Another tool's
+// "npx x hook NAME", or a snap command the user extended, is not.
 func IsOurs(command, name string) bool {
-	return strings.HasSuffix(strings.TrimSpace(command), " hook "+name)
+	prog, rest, ok := cutProgram(strings.TrimSpace(command))
+	return ok && filepath.Base(prog) == "snap" && rest == "hook "+name
+}
+
+// cutProgram splits a command into its first word (unquoted when it is
+// single-quoted) and the rest.
+func cutProgram(cmd string) (prog, rest string, ok bool) {
+	if strings.HasPrefix(cmd, "'") {
+		var b strings.Builder
+		i := 1
+		for i < len(cmd) {
+			if cmd[i] != '\'' {
+				b.WriteByte(cmd[i])
+				i++
+				continue
+			}
+			if strings.HasPrefix(cmd[i:], `'\''`) { // an escaped quote inside
+				b.WriteByte('\'')
+				i += 4
+				continue
+			}
+			return b.String(), strings.TrimSpace(cmd[i+1:]), i+1 == len(cmd) || cmd[i+1] == ' '
+		}
+		return "", "", false
+	}
+	prog, rest, _ = strings.Cut(cmd, " ")
+	return prog, strings.TrimSpace(rest), prog != ""
+}
+
+// QuoteCommand is the shell form of a program path: as it is when it
+// holds only characters the shell leaves alone, else single-quoted.
+func QuoteCommand(path string) string {
+	safe := path != ""
+	for _, c := range path {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:@%", c)) {
+			safe = false
+		}
+	}
+	if safe {
+		return path
+	}
+	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }
 
 // InstallHooks merges hooks running command into the settings file at path
@@ -53,6 +97,9 @@ func InstallHooks(path, name, command string, specs []HookSpec, uninstall bool) 
 		if err := d.Decode(&settings); err != nil {
 			return nil, fmt.Errorf("%s is not a JSON object (%v): fix or move it first; nothing was changed", path, err)
 		}
+		if _, err := d.Token(); err != io.EOF {
+			return nil, fmt.Errorf("%s holds more than one JSON value: fix or move it first (everything after the first would be lost); nothing was changed", path)
+		}
 	}
 	hooks, _ := settings["hooks"].(map[string]any)
 	if settings["hooks"] != nil && hooks == nil {
@@ -60,6 +107,13 @@ func InstallHooks(path, name, command string, specs []HookSpec, uninstall bool) 
 	}
 	if hooks == nil {
 		hooks = map[string]any{}
+	}
+	for _, s := range specs {
+		if v, ok := hooks[s.Event]; ok && v != nil {
+			if _, isList := v.([]any); !isList {
+				return nil, fmt.Errorf("%s: \"hooks\".%q is not a list: nothing was changed", path, s.Event)
+			}
+		}
 	}
 	for _, s := range specs {
 		entries, _ := hooks[s.Event].([]any)
@@ -76,6 +130,10 @@ func InstallHooks(path, name, command string, specs []HookSpec, uninstall bool) 
 			continue
 		}
 		if hasOurs(entries, name) {
+			// Ours already; a stale program path (snap moved) is updated.
+			if updateOurs(entries, name, command) {
+				res.Events = append(res.Events, s.Event)
+			}
 			continue
 		}
 		entry := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": command}}}
@@ -93,11 +151,19 @@ func InstallHooks(path, name, command string, specs []HookSpec, uninstall bool) 
 	} else {
 		settings["hooks"] = hooks
 	}
-	data, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // other hooks' "a && b" stays readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(settings); err != nil {
 		return nil, err
 	}
-	data = append(data, '\n')
+	data := buf.Bytes()
+	// A settings file that is a symlink (kept in a dotfiles repository)
+	// is written where it points, so the link stays.
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -150,6 +216,24 @@ func hasOurs(entries []any, name string) bool {
 		}
 	}
 	return false
+}
+
+// updateOurs sets the command of snap's hooks in entries to command when
+// it differs (snap's path changed), reporting whether it did.
+func updateOurs(entries []any, name, command string) bool {
+	changed := false
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		hs, _ := m["hooks"].([]any)
+		for _, h := range hs {
+			hm, _ := h.(map[string]any)
+			if c, _ := hm["command"].(string); IsOurs(c, name) && c != command {
+				hm["command"] = command
+				changed = true
+			}
+		}
+	}
+	return changed
 }
 
 // removeOurs drops snap's hooks from entries, and entries left with none.

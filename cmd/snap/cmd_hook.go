@@ -272,7 +272,7 @@ func hookCommandLine(name string) string {
 	if self == "" {
 		return "snap hook " + name
 	}
-	return self + " hook " + name
+	return agent.QuoteCommand(self) + " hook " + name
 }
 
 func sortedKeys[V any](m map[string]V) []string {
