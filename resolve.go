@@ -84,32 +84,28 @@ func (r *Repo) resolve(h *history, session, ref string) (objects.ID, error) {
 		if ref == "msg:" {
 			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want msg:ID)", ErrUsage, ref)
 		}
-		list, err := r.sessionCheckpoints(h, session)
-		if err != nil {
-			return objects.ID{}, err
+		if id, ok, err := r.messageCheckpoint(h, session, ref[4:]); ok || err != nil {
+			return id, err
 		}
-		// An unchanged checkpoint records its message id in the op log
-		// (OpMessage): the latest of either kind of record wins.
-		latest, when := h.message(session, ref[4:])
-		for i := len(list) - 1; i >= 0; i-- {
-			ck, err := r.load(&list[i])
-			if err != nil {
-				return objects.ID{}, err
-			}
-			if ck != nil && ck.MessageID == ref[4:] {
-				if !latest.IsZero() && when > ck.Time {
-					break
+		// Not this session's: a hook records in the agent's own session,
+		// so say which session has it (never move to another session's
+		// checkpoint unasked).
+		hint := ""
+		if others, err := r.sessions(h); err == nil {
+			var has []string
+			for _, o := range others {
+				if o.Name == session {
+					continue
 				}
-				return list[i].ID, nil
+				if _, ok, _ := r.messageCheckpoint(h, o.Name, ref[4:]); ok {
+					has = append(has, o.Name)
+				}
+			}
+			if len(has) > 0 {
+				hint = fmt.Sprintf("; session %s has it: add -s %s (the 'session' argument over MCP)", strings.Join(has, ", "), has[0])
 			}
 		}
-		if !latest.IsZero() {
-			if _, err := r.loadCheckpoint(latest); err != nil {
-				return objects.ID{}, fmt.Errorf("%s: %w", ref, err)
-			}
-			return latest, nil
-		}
-		return objects.ID{}, fmt.Errorf("%w: no checkpoint of session %q has message id %q", ErrNoCheckpoint, session, ref[4:])
+		return objects.ID{}, fmt.Errorf("%w: no checkpoint of session %q has message id %q%s", ErrNoCheckpoint, session, ref[4:], hint)
 	}
 	// A full id is an id, whatever labels exist (one made before label
 	// names were checked may look like one).
@@ -178,4 +174,35 @@ func isHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// messageCheckpoint is the latest checkpoint of session recorded with
+// message id msg (false when there is none).
+func (r *Repo) messageCheckpoint(h *history, session, msg string) (objects.ID, bool, error) {
+	list, err := r.sessionCheckpoints(h, session)
+	if err != nil {
+		return objects.ID{}, false, err
+	}
+	// An unchanged checkpoint records its message id in the op log
+	// (OpMessage): the latest of either kind of record wins.
+	latest, when := h.message(session, msg)
+	for i := len(list) - 1; i >= 0; i-- {
+		ck, err := r.load(&list[i])
+		if err != nil {
+			return objects.ID{}, false, err
+		}
+		if ck != nil && ck.MessageID == msg {
+			if !latest.IsZero() && when > ck.Time {
+				break
+			}
+			return list[i].ID, true, nil
+		}
+	}
+	if !latest.IsZero() {
+		if _, err := r.loadCheckpoint(latest); err != nil {
+			return objects.ID{}, false, fmt.Errorf("msg:%s: %w", msg, err)
+		}
+		return latest, true, nil
+	}
+	return objects.ID{}, false, nil
 }

@@ -7,6 +7,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -282,10 +284,16 @@ func projectPath(root, cwd, p string) (string, bool) {
 }
 
 // SessionName is the snap session of an agent's session id: the id when it
-// is a legal session name, else a name derived from it.
+// is a legal session name; else the agent's name, what can be kept of the
+// id, and a short hash of the whole id, so that two ids never share a
+// session ("a/b" and "a:b" differ). No id: $SNAP_SESSION, else the agent's
+// name (never the user's own default session).
 func SessionName(agent, id string) string {
 	if id == "" {
-		return snap.SessionFromEnv("")
+		if s := os.Getenv(snap.EnvSession); s != "" {
+			return s
+		}
+		return agent
 	}
 	ok := len(id) <= 100
 	for _, c := range id {
@@ -297,17 +305,19 @@ func SessionName(agent, id string) string {
 		return id
 	}
 	var b strings.Builder
+	b.WriteString(agent + "-")
 	for _, c := range id {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('-')
-		}
-		if b.Len() >= 60 {
+		if b.Len() >= len(agent)+40 {
 			break
 		}
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		} else if !strings.HasSuffix(b.String(), "-") {
+			b.WriteByte('-')
+		}
 	}
-	return strings.Trim(agent+"-"+b.String(), "-")
+	sum := sha256.Sum256([]byte(id))
+	return strings.TrimSuffix(b.String(), "-") + "-" + hex.EncodeToString(sum[:4])
 }
 
 // logLine describes what the hook did: the agent's session id and the

@@ -121,3 +121,24 @@ func TestInstallThroughSymlink(t *testing.T) {
 }
 
 func mustMarshal(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// Distinct agent session ids never share a snap session, and every name
+// is a legal one.
+func TestSessionNameDistinct(t *testing.T) {
+	t.Setenv("SNAP_SESSION", "")
+	ids := []string{"3f1c2a9e-0b1d-4c5e-9f00-aa11bb22cc33", "a/b", "a:b", "a-b", "会话一", "会话二", "..", ".", "-rf", "", strings.Repeat("x", 300), strings.Repeat("x", 301), "default"}
+	seen := map[string]string{}
+	for _, id := range ids {
+		name := SessionName("claude-code", id)
+		if prev, ok := seen[name]; ok {
+			t.Errorf("%q and %q both map to %q", prev, id, name)
+		}
+		seen[name] = id
+		if name == "" || len(name) > 100 || strings.ContainsAny(name, "/:. ") && name != id || strings.HasPrefix(name, "-") {
+			t.Errorf("%q maps to %q", id, name)
+		}
+	}
+	if SessionName("claude-code", "") != "claude-code" {
+		t.Error("no id: want the agent's name")
+	}
+}

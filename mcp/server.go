@@ -8,6 +8,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,8 +87,56 @@ type logIn struct {
 
 type diffIn struct {
 	sessionArg
-	From string `json:"from,omitempty" jsonschema:"the checkpoint to compare from (default @)"`
-	To   string `json:"to,omitempty" jsonschema:"the checkpoint to compare to (default: the working tree)"`
+	From     string   `json:"from,omitempty" jsonschema:"the checkpoint to compare from (default @)"`
+	To       string   `json:"to,omitempty" jsonschema:"the checkpoint to compare to (default: the working tree)"`
+	Paths    []string `json:"paths,omitempty" jsonschema:"only these files or directories (relative to the project root)"`
+	MaxBytes int      `json:"max_bytes,omitempty" jsonschema:"at most this many bytes of patches (default 65536); files past it are listed with their line counts only"`
+}
+
+// diffOut is a diff whose patches were cut to a budget.
+type diffOut struct {
+	*snap.DiffResult
+	Truncated      bool   `json:"truncated"`
+	OmittedPatches int    `json:"omitted_patches,omitempty"`
+	Hint           string `json:"hint,omitempty"`
+}
+
+// defaultDiffBytes bounds a diff's patches: a tool result is read by a
+// model whose context is finite.
+const defaultDiffBytes = 64 << 10
+
+// budget keeps the patches of res within max bytes (files in order) and
+// the conversation's message-by-message diff when there is room.
+func budget(res *snap.DiffResult, max int) *diffOut {
+	out := &diffOut{DiffResult: res}
+	used := 0
+	for i := range res.Files {
+		f := &res.Files[i]
+		if f.Patch == "" {
+			continue
+		}
+		if used+len(f.Patch) > max {
+			f.Patch = ""
+			out.OmittedPatches++
+			continue
+		}
+		used += len(f.Patch)
+	}
+	for i := range res.State {
+		if c := res.State[i].Conversation; c != nil {
+			if b, _ := json.Marshal(c); used+len(b) > max {
+				res.State[i].Conversation = nil
+				out.OmittedPatches++
+			} else {
+				used += len(b)
+			}
+		}
+	}
+	if out.OmittedPatches > 0 {
+		out.Truncated = true
+		out.Hint = fmt.Sprintf("%d patches left out past max_bytes=%d: ask again with paths (a few files) or a larger max_bytes", out.OmittedPatches, max)
+	}
+	return out
 }
 
 type rewindIn struct {
@@ -183,6 +232,9 @@ func (s *Server) register(srv *sdk.Server) {
 				n = 20
 			}
 			entries, err := r.Log(ctx, snap.LogOptions{Session: s.sess(in.sessionArg), N: n})
+			if entries == nil {
+				entries = []snap.LogEntry{}
+			}
 			return map[string]any{"checkpoints": entries}, err
 		})
 	tool(s, srv, "show", "Show one checkpoint in detail: the files it changed, its state documents, a preview of its conversation.",
@@ -193,7 +245,7 @@ func (s *Server) register(srv *sdk.Server) {
 			}
 			return r.Show(ctx, id)
 		})
-	tool(s, srv, "diff", "Compare two checkpoints, or a checkpoint (default @) with the working tree: unified diffs of the files, and the conversation's new messages.",
+	tool(s, srv, "diff", "Compare two checkpoints, or a checkpoint (default @) with the working tree: unified diffs of the files, and the conversation's new messages. Patches are cut at max_bytes (truncated: true); narrow with paths.",
 		func(ctx context.Context, in diffIn) (any, error) {
 			sess := s.sess(in.sessionArg)
 			from := in.From
@@ -212,7 +264,15 @@ func (s *Server) register(srv *sdk.Server) {
 				}
 				to = &t
 			}
-			return r.Diff(ctx, f, to, nil)
+			res, err := r.Diff(ctx, f, to, in.Paths)
+			if err != nil {
+				return nil, err
+			}
+			max := in.MaxBytes
+			if max <= 0 {
+				max = defaultDiffBytes
+			}
+			return budget(res, max), nil
 		})
 	tool(s, srv, "status", "What changed in the working tree and the state documents since the last checkpoint.",
 		func(ctx context.Context, in sessionArg) (any, error) { return r.Status(ctx, s.sess(in)) })

@@ -249,3 +249,58 @@ func TestConversationPathConfined(t *testing.T) {
 		}
 	}
 }
+
+// A diff answer stays within max_bytes (default 64 KiB): files past it
+// keep their counts, lose their patches, and the answer says so; paths
+// narrow it. An empty session's log is a list, not null.
+func TestDiffBounded(t *testing.T) {
+	ctx := context.Background()
+	repo, root := snaptest.NewRepo(t)
+	for _, n := range []string{"a", "b", "c"} {
+		os.WriteFile(filepath.Join(root, n+".txt"), []byte(strings.Repeat(n+" old line\n", 2000)), 0o644)
+	}
+	srv := mcp.New(repo, mcp.Options{Session: "d"})
+	st, ct := sdk.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) (map[string]any, int) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", name, err, res)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var out map[string]any
+		json.Unmarshal(b, &out)
+		return out, len(b)
+	}
+	if l, _ := call("log", nil); l["checkpoints"] == nil {
+		t.Fatalf("log of an empty session: %v", l)
+	}
+	call("checkpoint", nil)
+	for _, n := range []string{"a", "b", "c"} {
+		os.WriteFile(filepath.Join(root, n+".txt"), []byte(strings.Repeat(n+" new line\n", 2000)), 0o644)
+	}
+	d, size := call("diff", map[string]any{"max_bytes": 100000})
+	if d["truncated"] != true || size > 150000 || len(d["files"].([]any)) != 3 {
+		t.Fatalf("diff of 3 x 40 KB changes with max_bytes 100000: %d bytes, truncated %v", size, d["truncated"])
+	}
+	for _, f := range d["files"].([]any) {
+		if f.(map[string]any)["lines_added"].(float64) != 2000 {
+			t.Fatalf("counts lost: %v", f)
+		}
+	}
+	d, _ = call("diff", map[string]any{"paths": []string{"b.txt"}, "max_bytes": 1 << 20})
+	if files := d["files"].([]any); len(files) != 1 || d["truncated"] != false || files[0].(map[string]any)["patch"] == nil {
+		t.Fatalf("diff of b.txt: %v", d)
+	}
+	if _, size := call("diff", nil); size > 80000 {
+		t.Fatalf("default diff answer %d bytes", size)
+	}
+}
