@@ -7,7 +7,9 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -93,10 +95,10 @@ func PatchPaths(input json.RawMessage) ([]string, bool) {
 	if patch == "" {
 		var argv []string
 		var line string
-		if json.Unmarshal(in.Command, &argv) == nil && len(argv) > 0 {
-			patch = argv[len(argv)-1]
+		if json.Unmarshal(in.Command, &argv) == nil {
+			patch = commandPatch(argv)
 		} else if json.Unmarshal(in.Command, &line) == nil {
-			patch = line
+			patch = scriptPatch(line)
 		}
 	}
 	if !strings.Contains(patch, "*** Begin Patch") {
@@ -113,6 +115,35 @@ func PatchPaths(input json.RawMessage) ([]string, bool) {
 		}
 	}
 	return out, len(out) > 0
+}
+
+// commandPatch is the patch of a command that only applies one:
+// ["apply_patch", PATCH], or a shell running a script that is only an
+// apply_patch heredoc (["bash", "-lc", "apply_patch <<'EOF'\n...\nEOF"]).
+// Anything else the command does could change other files: "" then.
+func commandPatch(argv []string) string {
+	switch {
+	case len(argv) == 2 && path.Base(argv[0]) == "apply_patch":
+		return argv[1]
+	case len(argv) == 3 && (argv[1] == "-lc" || argv[1] == "-c") && strings.HasSuffix(argv[0], "sh"):
+		return scriptPatch(argv[2])
+	}
+	return ""
+}
+
+// heredocPatch matches a script that is one apply_patch with its patch in
+// a heredoc and nothing else.
+var heredocPatch = regexp.MustCompile(`(?s)^\s*apply_patch\s*<<-?\s*['"]?(\w+)['"]?\n(.*)\n(\w+)\s*$`)
+
+func scriptPatch(script string) string {
+	if strings.HasPrefix(strings.TrimSpace(script), "*** Begin Patch") {
+		return script // the patch itself
+	}
+	m := heredocPatch.FindStringSubmatch(script)
+	if m == nil || m[1] != m[3] {
+		return ""
+	}
+	return m[2]
 }
 
 // Hooks are the hooks Install adds.

@@ -26,6 +26,7 @@ func TestPatchPaths(t *testing.T) {
 		{"input field", map[string]any{"input": patch}},
 		{"argv", map[string]any{"command": []string{"apply_patch", patch}}},
 		{"command line", map[string]any{"command": patch}},
+		{"heredoc", map[string]any{"command": []string{"bash", "-lc", "apply_patch <<'EOF'\n" + patch + "\nEOF\n"}}},
 	} {
 		b, _ := json.Marshal(c.input)
 		got, ok := codex.PatchPaths(b)
@@ -33,7 +34,10 @@ func TestPatchPaths(t *testing.T) {
 			t.Errorf("%s: %v %v, want %v", c.name, got, ok, want)
 		}
 	}
-	for _, in := range []string{`{"command":["bash","-lc","make test"]}`, `{}`, `not json`} {
+	// A command that does more than apply the patch is a full capture.
+	withRm, _ := json.Marshal(map[string]any{"command": []string{"bash", "-lc", "apply_patch <<'EOF'\n" + patch + "\nEOF\nrm -f old.txt"}})
+	twoArgs, _ := json.Marshal(map[string]any{"command": []string{"sh", "-c", "rm -rf build", patch}})
+	for _, in := range []string{`{"command":["bash","-lc","make test"]}`, `{}`, `not json`, string(withRm), string(twoArgs)} {
 		if got, ok := codex.PatchPaths([]byte(in)); ok {
 			t.Errorf("%s: paths %v from no patch", in, got)
 		}
