@@ -155,6 +155,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// OpenProject opens the store of the project holding dir, making one as
+// the first hook event does (see open) when there is none: a front-end
+// that an agent starts on its own (snap mcp) needs no 'snap init' first.
+func OpenProject(dir string) (*snap.Repo, error) {
+	return open(dir, Options{}.withDefaults(), true)
+}
+
 // open opens the store of the project holding dir; with create, a project
 // with none gets one (at the root of the git repository holding dir, else
 // at dir). A store in an ancestor directory is not the project's when a

@@ -15,6 +15,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
+	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/agent"
 	"github.com/snapcore-dev/snap/mcp"
 )
 
@@ -27,7 +29,9 @@ status, rewind (a dry run unless confirm is true), undo, redo, conversation
 (paged; compact), and the agent-workflow verbs memo_begin_task, memo_replace
 (staged edits with lettered candidates), memo_preview, memo_commit,
 memo_commit_auto, memo_revert and memo_task_tree. The project is the working
-directory (or -C DIR); the session is each tool's session argument, else -s.
+directory (or -C DIR; a project with no store gets one, as with the hooks:
+at the root of its git repository, never in the home directory); the session
+is each tool's session argument, else -s.
 The checkpoint tool's conversation_path must be a .jsonl or .json file in the
 project or an agent's transcript directory (~/.claude/projects, ~/.gemini,
 ~/.codex/sessions) or under a --conversation-dir: the server acts with your
@@ -58,6 +62,17 @@ It runs until interrupted.
 		Action: func(c *cli.Context) error {
 			g := globals(c)
 			repo, err := g.open(c.Context)
+			if errors.Is(err, snap.ErrNoStore) && g.Store == "" {
+				// Started by an agent in a project with no store: make
+				// one, as the first hook event does.
+				dir := g.Dir
+				if dir == "" {
+					dir = "."
+				}
+				if abs, aerr := filepath.Abs(dir); aerr == nil {
+					repo, err = agent.OpenProject(abs)
+				}
+			}
 			if err != nil {
 				return err
 			}
