@@ -44,9 +44,8 @@ func newRunner(dir string, disabled map[string]bool, logf func(string, ...any)) 
 	for i := 0; i < 2; i++ {
 		p := &project{idx: i, root: filepath.Join(dir, fmt.Sprintf("p%d", i+1)), outside: filepath.Join(dir, fmt.Sprintf("p%d-out", i+1)),
 			heads: map[string]objects.ID{}, byID: map[objects.ID]*ckRec{}, labels: map[string]objects.ID{},
-			undo: map[string][]*stackOp{}, redo: map[string][]*stackOp{}, order: map[string][]objects.ID{}, inOrder: map[objects.ID]bool{},
-			pending: map[string]*pendingEdits{}, taskFloor: map[string]int{}, ext: filepath.Join(dir, fmt.Sprintf("p%d-ext", i+1))}
-		for _, d := range []string{p.root, p.outside, p.ext} {
+			undo: map[string][]*stackOp{}, redo: map[string][]*stackOp{}, order: map[string][]objects.ID{}, inOrder: map[objects.ID]bool{}}
+		for _, d := range []string{p.root, p.outside} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return nil, err
 			}
@@ -134,12 +133,9 @@ func (r *runner) apply(op *Op) {
 	case "fsck":
 		r.fsck(p)
 	default:
-		if !r.agentOp(p, op) {
-			r.fsOp(p, op)
-		}
+		r.fsOp(p, op)
 	}
 	r.checkHeads(p)
-	r.checkAgent(p, op)
 	if op.CLI != nil {
 		t := time.Now()
 		r.runCLI(p, op.CLI)
@@ -194,7 +190,7 @@ func (r *runner) cmdOf(p *project, op *Op, ref string) [][]string {
 	case "fsck":
 		return [][]string{{"fsck", "--full"}}
 	}
-	return agentCmd(op)
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -739,7 +735,7 @@ func createdIgnored(d0, d1 tree, safety *ruleSet) tree {
 // restoring some paths only (like 'git checkout REF -- PATH'), where it
 // was once the safety checkpoint is taken.
 func newHeadOf(sc scope, target objects.ID, h *ckRec, res *snap.RewindResult) objects.ID {
-	if len(sc.paths) == 0 || sc.movesHead {
+	if len(sc.paths) == 0 {
 		return target
 	}
 	if res.SafetyCreated && res.SafetyCheckpoint != nil {
@@ -1143,7 +1139,6 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	}
 	setHead(p, op.Session, newHead)
 	move()
-	r.restage(p, op.Session, top, undo, err)
 }
 
 // exactEqual compares two disks entry by entry, directories included.
