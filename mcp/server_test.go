@@ -77,6 +77,10 @@ func TestGoClient(t *testing.T) {
 	if c, _ := ans["candidates"].([]any); len(c) != 2 {
 		t.Fatalf("candidates: %v", ans["candidates"])
 	}
+	// Advice in tool terms, not CLI commands.
+	if a := mustJSON(ans); strings.Contains(a, "snap edit") || strings.Contains(a, "--match") || !strings.Contains(a, "match_id") {
+		t.Fatalf("needs_match advice: %s", a)
+	}
 	ans = call("memo_replace", map[string]any{"path": "config.yaml", "old_text": "timeout: 30", "new_text": "timeout: 60", "match_id": "b"})
 	if ans["status"] != "editing" {
 		t.Fatalf("memo_replace with match_id: %v", ans)
@@ -120,8 +124,8 @@ func TestGoClient(t *testing.T) {
 		t.Fatalf("rewind to a missing checkpoint: %v %v", err, res)
 	}
 	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "memo_commit", Arguments: map[string]any{"summary": "nothing"}})
-	if err != nil || !res.IsError {
-		t.Fatalf("memo_commit with nothing staged: %v %v", err, res)
+	if err != nil || !res.IsError || strings.Contains(text(res), "snap edit") || !strings.Contains(text(res), "memo_replace") {
+		t.Fatalf("memo_commit with nothing staged: %v %v", err, text(res))
 	}
 	if l := call("log", map[string]any{"n": 3}); len(l["checkpoints"].([]any)) != 3 {
 		t.Fatalf("log: %v", l)
