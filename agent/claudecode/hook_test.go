@@ -147,14 +147,22 @@ func TestHookFailuresNeverBlock(t *testing.T) {
 
 // holdStore takes the store's gc.lock exclusively, as a running gc sweep
 // does: every writer waits for it.
+// (A hook an earlier case gave up on may still hold it shared for a
+// moment: it is retried for a few seconds.)
 func holdStore(t *testing.T, repo *snap.Repo) (func(), error) {
 	f, err := os.OpenFile(filepath.Join(repo.StoreDir, "gc.lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, err
+	for try := 0; ; try++ {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if try == 100 {
+			f.Close()
+			return nil, err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return func() { f.Close() }, nil
 }
