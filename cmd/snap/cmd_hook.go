@@ -66,7 +66,9 @@ session_id, with the transcript at transcript_path as the conversation:
 SessionStart (kind session-start), UserPromptSubmit (prompt, the summary its
 first line), PreToolUse (pre-tool; for Edit, Write, MultiEdit and NotebookEdit
 only the named file is examined; the message id is the tool_use_id, so 'snap
-rewind msg:<tool_use_id>' is the state before that call), PostToolUse
+rewind -s <session_id> msg:<tool_use_id>' is the state before that call; ids
+that are not legal session names are rewritten, and 'snap hook log' names the
+session each event went to), PostToolUse
 (post-tool), Stop, SubagentStop and PreCompact (labelled). Read-only tools and
 unknown events record nothing.
 
