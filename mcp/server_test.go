@@ -25,17 +25,7 @@ func TestGoClient(t *testing.T) {
 	ctx := context.Background()
 	repo, root := snaptest.NewRepo(t)
 	os.WriteFile(filepath.Join(root, "config.yaml"), []byte("a:\n  timeout: 30\nb:\n  timeout: 30\n"), 0o644)
-	srv := mcp.New(repo, mcp.Options{Session: "agent", Version: "test"})
-	st, ct := sdk.NewInMemoryTransports()
-	if _, err := srv.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, mcp.New(repo, mcp.Options{Session: "agent", Version: "test"}))
 
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -132,6 +122,22 @@ func TestGoClient(t *testing.T) {
 	}
 }
 
+// connect is the Go SDK's client on srv over in-memory transports, closed
+// with the test.
+func connect(t *testing.T, srv *sdk.Server) *sdk.ClientSession {
+	t.Helper()
+	st, ct := sdk.NewInMemoryTransports()
+	if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 func text(r *sdk.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range r.Content {
@@ -222,15 +228,7 @@ func TestConversationPathConfined(t *testing.T) {
 	}
 	os.Symlink(filepath.Join(outside, "t.jsonl"), filepath.Join(root, "link.jsonl"))
 	srv := mcp.New(repo, mcp.Options{Session: "c", ConversationDirs: []string{allowed}})
-	st, ct := sdk.NewInMemoryTransports()
-	if _, err := srv.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, srv)
 	for _, c := range []struct {
 		path string
 		ok   bool
@@ -264,15 +262,7 @@ func TestDiffBounded(t *testing.T) {
 		os.WriteFile(filepath.Join(root, n+".txt"), []byte(strings.Repeat(n+" old line\n", 2000)), 0o644)
 	}
 	srv := mcp.New(repo, mcp.Options{Session: "d"})
-	st, ct := sdk.NewInMemoryTransports()
-	if _, err := srv.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, srv)
 	call := func(name string, args map[string]any) (map[string]any, int) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
