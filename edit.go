@@ -639,7 +639,7 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 			return nil, fmt.Errorf("%w: %w", ErrConflict, err)
 		}
 		if exists {
-			next[rel] = out
+			next[rel] = append([]byte{}, out...) // never nil: an empty file is not a deleted one
 		} else {
 			next[rel] = nil
 		}

@@ -1,6 +1,8 @@
 package snap_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -469,6 +471,36 @@ func TestTaskRevertKeepsConcurrentStage(t *testing.T) {
 		}
 		if _, err := r.EditRevert(ctx, "", "next round"); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A replace that leaves a file empty (or a write of nothing) commits an
+// empty file; it does not delete it (model harness M10).
+func TestEditToEmptyKeepsTheFile(t *testing.T) {
+	ctx := context.Background()
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "only\n")
+	writeFile(t, filepath.Join(root, "b.txt"), "b\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "only\n", New: ""}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "b.txt", Kind: "write", New: ""}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.EditCommit(ctx, "", "emptied")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a.txt", "b.txt"} {
+		fi, err := os.Stat(filepath.Join(root, p))
+		if err != nil || fi.Size() != 0 {
+			t.Fatalf("%s after the commit: %v %v", p, fi, err)
+		}
+		var buf bytes.Buffer
+		if err := r.Cat(ctx, *res.Checkpoint, p, &buf); err != nil || buf.Len() != 0 {
+			t.Fatalf("%s in the edit-commit checkpoint: %v %q", p, err, buf.String())
 		}
 	}
 }
