@@ -208,6 +208,16 @@ func (r *runner) runCLI(p *project, c *CLIOp) {
 				return ""
 			}
 		}
+	case "edit-status":
+		args = []string{"edit", "status", "-s", s, "--json"}
+		want = []int{0}
+		check = func(out []byte) string { return r.checkEditStatusJSON(p, s, out) }
+	case "task":
+		args = withJSON("task", "-s", s)
+		want = []int{0}
+		if json1 {
+			check = func(out []byte) string { return r.checkTaskJSON(p, s, out) }
+		}
 	default:
 		r.failf("harness", "unknown cli command %q", c.Cmd)
 		return

@@ -60,6 +60,23 @@
 //     end.
 //  6. A rewind that restores state documents puts the target's back at
 //     their source paths (and removes those it records as absent).
+//  7. The agent workflow (agent_test.go, whose comment lists each promise
+//     with its category): staged edits never touch the tree, are per
+//     session, survive reopening the store, are answered as the model
+//     says (staged at the position of the only match, needs_match with the
+//     lettered candidates, ErrNoPath, ErrUsage for ignored paths, overlaps,
+//     non-UTF-8 text, ErrConflict for a file changed since staging); a
+//     commit applies every pending change and nothing else (the edited
+//     paths hold their bases with the changes applied, every other path is
+//     as it was, an edit-commit checkpoint records the result) or, refused,
+//     writes nothing and keeps them pending; undo puts the edited paths
+//     back and stages the changes again, redo applies them again. Task ids
+//     1, 2, 3... per session are never given out twice; the task stack is
+//     each checkpoint's "tasks" document (checked against the model's own
+//     begin, commit, revert) and travels with the head (rewind, undo); a
+//     task commit applies the pending edits, a task revert drops them and
+//     moves the files back to the task's begin (undo brings them back).
+//     Nothing is ever written beyond a symlink out of the project.
 //
 // # Operations
 //
@@ -80,6 +97,16 @@
 // prefix, label, @, @~1; full, files-only, conversation-only or paths;
 // 30% preceded by the same rewind with DryRun), undo, redo, label, gc
 // (store policy; keep-last 3, keep-within 0, grace 0; grace 0) and fsck.
+// The agent workflow, about a sixth of the ops: edit-stage (replace, with a
+// piece of the file as it is, often one that occurs several times, a
+// candidate letter, an anchor; write; delete; on editable files mostly,
+// also on new, ignored, special paths and paths beyond symlinks), edit-drop,
+// edit-revert, edit-commit, task-begin (under the current task, at top
+// level, under a given one), task-commit (--keep-open), task-revert, reopen
+// (the store closed and opened again) and linkdir (a directory replaced by
+// a symlink, to a directory outside the project that must stay empty). A
+// draw with nothing to commit or revert mostly stages or begins instead,
+// and a commit the model knows will be refused mostly reverts instead.
 //
 // # Failures and shrinking
 //
@@ -92,7 +119,10 @@
 // result); undo-not-exact, redo-not-exact, undo-expired, undo-stack, head
 // (undo, redo and refs); dry-run; gc-retention, gc-lost; changed-tree (an
 // operation that must not touch the tree did); cli-exit:CMD,
-// cli-output:CMD, cli-panic, status-missing-doc, fsck; api-error. A run
+// cli-output:CMD, cli-panic, status-missing-doc, fsck; api-error;
+// edit-stage, edit-pending, edit-commit, task-op, task-id, task-doc,
+// task-stack, outside-write (the agent workflow); and one narrow category
+// per open finding, raised by that case only (knownBugs). A run
 // stops at the first failing step, then shrinks the sequence: read-only
 // commands dropped, then delta debugging over the ops (a candidate counts
 // when it fails with the same category), within SNAP_MODEL_SHRINK_SECONDS
@@ -106,8 +136,8 @@
 //
 // # Running
 //
-//	go test ./torture/model/                       # CI: 400 steps (150 with -short)
-//	go test ./torture/model/ -model.long -timeout 1h   # 10,000 steps (also SNAP_MODEL=long)
+//	go test ./torture/model/                       # CI: 480 steps (180 with -short)
+//	go test ./torture/model/ -model.long -timeout 1h   # 12,000 steps (also SNAP_MODEL=long)
 //	SNAP_MODEL_SEED=N go test ./torture/model/     # repeat a run (every run logs its seed)
 //	SNAP_MODEL_STEPS=N                             # any number of steps
 //	SNAP_MODEL_REPLAY=file.json go test ./torture/model/ -run TestReplay -v
@@ -116,8 +146,12 @@
 // The default (CI) run replays a fixed seed (ciSeed), so that CI fails on
 // a change in snap, not on the draw; the long mode and
 // SNAP_MODEL_SEED=random explore new seeds. knownBugs lists the categories
-// of the open findings (M3-M5 of FINDINGS-model.md), left unchecked until
-// they are fixed.
+// of the open findings (M9, M11-M15 of FINDINGS-model.md), left unchecked until
+// they are fixed: each is a category of its own, raised by that case only,
+// after which the model follows what snap did. Their repros are in
+// testdata/ (TestSavedReplays: they pass while the category is known, and
+// guard the fix once it is removed from knownBugs); SNAP_MODEL_CHECK_KNOWN=1
+// checks the known categories too (the repros then fail).
 //
 // More knobs: SNAP_MODEL_KNOWN=cat1,cat2 stops checking those categories
 // for one run, beside knownBugs (to explore past a bug being fixed);

@@ -15,16 +15,36 @@ import (
 // knownBugs disables the checks of these failure categories (category →
 // why): open findings (FINDINGS-model.md), to be fixed and removed from
 // here. SNAP_MODEL_KNOWN=cat1,cat2 adds categories for one run.
-var knownBugs = map[string]string{}
+var knownBugs = map[string]string{
+	// Found by the agent-workflow ops (FINDINGS-model.md, M9-M15). Each
+	// category is raised only by its own case; after reporting it the
+	// model follows what snap did, so a run goes on past it.
+	"undo-refused-moved": "M9: a redo (or undo) of a checkpoint that is refused because a label it moves has moved since " +
+		"still moves the session head (moveRefsBack sets the refs one by one, with no rollback), and records nothing",
+	// (M10, edit-empty-deleted: a commit leaving a file empty deleted it;
+	// fixed in 4af2508, testdata/edit-empty-deleted.json guards it.)
+	"edit-commit-head-rules": "M11: an edit commit of a path the session head's own ignore rules ignore (the rules on disk do not) " +
+		"is refused with a spurious ErrConflict after taking a safety checkpoint (or, for a new file, recorded but not written)",
+	"edit-undo-dirs": "M12: the undo of an edit commit (or task commit) that created a file in new directories removes the file " +
+		"but leaves the directories, empty (the undo restores the edited paths only; the next checkpoint records them)",
+	"undo-deletes-unignored": "M13: the undo of a rewind deletes a file that was there before the rewind, ignored then " +
+		"(so the safety checkpoint lacks it), when the ignore files the rewind restored no longer ignore it: data loss",
+	"undo-after-redo": "M14: the undo of a redone edit commit, task commit or task revert returns to the original operation's " +
+		"safety checkpoint and head, not to the state just before the redo: what changed in between leaves the working tree",
+	"edit-through-symlink": "M15: an edit commit of a path whose directory became a symlink (or a file) since it was staged " +
+		"writes nothing (ErrPartial) yet records the commit, moves the head to a checkpoint holding the new file and drops the pending change",
+}
 
-// ciSeed is the seed of the default (CI) run: 400 steps that pass with
+// ciSeed is the seed of the default (CI) run: 480 steps that pass with
 // the categories above unchecked.
 const ciSeed = 23
 
 func disabledSet() map[string]bool {
 	d := map[string]bool{}
 	for c := range knownBugs {
-		d[c] = true
+		if os.Getenv("SNAP_MODEL_CHECK_KNOWN") == "" { // SNAP_MODEL_CHECK_KNOWN=1 checks them too
+			d[c] = true
+		}
 	}
 	for _, c := range envList("SNAP_MODEL_KNOWN") {
 		d[c] = true
@@ -44,12 +64,15 @@ type replayFile struct {
 const fsckEvery = 25
 
 func TestModel(t *testing.T) {
-	steps := 400
+	// A sixth of the ops are the agent workflow's (edits, tasks): a sixth
+	// more steps than before they were added, so the other ops keep their
+	// counts (each has as many as before).
+	steps := 480
 	if long() {
-		steps = 10000
+		steps = 12000
 	}
 	if testing.Short() {
-		steps = 150
+		steps = 180
 	}
 	steps = envInt("SNAP_MODEL_STEPS", steps)
 	keepGoing := os.Getenv("SNAP_MODEL_KEEP_GOING") != ""

@@ -52,10 +52,16 @@ type labelChange struct {
 type scope struct {
 	files, state bool
 	paths        []string
+	// movesHead: the move limited to paths moves the head all the same
+	// (an edit commit, and so its undo and redo); no path of it is
+	// refused as missing (a commit may create or delete its paths).
+	movesHead bool
 }
 
 func (s scope) String() string {
 	switch {
+	case s.movesHead:
+		return "edited paths " + strings.Join(s.paths, ",")
 	case len(s.paths) > 0:
 		return "paths " + strings.Join(s.paths, ",")
 	case s.files && s.state:
@@ -122,6 +128,16 @@ type stackOp struct {
 	// document elsewhere), source → content; likewise.
 	created     tree
 	createdDocs map[string]string
+	// what: the operation a "rewind" entry records (rewind, edit-commit,
+	// task-commit, task-revert); edits: the staged edits it committed or
+	// dropped, which its undo stages again (when none are pending) and its
+	// redo drops again (when they are still what is pending).
+	what  string
+	edits *pendingEdits
+	// origSafety, origOldHead: the safety checkpoint and head of the
+	// operation itself, where snap's undo returns even after a redo
+	// (snap's known bug M14; for a rewind it returns to the redo's).
+	origSafety, origOldHead objects.ID
 }
 
 // project is one project directory with its own store, and the model of
@@ -145,6 +161,13 @@ type project struct {
 	// desynced: a failure left the model unable to predict the undo/redo
 	// stacks (exploration runs only: a failing run stops at the failure).
 	desynced bool
+	// The agent workflow (agent_test.go): per session the staged edits
+	// snap must hold, and one past every task id the session's operations
+	// named (ids are never given out twice); ext is a directory outside
+	// the project that linkdir symlinks lead to, which nothing may write.
+	pending   map[string]*pendingEdits
+	taskFloor map[string]int
+	ext       string
 }
 
 var sessions = []string{"default", "s2"}
@@ -999,6 +1022,9 @@ func (p *project) createdDocs(me moveExp, T *ckRec, sc scope, d0 tree, o0 outSta
 // missingPaths returns a path of sc that is neither in the target nor in
 // the safety capture (a move refuses it: a typo), or "".
 func (me moveExp) missingPaths(sc scope, T *ckRec) string {
+	if sc.movesHead {
+		return ""
+	}
 	for _, q := range sc.paths {
 		n := strings.Trim(path.Clean("/"+q), "/")
 		if n == "" {

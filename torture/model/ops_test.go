@@ -40,6 +40,17 @@ type Op struct {
 	DryRun bool   `json:"dry_run,omitempty"`
 	Policy int    `json:"policy,omitempty"` // gc: 0 store policy, 1 keep-last 3 keep-within 0 grace 0, 2 grace 0
 
+	// Staged edits and tasks (agent_test.go). Data is the new text of a
+	// replace or the whole content of a write.
+	Edit       string `json:"edit,omitempty"`        // edit-stage: replace, write, delete
+	Old        string `json:"old,omitempty"`         // edit-stage replace: the text to find
+	Match      string `json:"match,omitempty"`       // edit-stage: the candidate letter; edit-drop: the change
+	After      string `json:"after,omitempty"`       // edit-stage replace: the anchor
+	AllMatches bool   `json:"all_matches,omitempty"` // edit-stage replace: up to 26 candidates
+	Text       string `json:"text,omitempty"`        // a commit's summary, a revert's reason, a task's goal
+	Parent     int    `json:"parent,omitempty"`      // task-begin: 0 the current task, -1 top level, N task N
+	KeepOpen   bool   `json:"keep_open,omitempty"`   // task-commit
+
 	CLI *CLIOp `json:"cli,omitempty"` // read-only CLI command run after the op
 }
 
@@ -137,6 +148,8 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, " -s %s C@%d (as %s) %s", o.Session, o.Target, o.Form, o.Label)
 	case "gc":
 		fmt.Fprintf(&b, " %s", []string{"store policy", "keep-last 3 keep-within 0 grace 0", "grace 0"}[o.Policy])
+	default:
+		o.agentString(&b, q)
 	}
 	if o.CLI != nil {
 		fmt.Fprintf(&b, "; then cli %s", o.CLI)
@@ -269,6 +282,11 @@ var opWeights = []weighted{
 	{"swap", 2}, {"fifo", 1}, {"big", 2}, {"unreadable", 2}, {"readable", 1}, {"ignore", 9},
 	{"exclude", 1}, {"gitfile", 1}, {"transcript", 7}, {"tasks", 1},
 	{"checkpoint", 16}, {"rewind", 11}, {"undo", 5}, {"redo", 3}, {"label", 1}, {"gc", 2},
+	// The agent workflow (agent_test.go): about a sixth of the ops; the
+	// default run has as many more steps, so the ops above keep their
+	// counts.
+	{"edit-stage", 9}, {"edit-commit", 3}, {"edit-revert", 1}, {"edit-drop", 1},
+	{"task-begin", 4}, {"task-commit", 2}, {"task-revert", 2}, {"reopen", 1}, {"linkdir", 1},
 }
 
 func pick(rng *rand.Rand, ws []weighted) string {
@@ -432,8 +450,16 @@ func gen(rng *rand.Rand, g *genState) Op {
 		op.Label = labelNames[rng.IntN(len(labelNames))]
 	case "gc":
 		op.Policy = rng.IntN(3)
+	default:
+		genAgent(rng, g, &op)
 	}
 	op.CLI = genCLI(rng, g)
+	if agentKinds[op.Kind] && rng.IntN(3) > 0 {
+		// Two thirds of the agent-workflow ops run no read-only command:
+		// the run has as many more steps as they take (TestModel), not
+		// as many more commands, which cost most of a step.
+		op.CLI = nil
+	}
 	return op
 }
 
@@ -490,6 +516,7 @@ func editRules(rng *rand.Rand, old string) (string, bool) {
 var cliWeights = []weighted{
 	{"log", 3}, {"log-all", 2}, {"show", 4}, {"status", 6}, {"diff", 4}, {"diff2", 3}, {"diff-stat", 2},
 	{"diff-json", 4}, {"cat", 6}, {"cat-state", 3}, {"conversation", 3}, {"sessions", 2}, {"op-log", 2}, {"fsck", 1},
+	{"edit-status", 2}, {"task", 2},
 }
 
 func genCLI(rng *rand.Rand, g *genState) *CLIOp {

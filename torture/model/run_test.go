@@ -44,8 +44,9 @@ func newRunner(dir string, disabled map[string]bool, logf func(string, ...any)) 
 	for i := 0; i < 2; i++ {
 		p := &project{idx: i, root: filepath.Join(dir, fmt.Sprintf("p%d", i+1)), outside: filepath.Join(dir, fmt.Sprintf("p%d-out", i+1)),
 			heads: map[string]objects.ID{}, byID: map[objects.ID]*ckRec{}, labels: map[string]objects.ID{},
-			undo: map[string][]*stackOp{}, redo: map[string][]*stackOp{}, order: map[string][]objects.ID{}, inOrder: map[objects.ID]bool{}}
-		for _, d := range []string{p.root, p.outside} {
+			undo: map[string][]*stackOp{}, redo: map[string][]*stackOp{}, order: map[string][]objects.ID{}, inOrder: map[objects.ID]bool{},
+			pending: map[string]*pendingEdits{}, taskFloor: map[string]int{}, ext: filepath.Join(dir, fmt.Sprintf("p%d-ext", i+1))}
+		for _, d := range []string{p.root, p.outside, p.ext} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return nil, err
 			}
@@ -133,9 +134,14 @@ func (r *runner) apply(op *Op) {
 	case "fsck":
 		r.fsck(p)
 	default:
-		r.fsOp(p, op)
+		if !r.agentOp(p, op) {
+			r.fsOp(p, op)
+		}
 	}
 	r.checkHeads(p)
+	t0 := time.Now()
+	r.checkAgent(p, op)
+	r.times["agent checks"] += time.Since(t0)
 	if op.CLI != nil {
 		t := time.Now()
 		r.runCLI(p, op.CLI)
@@ -190,7 +196,7 @@ func (r *runner) cmdOf(p *project, op *Op, ref string) [][]string {
 	case "fsck":
 		return [][]string{{"fsck", "--full"}}
 	}
-	return nil
+	return agentCmd(op)
 }
 
 // ---------------------------------------------------------------------------
@@ -735,7 +741,7 @@ func createdIgnored(d0, d1 tree, safety *ruleSet) tree {
 // restoring some paths only (like 'git checkout REF -- PATH'), where it
 // was once the safety checkpoint is taken.
 func newHeadOf(sc scope, target objects.ID, h *ckRec, res *snap.RewindResult) objects.ID {
-	if len(sc.paths) == 0 {
+	if len(sc.paths) == 0 || sc.movesHead {
 		return target
 	}
 	if res.SafetyCreated && res.SafetyCheckpoint != nil {
@@ -1015,7 +1021,8 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 				r.failf("undo-stack", "%s of the %s of step %d succeeded although a ref it moves has moved since", kind, top.kind, top.step)
 			}
 			if err != nil {
-				return // refused: nothing changed
+				r.checkRefusedRefs(p, op.Session, kind, top) // refused: nothing changed
+				return
 			}
 			r.stats[kind+" across expired checkpoints"]++
 		case err != nil:
@@ -1080,7 +1087,28 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	if ures != nil {
 		res = ures.Rewind
 	}
+	// Snap's known bug M14: the undo of a redone edit commit, task commit
+	// or task revert returns to the original operation's safety checkpoint
+	// and head, not to the state just before the redo (as for a rewind).
+	// Reported when that is what it did; the model then follows it.
+	alt := false
+	if undo && top.what != "" && !top.origSafety.IsZero() && top.origSafety != top.safety && res != nil && res.Target == top.origSafety {
+		if ot := p.byID[top.origSafety]; ot != nil {
+			ame := p.expectMove(d0, o0, ot, h, top.scope, created, createdDocs)
+			diff := "the same files as the redo's would have been"
+			if d1 := r.mustScan(p); !movedAs(me, d1) {
+				diff = strings.Join(diffTrees(me.disk, d1, 5), "; ")
+			}
+			r.failf("undo-after-redo", "%s of the %s of step %d, redone since, returned to the original safety checkpoint %s "+
+				"(and head %s), not to the state just before the redo (%s, head %s): %s",
+				kind, top.what, top.step, ot, top.origOldHead.Short(), tgt, top.oldHead.Short(), diff)
+			me, tgt, newHead, alt = ame, ot, top.origOldHead, true
+		}
+	}
 	what := fmt.Sprintf("%s of the rewind of step %d (to %s, %s)", kind, top.step, tgt, top.scope)
+	if top.what != "" {
+		r.stats[kind+" of a "+top.what]++
+	}
 	ok, d1, o1 := r.checkMove(p, what, d0, o0, me, tgt, h, op.Session, res, err)
 	if !ok {
 		r.resyncAfterUnmodelled(p, op.Session)
@@ -1098,6 +1126,11 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 			c := cat
 			if len(diffTrees(before.nonDirs(), d1.nonDirs(), 1)) == 0 {
 				c = cat + "-dirs"
+				if top.what == "edit-commit" || top.what == "task-commit" {
+					c = "edit-undo-dirs" // snap's known bug M12
+				}
+			} else if undo && deletesUnignored(before, d1, tgt) {
+				c = "undo-deletes-unignored" // snap's known bug M13
 			}
 			r.failf(c, "%s does not give back the state from before exactly:\n  %s", what, strings.Join(d, "\n  "))
 		}
@@ -1105,9 +1138,9 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 			r.failf(cat, "%s does not give back the state documents: %s, before: %s", what, o1, ob)
 		}
 	}
-	if undo {
+	if undo && !alt {
 		strong(top.before, top.after, top.outBefore, top.outAfter, "undo-not-exact")
-	} else {
+	} else if !undo {
 		strong(top.after, top.before, top.outAfter, top.outBefore, "redo-not-exact")
 	}
 	if res != nil && res.SafetyCheckpoint != nil {
@@ -1139,6 +1172,72 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	}
 	setHead(p, op.Session, newHead)
 	move()
+	r.restage(p, op.Session, top, undo, err)
+}
+
+// checkRefusedRefs: an undo or redo of a ref move (a checkpoint, a
+// label) that was refused moved none of its refs: the session head and
+// the labels are where the model has them. A ref moved anyway is
+// reported [undo-refused-moved] and taken as the model's (so the broader
+// head check measures later operations only).
+func (r *runner) checkRefusedRefs(p *project, session, kind string, top *stackOp) {
+	id, err := p.repo.Refs().Get("sessions/" + session + "/head")
+	if err != nil {
+		id = objects.ID{}
+	}
+	if id != p.heads[session] {
+		r.failf("undo-refused-moved", "the refused %s of the %s of step %d moved the head of session %s from %s to %s",
+			kind, top.kind, top.step, session, p.heads[session].Short(), id.Short())
+		r.resyncHead(p, session)
+	}
+	for _, lc := range top.labels {
+		l, err := p.repo.Refs().Get("labels/" + lc.name)
+		if err != nil {
+			l = objects.ID{}
+		}
+		if l != p.labels[lc.name] {
+			r.failf("undo-refused-moved", "the refused %s of the %s of step %d moved label %s from %s to %s",
+				kind, top.kind, top.step, lc.name, p.labels[lc.name].Short(), l.Short())
+			if l.IsZero() {
+				delete(p.labels, lc.name)
+			} else {
+				p.labels[lc.name] = l
+			}
+		}
+	}
+}
+
+// deletesUnignored: all an undo got wrong is removing files that were
+// there before the rewind it undoes, ignored then by the rules on disk
+// (so its safety checkpoint, tgt, does not hold them), and that the rules
+// the rewind restored no longer ignore (snap's known bug M13).
+func deletesUnignored(before, d1 tree, tgt *ckRec) bool {
+	rs := diskRules(before)
+	for _, q := range diffTrees(before.nonDirs(), d1.nonDirs(), 1000) {
+		q = q[:strings.Index(q, ":")]
+		if _, gone := d1[q]; gone || tgt.files[q] != (ent{}) || !rs.ignored(q, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// movedAs reports whether the disk d1 is what the move me expects.
+func movedAs(me moveExp, d1 tree) bool {
+	want, got := me.disk, d1
+	if !feat.emptyDirs {
+		got = d1.nonDirs()
+	}
+	if len(me.optionalDirs) > 0 {
+		want, got = want.clone(), got.clone()
+		for q := range me.optionalDirs {
+			if got[q].K == 'd' || got[q] == (ent{}) {
+				delete(want, q)
+				delete(got, q)
+			}
+		}
+	}
+	return len(diffTrees(want, got, 1)) == 0
 }
 
 // exactEqual compares two disks entry by entry, directories included.

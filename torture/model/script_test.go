@@ -100,6 +100,8 @@ func shellScript(ops []Op, disabled map[string]bool) string {
 				field = ".safety_checkpoint"
 			case c.kind == "safety":
 				field = ".rewind.safety_checkpoint"
+			case agentKinds[op.Kind]:
+				field = agentField(c.kind)
 			case c.kind != "checkpoint":
 				continue
 			}
@@ -201,7 +203,7 @@ func fsScript(p *project, op *Op, dir string) string {
 		}
 		return fmt.Sprintf("printf %s > \"%s\"\n", q(printfEscape(op.Data)), t)
 	}
-	return "# (not translated)\n"
+	return agentScript(op)
 }
 
 func shQuote(s string) string {
