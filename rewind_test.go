@@ -1,6 +1,7 @@
 package snap_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -278,5 +279,40 @@ func TestStatCacheRereadsMissingContent(t *testing.T) {
 	var sb strings.Builder
 	if err := r.Cat(ctx, res.ID, "keep.txt", &sb); err != nil || sb.String() != "same content throughout" {
 		t.Fatalf("keep.txt after its content was lost: %q, %v", sb.String(), err)
+	}
+}
+
+// A redo refused because a label it moves has moved since moves no ref:
+// the session head stays where it was (model harness M9).
+func TestRefusedRedoMovesNothing(t *testing.T) {
+	ctx := context.Background()
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "f"), "a\n")
+	checkpoint(t, r, snap.CheckpointOptions{Labels: []string{"l2"}})
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	before, err := r.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, r, snap.CheckpointOptions{Session: "s2", Labels: []string{"l2"}})
+	if _, err := r.Redo(ctx, ""); err == nil {
+		t.Fatal("the redo succeeded although l2 moved")
+	}
+	after, err := r.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := func(list []snap.SessionInfo) string {
+		for _, s := range list {
+			if s.Name == snap.DefaultSession {
+				return s.Head.String()
+			}
+		}
+		return "none"
+	}
+	if head(after) != head(before) {
+		t.Fatalf("the refused redo moved the head of the default session: %s, was %s", head(after), head(before))
 	}
 }

@@ -127,6 +127,12 @@ func moveRefsBack(r *Repo, ctx context.Context, session string, op refs.Op, undo
 			c.Old, c.New = c.New, c.Old
 		}
 		if err := r.setRef(c.Name, c.Old, c.New); err != nil {
+			// All or none: the refs already moved go back (by
+			// compare-and-swap too), so a refused undo or redo moves
+			// nothing.
+			for j := len(changes) - 1; j >= 0; j-- {
+				r.setRef(changes[j].Name, changes[j].New, changes[j].Old)
+			}
 			if errors.Is(err, refs.ErrConflict) {
 				return fmt.Errorf("cannot %s op %d: %s has moved since: %w", kind, op.Seq, c.Name, err)
 			}

@@ -19,8 +19,9 @@ var knownBugs = map[string]string{
 	// Found by the agent-workflow ops (FINDINGS-model.md, M9-M15). Each
 	// category is raised only by its own case; after reporting it the
 	// model follows what snap did, so a run goes on past it.
-	"undo-refused-moved": "M9: a redo (or undo) of a checkpoint that is refused because a label it moves has moved since " +
-		"still moves the session head (moveRefsBack sets the refs one by one, with no rollback), and records nothing",
+	// (M9, undo-refused-moved: a refused undo/redo moved the refs set
+	// before the one that conflicted; fixed: moveRefsBack rolls back.
+	// testdata/undo-refused-moved.json guards it.)
 	// (M10, edit-empty-deleted: a commit leaving a file empty deleted it;
 	// fixed in 4af2508, testdata/edit-empty-deleted.json guards it.)
 	"edit-commit-head-rules": "M11: an edit commit of a path the session head's own ignore rules ignore (the rules on disk do not) " +
