@@ -623,6 +623,13 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 	if err := r.notIgnored(res.Paths); err != nil {
 		return nil, err
 	}
+	// The staging rules again: a directory on the way may have become a
+	// symlink or a file since, and a commit writes nothing through one.
+	for _, rel := range res.Paths {
+		if _, err := r.editPath(rel); err != nil {
+			return nil, fmt.Errorf("%w; nothing was written and the changes stay pending ('snap edit revert REASON' drops them)", err)
+		}
+	}
 	next := map[string][]byte{} // nil: deleted
 	var stale []string
 	for _, rel := range res.Paths {

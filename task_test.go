@@ -504,3 +504,33 @@ func TestEditToEmptyKeepsTheFile(t *testing.T) {
 		}
 	}
 }
+
+// A staged path whose directory became a symlink (or a file) since is
+// refused at commit before anything is recorded; the change stays
+// pending (model harness M15).
+func TestEditCommitRefusesASymlinkMadeSince(t *testing.T) {
+	ctx := context.Background()
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "x"), "x1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a/x", Kind: "write", New: "hi\n"}); err != nil {
+		t.Fatal(err)
+	}
+	ext := t.TempDir()
+	if err := os.Symlink(ext, filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := r.Log(ctx, snap.LogOptions{Session: snap.DefaultSession})
+	if _, err := r.EditCommit(ctx, "", "through a link"); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("commit: %v", err)
+	}
+	if after, _ := r.Log(ctx, snap.LogOptions{Session: snap.DefaultSession}); len(before) == 0 || len(after) != len(before) {
+		t.Fatalf("a checkpoint was recorded: %d, %d before", len(after), len(before))
+	}
+	if st, err := r.EditStatus(ctx, ""); err != nil || len(st.Pending) != 1 {
+		t.Fatalf("pending after the refusal: %v %v", st, err)
+	}
+	if entries, _ := os.ReadDir(ext); len(entries) != 0 {
+		t.Fatal("something was written through the link")
+	}
+}
