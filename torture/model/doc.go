@@ -146,7 +146,7 @@
 // The default (CI) run replays a fixed seed (ciSeed), so that CI fails on
 // a change in snap, not on the draw; the long mode and
 // SNAP_MODEL_SEED=random explore new seeds. knownBugs lists the categories
-// of the open findings (M9, M11-M15 of FINDINGS-model.md), left unchecked until
+// of the open findings (M11-M14, M16 of FINDINGS-model.md), left unchecked until
 // they are fixed: each is a category of its own, raised by that case only,
 // after which the model follows what snap did. Their repros are in
 // testdata/ (TestSavedReplays: they pass while the category is known, and

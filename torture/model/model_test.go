@@ -673,9 +673,12 @@ type moveExp struct {
 	// optionalDirs: target directories holding nothing but kept paths,
 	// which the move may create or not (the kept paths stay as they are).
 	optionalDirs map[string]bool
-	safety       capExp // the safety capture
-	safetyDoc    map[string]doc
-	docWrites    map[string]bool // document sources the move writes (paths relative to root when inside)
+	// created: for an undo, what the rewind it undoes created though the
+	// rules ignored it (stackOp.created), which the undo removes.
+	created   tree
+	safety    capExp // the safety capture
+	safetyDoc map[string]doc
+	docWrites map[string]bool // document sources the move writes (paths relative to root when inside)
 }
 
 // expectMove computes what a move to target T within sc leaves, from the
@@ -693,7 +696,7 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 		hfiles = h.files
 	}
 	me := moveExp{mayFail: map[string]bool{}, protected: map[string]bool{}, docWrites: map[string]bool{}, why: map[string]string{},
-		optionalDirs: map[string]bool{}}
+		optionalDirs: map[string]bool{}, created: created}
 	rt := recordRules(T.files)
 	// The safety capture, under T's rules too: the head's documents read
 	// again, and those at the target's sources.
