@@ -40,6 +40,19 @@ type Event struct {
 	Label string // a label to set ("" = none)
 }
 
+// SetTool makes ev the checkpoint around a tool call: before it (kind
+// pre-tool, message id = the call's id, so msg:ID finds it) or after it
+// (post-tool); what describes the call, paths is its edit-set hint (nil:
+// a full capture).
+func (ev *Event) SetTool(before bool, what string, paths []string, id string) {
+	ev.Paths = paths
+	if before {
+		ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, id
+	} else {
+		ev.Kind, ev.Summary = "post-tool", "after "+what
+	}
+}
+
 // Options bound a hook's run.
 type Options struct {
 	// Timeout bounds the whole hook (default 10 s; SNAP_HOOK_TIMEOUT).

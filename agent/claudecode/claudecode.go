@@ -71,12 +71,7 @@ func Parse(data []byte) (agent.Event, error) {
 			return ev, nil
 		}
 		what, paths := agent.ToolPath(p.ToolName, p.ToolInput, editTools)
-		ev.Paths = paths
-		if p.Event == "PreToolUse" {
-			ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, p.ToolUseID
-		} else {
-			ev.Kind, ev.Summary = "post-tool", "after "+what
-		}
+		ev.SetTool(p.Event == "PreToolUse", what, paths, p.ToolUseID)
 	case "Stop":
 		ev.Kind, ev.Summary = "stop", "end of turn"
 	case "SubagentStop":

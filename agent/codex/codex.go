@@ -53,16 +53,11 @@ func Parse(data []byte) (agent.Event, error) {
 	case "UserPromptSubmit":
 		ev.Kind, ev.Summary = "prompt", agent.FirstLine(p.Prompt)
 	case "PreToolUse", "PostToolUse":
-		what := p.ToolName
-		if paths, ok := PatchPaths(p.ToolInput); ok {
-			ev.Paths = paths
-			what = p.ToolName + " " + strings.Join(paths, " ")
+		what, paths := p.ToolName, []string(nil)
+		if pp, ok := PatchPaths(p.ToolInput); ok {
+			what, paths = p.ToolName+" "+strings.Join(pp, " "), pp
 		}
-		if p.Event == "PreToolUse" {
-			ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, id
-		} else {
-			ev.Kind, ev.Summary = "post-tool", "after "+what
-		}
+		ev.SetTool(p.Event == "PreToolUse", what, paths, id)
 	case "Stop":
 		ev.Kind, ev.Summary = "stop", "end of turn"
 	case "SubagentStop":

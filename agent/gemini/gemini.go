@@ -58,12 +58,7 @@ func Parse(data []byte) (agent.Event, error) {
 			return ev, nil
 		}
 		what, paths := agent.ToolPath(p.ToolName, p.ToolInput, editTools)
-		ev.Paths = paths
-		if p.Event == "BeforeTool" {
-			ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, p.ToolCallID
-		} else {
-			ev.Kind, ev.Summary = "post-tool", "after "+what
-		}
+		ev.SetTool(p.Event == "BeforeTool", what, paths, p.ToolCallID)
 	case "AfterAgent":
 		ev.Kind, ev.Summary = "stop", "end of turn"
 	case "PreCompress":
