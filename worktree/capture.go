@@ -262,12 +262,16 @@ func (c *capturer) carry(dir, name string, kind int) (objects.TreeEntry, bool) {
 	return e, true
 }
 
-// rootIgnores is the rule set of the root: .git/info/exclude, and an empty
-// stack for each of opts.IgnoreTrees.
+// rootIgnores is the rule set of the root: .git/info/exclude (and git's
+// global excludes file), and for each of opts.IgnoreTrees the same root
+// rules, as that tree checked out would have them: its own ignore files
+// are added beneath them directory by directory. (Starting a stored stack
+// empty let a tree's '!y' un-ignore what the exclude file ignores: M13.)
 func (c *capturer) rootIgnores() *ignoreSet {
-	set := &ignoreSet{disk: rootIgnorer(c.opts.Root)}
+	root := rootIgnorer(c.opts.Root)
+	set := &ignoreSet{disk: root}
 	for _, id := range c.opts.IgnoreTrees {
-		st := storedIgnore{ig: newIgnorer(nil, nil)}
+		st := storedIgnore{ig: root}
 		if t, err := c.w.ReadTree(id); err == nil {
 			st.tree = t
 		}

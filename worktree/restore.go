@@ -741,7 +741,7 @@ func (r *restorer) storedRulesIn(comps []string) *ignorer {
 	}
 	var parent *ignorer
 	if len(comps) == 0 {
-		parent = newIgnorer(nil, nil)
+		parent = rootIgnorer(r.opts.Root) // the exclude files, beneath the tree's own (M13)
 	} else {
 		parent = r.storedRulesIn(comps[:len(comps)-1])
 	}

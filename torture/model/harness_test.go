@@ -28,8 +28,6 @@ var knownBugs = map[string]string{
 		"is refused with a spurious ErrConflict after taking a safety checkpoint (or, for a new file, recorded but not written)",
 	"edit-undo-dirs": "M12: the undo of an edit commit (or task commit) that created a file in new directories removes the file " +
 		"but leaves the directories, empty (the undo restores the edited paths only; the next checkpoint records them)",
-	"undo-deletes-unignored": "M13: the undo of a rewind deletes a file that was there before the rewind, ignored then " +
-		"(so the safety checkpoint lacks it), when the ignore files the rewind restored no longer ignore it: data loss",
 	"undo-after-redo": "M14: the undo of a redone edit commit, task commit or task revert returns to the original operation's " +
 		"safety checkpoint and head, not to the state just before the redo: what changed in between leaves the working tree",
 	// (M15, edit-through-symlink: a commit beyond a directory that became

@@ -268,11 +268,15 @@ func diskRules(d tree) *ruleSet {
 	}, d.isDir)
 }
 
-// recordRules are the ignore rules a checkpoint's own ignore files make
-// (its .gitignore and .snapignore files only: .git/info/exclude is not
-// recorded).
-func recordRules(rec tree) *ruleSet {
-	return newRuleSet("", func(p string) (string, bool) {
+// recordRules are the ignore rules of a checkpoint as checked out on disk
+// d: its own ignore files (.gitignore and .snapignore: .git/info/exclude is
+// not recorded) beneath d's exclude file, as git would read them (M13).
+func recordRules(rec, d tree) *ruleSet {
+	exclude := ""
+	if e, ok := d[".git/info/exclude"]; ok && (e.K == 'f' || e.K == 'x') && readable(e) {
+		exclude = e.Data
+	}
+	return newRuleSet(exclude, func(p string) (string, bool) {
 		e, ok := rec[p]
 		if !ok || (e.K != 'f' && e.K != 'x') {
 			return "", false
@@ -697,7 +701,7 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 	}
 	me := moveExp{mayFail: map[string]bool{}, protected: map[string]bool{}, docWrites: map[string]bool{}, why: map[string]string{},
 		optionalDirs: map[string]bool{}, created: created}
-	rt := recordRules(T.files)
+	rt := recordRules(T.files, d0)
 	// The safety capture, under T's rules too: the head's documents read
 	// again, and those at the target's sources.
 	var extra map[string]string

@@ -709,7 +709,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 		so.safety = *res.SafetyCheckpoint
 	}
 	so.newHead = newHeadOf(sc, tgt.id, h, res)
-	so.created = createdIgnored(d0, d1, recordRules(me.safety.files))
+	so.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0))
 	so.createdDocs = p.createdDocs(me, tgt, sc, d0, o0, d1, o1)
 	r.push(p, op.Session, so)
 	p.noteOrder(op.Session, so.safety)
@@ -1162,7 +1162,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		if h != nil {
 			top.oldHead = h.id
 		}
-		top.created = createdIgnored(d0, d1, recordRules(me.safety.files))
+		top.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0))
 		top.createdDocs = p.createdDocs(me, tgt, top.scope, d0, o0, d1, o1)
 	}
 	// The last application of the rewind, for the exact checks.
