@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -20,7 +21,10 @@ const Path = "/mcp"
 // Every request must carry "Authorization: Bearer TOKEN" (compared in
 // constant time); others get 401 and reach no tool. token must not be empty.
 // The SDK's DNS-rebinding protection stays on: a request to a loopback
-// address naming another host is refused.
+// address naming another host is refused. A request with an Origin header
+// (one a browser sends for a web page's request) that is not the server's
+// own loopback origin is refused with 403 before anything else (see
+// ownOrigin); a request without one (a non-browser client) is served.
 func HTTPHandler(srv *sdk.Server, token string) http.Handler {
 	if token == "" {
 		panic("mcp: HTTPHandler needs a token")
@@ -34,7 +38,35 @@ func HTTPHandler(srv *sdk.Server, token string) http.Handler {
 	mux := http.NewServeMux()
 	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
 	mux.Handle(Path, auth.RequireBearerToken(verify, nil)(mcpHandler))
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origins, ok := r.Header["Origin"]; ok && (len(origins) != 1 || !ownOrigin(r, origins[0])) {
+			http.Error(w, "forbidden: the Origin header names another site than this server", http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// ownOrigin reports whether origin is the server's own: http://127.0.0.1,
+// http://localhost or http://[::1] with the port of the connection's local
+// address (the bound port). The MCP streamable HTTP transport asks servers
+// to validate Origin: a web page the user visits may post to a loopback
+// port, and only an origin on this very server is the server's own.
+func ownOrigin(r *http.Request, origin string) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return false
+	}
+	_, port, err := net.SplitHostPort(local.String())
+	if err != nil {
+		return false
+	}
+	for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
+		if strings.EqualFold(origin, "http://"+host+":"+port) {
+			return true
+		}
+	}
+	return false
 }
 
 // ListenLoopback listens on addr (host:port; port 0 picks a free one),

@@ -170,3 +170,50 @@ func TestHTTPCommand(t *testing.T) {
 		t.Fatalf("second run: %s %q, want the same token file and token", tokenFile2, token2)
 	}
 }
+
+// A request carrying an Origin other than the server's own loopback origin
+// (a web page's fetch, or "null" from a sandboxed frame) is refused with
+// 403 even with the right token; no Origin (a non-browser client) and the
+// server's own origins are served.
+func TestHTTPOrigin(t *testing.T) {
+	repo, _ := snaptest.NewRepo(t)
+	ts := httptest.NewServer(mcp.HTTPHandler(mcp.New(repo, mcp.Options{Session: "web", Version: "test"}), "s3cret"))
+	defer ts.Close()
+	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
+	const initReq = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	status := func(origin string, token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", ts.URL+mcp.Path, strings.NewReader(initReq))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if origin != "-" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, o := range []string{"-", "http://127.0.0.1:" + port, "http://localhost:" + port, "http://[::1]:" + port} {
+		if got := status(o, "s3cret"); got != http.StatusOK {
+			t.Errorf("Origin %q: status %d, want 200", o, got)
+		}
+	}
+	other := "1"
+	if port == "1" {
+		other = "2"
+	}
+	for _, o := range []string{"https://evil.example", "null", "", "http://127.0.0.1:" + other, "https://127.0.0.1:" + port,
+		"http://localhost", "http://127.0.0.1:" + port + ".evil.example", "http://evil.example:" + port, "file://"} {
+		for _, tok := range []string{"s3cret", ""} {
+			if got := status(o, tok); got != http.StatusForbidden {
+				t.Errorf("Origin %q, token %q: status %d, want 403", o, tok, got)
+			}
+		}
+	}
+}
