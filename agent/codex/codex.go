@@ -72,13 +72,18 @@ func Parse(data []byte) (agent.Event, error) {
 // PatchPaths returns the files an apply_patch call changes, read from its
 // patch ("*** Add File: P", "*** Update File: P", "*** Delete File: P",
 // "*** Move to: P"), whether the patch is tool_input.patch, .input, or
-// the last argument of tool_input.command. false: no patch found (a full
-// capture is needed).
+// the last argument of tool_input.command. A relative path is joined to
+// tool_input.workdir when there is one (the shell tool runs the command
+// there; a relative workdir is itself relative to the payload's cwd), so
+// the paths are absolute or relative to cwd as agent.Event.Paths wants
+// them; one that lands outside the project makes the event a full
+// capture. false: no patch found (a full capture is needed).
 func PatchPaths(input json.RawMessage) ([]string, bool) {
 	var in struct {
 		Patch   string          `json:"patch"`
 		Input   string          `json:"input"`
 		Command json.RawMessage `json:"command"`
+		Workdir string          `json:"workdir"`
 	}
 	if json.Unmarshal(input, &in) != nil {
 		return nil, false
@@ -103,9 +108,16 @@ func PatchPaths(input json.RawMessage) ([]string, bool) {
 	seen := map[string]bool{}
 	for _, l := range strings.Split(patch, "\n") {
 		for _, prefix := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
-			if p, ok := strings.CutPrefix(strings.TrimRight(l, "\r"), prefix); ok && strings.TrimSpace(p) != "" && !seen[p] {
+			p, ok := strings.CutPrefix(strings.TrimRight(l, "\r"), prefix)
+			if p = strings.TrimSpace(p); !ok || p == "" {
+				continue
+			}
+			if !filepath.IsAbs(p) && in.Workdir != "" {
+				p = filepath.Join(in.Workdir, p)
+			}
+			if !seen[p] {
 				seen[p] = true
-				out = append(out, strings.TrimSpace(p))
+				out = append(out, p)
 			}
 		}
 	}

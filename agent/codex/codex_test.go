@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/snapcore-dev/snap"
@@ -32,6 +33,22 @@ func TestPatchPaths(t *testing.T) {
 		got, ok := codex.PatchPaths(b)
 		if !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %v %v, want %v", c.name, got, ok, want)
+		}
+	}
+	// A shell call's workdir: the patch's paths are relative to it (and it
+	// to cwd when relative); absolute paths stay as they are.
+	for _, c := range []struct {
+		workdir string
+		want    []string
+	}{
+		{"/p/sub", []string{"/p/sub/a.txt", "/abs/b.txt"}},
+		{"sub/dir", []string{"sub/dir/a.txt", "/abs/b.txt"}},
+		{"..", []string{"../a.txt", "/abs/b.txt"}},
+		{"", []string{"a.txt", "/abs/b.txt"}},
+	} {
+		in, _ := json.Marshal(map[string]any{"command": []string{"apply_patch", "*** Begin Patch\n*** Update File: a.txt\n*** Add File: /abs/b.txt\n*** End Patch\n"}, "workdir": c.workdir})
+		if got, ok := codex.PatchPaths(in); !ok || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("workdir %q: %v %v, want %v", c.workdir, got, ok, c.want)
 		}
 	}
 	// A command that does more than apply the patch is a full capture.
@@ -93,5 +110,62 @@ func TestCodexHooks(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(proj, "b")); err == nil {
 		t.Fatal("b exists after the rewind to before it was created")
+	}
+}
+
+// An apply_patch run through the shell tool with a workdir (the payload of
+// the adversarial report's N5): the patch names sub/a.txt as "a.txt", and
+// the hook examines sub/a.txt, so the post-tool checkpoint records the
+// edit and 'rewind msg:ID' brings the old content back. A workdir outside
+// the project makes the event a full capture.
+func TestCodexShellWorkdir(t *testing.T) {
+	ctx := context.Background()
+	proj := t.TempDir()
+	os.MkdirAll(filepath.Join(proj, "sub"), 0o755)
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("root\n"), 0o644)
+	os.WriteFile(filepath.Join(proj, "sub", "a.txt"), []byte("sub-v1\n"), 0o644)
+	var stderr bytes.Buffer
+	hook := func(event, callID, workdir string) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"session_id": "c1", "cwd": proj, "hook_event_name": event, "tool_name": "shell", "call_id": callID,
+			"tool_input": map[string]any{"command": []string{"apply_patch", "*** Begin Patch\n*** Update File: a.txt\n@@\n-sub-v1\n+sub-v2\n*** End Patch\n"}, "workdir": workdir}})
+		agent.Hook(ctx, bytes.NewReader(b), &stderr, agent.Options{}, codex.Parse)
+	}
+	hook("PreToolUse", "call_9", filepath.Join(proj, "sub"))
+	os.WriteFile(filepath.Join(proj, "sub", "a.txt"), []byte("sub-v2\n"), 0o644)
+	hook("PostToolUse", "call_9", filepath.Join(proj, "sub"))
+	if stderr.Len() > 0 {
+		t.Fatalf("hook: %s", stderr.String())
+	}
+	repo, err := snap.Open(snap.Options{Dir: proj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	st, err := repo.Status(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Clean {
+		t.Fatalf("after the post-tool event, status of c1 lists %+v: the edit was not recorded", st.Files)
+	}
+	if _, err := repo.Rewind(ctx, snap.RewindOptions{Session: "c1", Target: "msg:call_9", FilesOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(proj, "sub", "a.txt")); string(b) != "sub-v1\n" {
+		t.Fatalf("sub/a.txt after rewind msg:call_9: %q", b)
+	}
+
+	// A workdir outside the project: the whole tree is examined.
+	outside := t.TempDir()
+	hook("PreToolUse", "call_10", outside)
+	os.WriteFile(filepath.Join(proj, "sub", "a.txt"), []byte("sub-v3\n"), 0o644)
+	stderr.Reset()
+	hook("PostToolUse", "call_10", outside)
+	if !strings.Contains(stderr.String(), "whole tree examined") {
+		t.Errorf("no full-capture warning: %q", stderr.String())
+	}
+	if st, _ := repo.Status(ctx, "c1"); st == nil || !st.Clean {
+		t.Fatalf("after a post-tool event with a workdir outside the project: %+v", st)
 	}
 }
