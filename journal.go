@@ -54,6 +54,11 @@ type move struct {
 	// becomes Target and NewHead. summary is that checkpoint's.
 	build   func(m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error)
 	summary string
+	// fromPresent: build makes the move's end from the present (an edit
+	// commit, a revert), not from an older checkpoint, so the safety
+	// capture honours the rules on disk only; a checkpoint's own rules
+	// apply to a move back to it (M11).
+	fromPresent bool
 	// Created, CreatedState: set from the restore, for the op log.
 	Created      []string        `json:"created,omitempty"`
 	CreatedState []StateRestored `json:"created_state,omitempty"`

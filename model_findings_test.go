@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/snaptest"
 )
 
@@ -41,5 +42,40 @@ func TestUndoKeepsFileTheRewindUnignored(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, ".gitignore")); string(b) != "" {
 		t.Fatalf(".gitignore after the undo: %q", b)
+	}
+}
+
+// M11: an edit commit's safety capture honoured the session head's own
+// ignore rules. A path only they ignore (the rules on disk do not) was
+// refused with a spurious conflict, or, for a new file, recorded but not
+// written. The commit's end is made from the present: rules on disk only.
+func TestEditCommitOfPathOnlyTheHeadIgnores(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, ".snapignore"), "b\n")
+	writeFile(t, filepath.Join(root, "b", "f"), "x\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	os.Remove(filepath.Join(root, ".snapignore")) // b/ is not ignored any more
+	stage := func(p, content string) {
+		t.Helper()
+		if _, err := r.EditStage(ctx, snap.EditRequest{Kind: edits.Write, Path: p, New: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stage("b/f", "y\n")
+	stage("b/new", "hi\n")
+	if _, err := r.EditCommit(ctx, "", "write them"); err != nil {
+		t.Fatalf("the commit was refused: %v", err)
+	}
+	for p, want := range map[string]string{"b/f": "y\n", "b/new": "hi\n"} {
+		if b, err := os.ReadFile(filepath.Join(root, p)); err != nil || string(b) != want {
+			t.Errorf("%s after the commit: %q, %v; want %q", p, b, err, want)
+		}
+	}
+	st, err := r.Status(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Clean {
+		t.Errorf("the tree differs from the commit's checkpoint: %+v", st)
 	}
 }

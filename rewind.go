@@ -188,11 +188,15 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	m.Scope.Foreign = r.isForeign(target)
 	scope.Foreign = m.Scope.Foreign
 	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources, foreign: r.isForeign(headID)}
+	if m.fromPresent {
+		spec.rules = nil
+	}
 	if scope.State && scope.StateOut == "" && !scope.Foreign {
 		spec.sources = tck.StateSources
 	}
-	// Captured under the target's ignore rules as well as today's: what
-	// either ignores is neither pulled into the store nor touched.
+	// Captured under the target's ignore rules as well as today's (unless
+	// the target is made from the present): what either ignores is
+	// neither pulled into the store nor touched.
 	now, err := r.capture(ctx, w, cache, spec)
 	if err != nil {
 		return nil, fmt.Errorf("safety checkpoint: %w", err)

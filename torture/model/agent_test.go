@@ -967,22 +967,13 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 	}
 	paths := pe.paths()
 	sc := scope{files: true, paths: paths, movesHead: true}
-	// The move's safety capture (of the present, under the head's rules
-	// too), and the edited paths it keeps as the head has them because
-	// the head's own ignore rules ignore them (snap's known bug
-	// edit-commit-head-rules).
+	// The move's safety capture: the present, under the rules on disk
+	// only (the commit's end is made from it).
+	msc := sc
+	msc.diskRules = true
 	var m0 moveExp
-	var headKept []string
 	if h != nil {
-		m0 = p.expectMove(d0, o0, h, h, sc, nil, nil)
-		for _, q := range paths {
-			for a := q; a != "."; a = path.Dir(a) {
-				if m0.safety.skipped[a] != "" {
-					headKept = append(headKept, q)
-					break
-				}
-			}
-		}
+		m0 = p.expectMove(d0, o0, h, h, msc, nil, nil)
 	}
 	var rr *snap.RewindResult
 	var ckID *objects.ID
@@ -1033,13 +1024,6 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 		return
 	}
 	if err != nil && !errors.Is(err, snap.ErrPartial) {
-		if errors.Is(err, snap.ErrConflict) && len(headKept) > 0 {
-			r.failf("edit-commit-head-rules", "%s: %v; nothing changed on disk since the changes were staged and the rules on disk ignore "+
-				"none of %v: the model expects it to apply (the head's own ignore rules ignore them)", what, err, headKept)
-			r.checkUnchanged(p, d0, o0, "a refused "+kind)
-			r.followRefused(p, s, h, m0, d0)
-			return
-		}
 		r.failf("edit-commit", "%s: %v; the model expects it to apply", what, err)
 		r.checkUnchanged(p, d0, o0, "a failed "+kind)
 		r.resyncAfterUnmodelled(p, s)
@@ -1067,7 +1051,7 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 		p.noteOrder(s, mid)
 		p.heads[s] = mid
 		h = mrec
-		m0 = p.expectMove(d0, o0, h, h, sc, nil, nil)
+		m0 = p.expectMove(d0, o0, h, h, msc, nil, nil)
 	}
 	expDisk := tree{}
 	for q, e := range d0 {
@@ -1094,42 +1078,6 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 			for a := path.Dir(q); a != "."; a = path.Dir(a) {
 				expDisk[a] = ent{K: 'd'}
 				expFiles[a] = ent{K: 'd'}
-			}
-		}
-	}
-	// Snap's known bugs: a replace that leaves a file empty deletes it
-	// (edit-empty-deleted); a path the head's own rules ignore is not
-	// written (edit-commit-head-rules). Each is reported under its own
-	// category, then the model follows what snap did.
-	var emptied []string
-	for _, q := range paths {
-		b, _ := pe.base(q)
-		if data, exists := applyEdits(b.Data, pe.of(q)); exists && data == "" {
-			emptied = append(emptied, q)
-		}
-	}
-	if len(emptied)+len(headKept) > 0 {
-		d1 := r.mustScan(p)
-		for _, q := range emptied {
-			if _, ok := d1[q]; !ok {
-				r.failf("edit-empty-deleted", "%s: %s, whose changes leave it empty, was deleted (the model expects an empty file)", what, q)
-				delete(expDisk, q)
-				delete(expFiles, q)
-			}
-		}
-		for _, q := range headKept {
-			if !d1[q].same(expDisk[q]) {
-				got := "nothing"
-				if e, ok := d1[q]; ok {
-					got = e.String()
-				}
-				r.failf("edit-commit-head-rules", "%s: %s holds %s, not its new content %v (the head's own ignore rules ignore it; the rules on disk do not)",
-					what, q, got, expDisk[q])
-				if e, ok := d0[q]; ok {
-					expDisk[q] = e
-				} else {
-					delete(expDisk, q)
-				}
 			}
 		}
 	}
@@ -1173,23 +1121,6 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 	if task {
 		p.taskFloor[s] = max(p.taskFloor[s], t.ID+1)
 	}
-}
-
-// followRefused follows what a commit refused by snap's known bug
-// edit-commit-head-rules left: the safety checkpoint it took (the head
-// moves onto it, recorded as a checkpoint) when the present differed from
-// the head.
-func (r *runner) followRefused(p *project, s string, h *ckRec, m0 moveExp, d0 tree) {
-	id, err := p.repo.Refs().Get("sessions/" + s + "/head")
-	if err != nil || h == nil || id == h.id {
-		return
-	}
-	rec := &ckRec{id: id, session: s, files: m0.safety.files, docs: m0.safetyDoc, skipped: m0.safety.unreadable, kind: "safety", parent: h.id}
-	r.verifyRecord(p, rec, m0.safety, "the safety checkpoint of a refused commit")
-	p.add(rec)
-	r.push(p, s, &stackOp{kind: "checkpoint", step: r.step, session: s, oldHead: h.id, newHead: id})
-	p.noteOrder(s, id)
-	p.heads[s] = id
 }
 
 // restage follows what an undo or redo does to the staged edits of the

@@ -24,8 +24,12 @@ var knownBugs = map[string]string{
 	// testdata/undo-refused-moved.json guards it.)
 	// (M10, edit-empty-deleted: a commit leaving a file empty deleted it;
 	// fixed in 4af2508, testdata/edit-empty-deleted.json guards it.)
-	"edit-commit-head-rules": "M11: an edit commit of a path the session head's own ignore rules ignore (the rules on disk do not) " +
-		"is refused with a spurious ErrConflict after taking a safety checkpoint (or, for a new file, recorded but not written)",
+	// (M11, edit-commit-head-rules: a commit's safety capture honoured the
+	// head's own ignore rules, so a path only they ignore was refused or
+	// not written; fixed: rules on disk only. testdata/edit-commit-head-
+	// rules*.json guard it.)
+	// (M13, undo-deletes-unignored: fixed, stored rules beneath the
+	// exclude files; testdata/undo-deletes-unignored.json guards it.)
 	"edit-undo-dirs": "M12: the undo of an edit commit (or task commit) that created a file in new directories removes the file " +
 		"but leaves the directories, empty (the undo restores the edited paths only; the next checkpoint records them)",
 	"undo-after-redo": "M14: the undo of a redone edit commit, task commit or task revert returns to the original operation's " +

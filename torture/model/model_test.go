@@ -56,6 +56,11 @@ type scope struct {
 	// (an edit commit, and so its undo and redo); no path of it is
 	// refused as missing (a commit may create or delete its paths).
 	movesHead bool
+	// diskRules: the move's end is made from the present (an edit
+	// commit): its safety capture honours the rules on disk only, not
+	// the target's (M11). Never stored with an op: its undo and redo
+	// move to older checkpoints, under their rules.
+	diskRules bool
 }
 
 func (s scope) String() string {
@@ -720,7 +725,11 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 	for rel := range p.excludedSources(T.docs) {
 		exclude[rel] = true
 	}
-	me.safety = expectCapture(d0, capOpts{parent: hfiles, rules: []*ruleSet{rt}, exclude: exclude})
+	rules := []*ruleSet{rt}
+	if sc.diskRules {
+		rules = nil
+	}
+	me.safety = expectCapture(d0, capOpts{parent: hfiles, rules: rules, exclude: exclude})
 
 	r0 := diskRules(d0)
 	isDirAt := func(q string) bool {
