@@ -203,6 +203,23 @@ func open(dir string, o Options, create bool) (*snap.Repo, error) {
 	return repo, err
 }
 
+// ProjectRoot is the root of the project holding dir (absolute) as a hook
+// run there finds it: the root of its store (see open), else the top of
+// the git work tree holding dir, else dir. Nothing is created. 'snap
+// install' writes a project's settings there, where the agent started in
+// the project reads them.
+func ProjectRoot(dir string) (string, error) {
+	repo, err := open(dir, Options{}.withDefaults(), false)
+	if err == nil {
+		defer repo.Close()
+		return repo.Root, nil
+	}
+	if errors.Is(err, snap.ErrNoStore) {
+		return projectRoot(dir), nil
+	}
+	return "", err
+}
+
 // projectRoot is the top of the git work tree holding dir (a directory
 // holding a .git directory: a repository of its own, not a submodule or
 // linked worktree, whose .git is a file), else dir.

@@ -241,14 +241,15 @@ Examples:
 	}
 }
 
-// installDirs are the project root (the directory of -C, made absolute)
-// and the user's home.
+// installDirs are the project root, as the hooks find it from -C (else the
+// current directory): the root of the store, else the top of the git work
+// tree (agent.ProjectRoot); and the user's home.
 func installDirs(g globalOptions) (string, string, error) {
-	dir := g.Dir
-	if dir == "" {
-		dir = "."
+	dir, err := g.base()
+	if err != nil {
+		return "", "", err
 	}
-	root, err := filepath.Abs(dir)
+	root, err := agent.ProjectRoot(dir)
 	if err != nil {
 		return "", "", err
 	}
