@@ -79,3 +79,73 @@ func TestEditCommitOfPathOnlyTheHeadIgnores(t *testing.T) {
 		t.Errorf("the tree differs from the commit's checkpoint: %+v", st)
 	}
 }
+
+// M12: the undo of an edit commit that created a file in new directories
+// removed the file and left the directories, empty. A move limited to
+// paths lists the directories it makes above them as created; its undo
+// removes them once empty.
+func TestUndoOfEditCommitRemovesItsDirectories(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "f"), "a\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.EditStage(ctx, snap.EditRequest{Kind: edits.Write, Path: "d/e/x", New: "hi\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.EditCommit(ctx, "", "add x"); err != nil {
+		t.Fatal(err)
+	}
+	// A directory the user made beside it stays through the undo.
+	if err := os.MkdirAll(filepath.Join(root, "keep", "me"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "d")); !os.IsNotExist(err) {
+		t.Fatalf("the undo of the edit commit left d/: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "keep", "me")); err != nil {
+		t.Fatalf("the undo removed keep/me, made since: %v", err)
+	}
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "d", "e", "x")); err != nil || string(b) != "hi\n" {
+		t.Fatalf("after the redo d/e/x is %q, %v", b, err)
+	}
+	// A file put in the directory since keeps it through the undo.
+	writeFile(t, filepath.Join(root, "d", "mine"), "mine\n")
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "d", "mine")); err != nil || string(b) != "mine\n" {
+		t.Fatalf("the undo lost d/mine: %q, %v", b, err)
+	}
+}
+
+// M16: a rewind that made an ignored directory on the way to the path it
+// restored did not list it as created, so its undo left it (and its
+// parents), empty.
+func TestUndoRemovesIgnoredDirectoryMadeOnTheWay(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "f"), "a\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if err := os.MkdirAll(filepath.Join(root, "build", "src", "nm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, r, snap.CheckpointOptions{})
+	os.RemoveAll(filepath.Join(root, "build"))
+	writeFile(t, filepath.Join(root, ".git", "info", "exclude"), "src/\n")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@", Paths: []string{"build"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "build", "src", "nm")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "build")); !os.IsNotExist(err) {
+		t.Fatalf("the undo left build/: %v", err)
+	}
+}

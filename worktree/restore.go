@@ -143,6 +143,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	r.rootfd = rootfd
 	var writes, deletes []objects.Change
 	ignoredAdds := map[string]string{} // path → the top directory its write creates
+	madeAbove := map[string]string{}   // path → the directory above opts.Paths its write makes
 	err = objects.DiffTrees(src, current, target, func(c objects.Change) error {
 		if !inPaths(c.Path, opts.Paths) {
 			return nil
@@ -160,6 +161,10 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 		if c.Old.Mode == 0 {
 			if ignored, top := r.ignoredAndAbsent(c.Path, c.New.Mode == objects.ModeDir); ignored {
 				ignoredAdds[c.Path] = top
+			} else if top := r.absentAbove(c.Path); top != "" && !inPaths(top, opts.Paths) {
+				// A directory made above the paths restored: outside
+				// them, so its undo would leave it (M12) unless listed.
+				madeAbove[c.Path] = top
 			}
 		}
 		writes = append(writes, c)
@@ -288,11 +293,14 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 			r.fail(p, errs[i])
 		case written[i] || (opts.DryRun && cerr == nil):
 			r.res.Restored = append(r.res.Restored, p)
-			if top, ok := ignoredAdds[c.Path]; ok {
+			top, ok := ignoredAdds[c.Path]
+			if ok {
 				r.res.Created = append(r.res.Created, p)
-				if top != "" && !slices.Contains(r.res.Created, top+"/") {
-					r.res.Created = append(r.res.Created, top+"/")
-				}
+			} else {
+				top = madeAbove[c.Path]
+			}
+			if top != "" && !slices.Contains(r.res.Created, top+"/") {
+				r.res.Created = append(r.res.Created, top+"/")
 			}
 		}
 	}
@@ -610,6 +618,30 @@ func (r *restorer) ignoredAndAbsent(p string, isDir bool) (ignored bool, top str
 	return false, ""
 }
 
+// absentAbove is the shallowest directory above p that is missing from the
+// disk before the restore changes anything (so writing p makes it), or ""
+// when every directory above p is there (or one cannot be walked).
+func (r *restorer) absentAbove(p string) string {
+	comps := strings.Split(p, "/")
+	fd, err := unix.Dup(r.rootfd)
+	if err != nil {
+		return ""
+	}
+	defer func() { unix.Close(fd) }()
+	for i, c := range comps[:len(comps)-1] {
+		next, err := r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return strings.Join(comps[:i+1], "/")
+			}
+			return ""
+		}
+		unix.Close(fd)
+		fd = next
+	}
+	return ""
+}
+
 // undoCreated removes what the restore being undone created though the
 // rules ignored it (RestoreOptions.UndoCreated): each file, link or empty
 // directory still as that restore wrote it, then the directories it made,
@@ -623,7 +655,10 @@ func (r *restorer) undoCreated() {
 			files = append(files, p)
 		}
 	}
-	removed := map[string]bool{}
+	removed := map[string]bool{} // what the undo removed: the deletions so far, then these
+	for _, p := range r.res.Deleted {
+		removed[strings.TrimSuffix(p, "/")] = true
+	}
 	for _, p := range files {
 		e, ok := r.entryIn(r.opts.UndoFrom, p)
 		if !ok || !inPaths(p, r.opts.Paths) || e.Mode == objects.ModeDir {
@@ -650,15 +685,19 @@ func (r *restorer) undoCreated() {
 		}
 		r.res.Deleted = append(r.res.Deleted, p)
 	}
-	// The directories: listed ones, and those between a removed file and
-	// the listed directory above it; deepest first.
+	// The directories: listed ones (within the paths restored, or above
+	// them: made on the way to one), and those between a removed file or
+	// a listed directory and the listed directory above it (M16); deepest
+	// first.
 	set := map[string]bool{}
 	for _, d := range dirs {
-		if !inPaths(d, r.opts.Paths) {
+		if !inPaths(d, r.opts.Paths) && !slices.ContainsFunc(r.opts.Paths, func(p string) bool {
+			return strings.HasPrefix(strings.Trim(path.Clean("/"+p), "/"), d+"/")
+		}) {
 			continue
 		}
 		set[d] = true
-		for p := range removed {
+		for _, p := range slices.Concat(slices.Collect(maps.Keys(removed)), dirs) {
 			for q := path.Dir(p); q != "." && strings.HasPrefix(q+"/", d+"/"); q = path.Dir(q) {
 				set[q] = true
 			}

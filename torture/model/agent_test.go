@@ -1112,7 +1112,7 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 	p.add(rec)
 	so := &stackOp{kind: "rewind", what: kind, step: r.step, session: s, oldHead: h.id, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1, edits: pe.clone(),
-		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0)), createdDocs: map[string]string{},
+		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), sc.paths), createdDocs: map[string]string{},
 		origSafety: sid, origOldHead: h.id}
 	r.push(p, s, so)
 	p.noteOrder(s, sid)
@@ -1505,7 +1505,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	p.add(rec)
 	so := &stackOp{kind: "rewind", what: "task-revert", step: r.step, session: s, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1,
-		created: createdIgnored(d0, d1, recordRules(me.safety.files, d0)), createdDocs: map[string]string{}}
+		created: createdIgnored(d0, d1, recordRules(me.safety.files, d0), nil), createdDocs: map[string]string{}}
 	if h != nil {
 		so.oldHead = h.id
 	}

@@ -30,15 +30,11 @@ var knownBugs = map[string]string{
 	// rules*.json guard it.)
 	// (M13, undo-deletes-unignored: fixed, stored rules beneath the
 	// exclude files; testdata/undo-deletes-unignored.json guards it.)
-	"edit-undo-dirs": "M12: the undo of an edit commit (or task commit) that created a file in new directories removes the file " +
-		"but leaves the directories, empty (the undo restores the edited paths only; the next checkpoint records them)",
 	"undo-after-redo": "M14: the undo of a redone edit commit, task commit or task revert returns to the original operation's " +
 		"safety checkpoint and head, not to the state just before the redo: what changed in between leaves the working tree",
 	// (M15, edit-through-symlink: a commit beyond a directory that became
 	// a symlink recorded the commit and dropped the change; fixed: refused
 	// at commit. testdata/edit-through-symlink.json guards it.)
-	"undo-created-dir-left": "M16: a rewind that creates an ignored directory on the way to a path it restores does not list it as created, " +
-		"so its undo leaves it (and its parents), empty",
 }
 
 // ciSeed is the seed of the default (CI) run: 480 steps that pass with

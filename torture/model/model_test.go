@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -511,6 +512,16 @@ func normPaths(paths []string) []string {
 	return kept
 }
 
+// aboveScope reports whether directory p lies above one of paths.
+func aboveScope(p string, paths []string) bool {
+	for _, q := range normPaths(paths) {
+		if strings.HasPrefix(q, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func inScope(p string, paths []string) bool {
 	if len(paths) == 0 {
 		return true
@@ -983,6 +994,23 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 			} else {
 				me.docWrites[src] = true
 				me.out[src] = nil
+			}
+		}
+	}
+	// An undo removes the directories its move made above the paths it
+	// restored (outside them) once nothing is left beneath (M12).
+	if sc.files && len(sc.paths) > 0 {
+		above := slices.DeleteFunc(slices.Collect(maps.Keys(created)), func(q string) bool {
+			return created[q].K != 'd' || d0[q].K != 'd' || inScope(q, sc.paths) || !aboveScope(q, sc.paths)
+		})
+		sort.Slice(above, func(i, j int) bool { return len(above[i]) > len(above[j]) })
+		for _, q := range above {
+			empty := true
+			for r := range exp {
+				empty = empty && !strings.HasPrefix(r, q+"/")
+			}
+			if empty {
+				delete(exp, q)
 			}
 		}
 	}

@@ -709,7 +709,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 		so.safety = *res.SafetyCheckpoint
 	}
 	so.newHead = newHeadOf(sc, tgt.id, h, res)
-	so.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0))
+	so.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), sc.paths)
 	so.createdDocs = p.createdDocs(me, tgt, sc, d0, o0, d1, o1)
 	r.push(p, op.Session, so)
 	p.noteOrder(op.Session, so.safety)
@@ -718,12 +718,20 @@ func (r *runner) opRewind(p *project, op *Op) {
 
 // createdIgnored is what a rewind from disk d0 to d1 created that the
 // rules on d0, or those its safety checkpoint stores, ignore, with the
-// directories it made on the way to it.
-func createdIgnored(d0, d1 tree, safety *ruleSet) tree {
+// directories it made on the way to it; and, for a move limited to paths,
+// the directories it made above them (M12).
+func createdIgnored(d0, d1 tree, safety *ruleSet, paths []string) tree {
 	r0 := diskRules(d0)
 	out := tree{}
 	for q, e := range d1 {
-		if _, on := d0[q]; on || !r0.ignored(q, e.K == 'd') && !safety.ignored(q, e.K == 'd') {
+		if _, on := d0[q]; on {
+			continue
+		}
+		if e.K == 'd' && len(paths) > 0 && !inScope(q, paths) && aboveScope(q, paths) {
+			out[q] = e
+			continue
+		}
+		if !r0.ignored(q, e.K == 'd') && !safety.ignored(q, e.K == 'd') {
 			continue
 		}
 		out[q] = e
@@ -1162,7 +1170,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		if h != nil {
 			top.oldHead = h.id
 		}
-		top.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0))
+		top.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), top.scope.paths)
 		top.createdDocs = p.createdDocs(me, tgt, top.scope, d0, o0, d1, o1)
 	}
 	// The last application of the rewind, for the exact checks.
