@@ -141,6 +141,7 @@ func (r *Repo) Diff(ctx context.Context, from objects.ID, to *objects.ID, paths 
 	var tr objects.TreeReader = r.objects
 	var toTree, toState objects.ID
 	read := func(id objects.ID) ([]byte, error) { return r.objects.ReadBlob(id, maxDocSize) }
+	var live func(objects.ID) (*convDoc, bool, error) // state documents not in the store
 	if to == nil {
 		w := r.objects.NewDryWriter()
 		now, err := r.capture(ctx, w, r.loadCache(), captureSpec{parent: fck, foreign: r.isForeign(from)})
@@ -172,6 +173,7 @@ func (r *Repo) Diff(ctx context.Context, from objects.ID, to *objects.ID, paths 
 			}
 			return r.objects.ReadBlob(id, maxDocSize)
 		}
+		live = r.liveDocs(pending, fromSource)
 		res.Files, err = r.fileDiffs(tr, fck.Tree, toTree, paths, read, true)
 		if err != nil {
 			return nil, err
@@ -188,7 +190,7 @@ func (r *Repo) Diff(ctx context.Context, from objects.ID, to *objects.ID, paths 
 		}
 	}
 	if len(paths) == 0 {
-		if res.State, err = r.stateDiffs(tr, fck.State, toState, read); err != nil {
+		if res.State, err = r.stateDiffs(tr, fck.State, toState, read, live); err != nil {
 			return nil, err
 		}
 	}
@@ -257,7 +259,7 @@ func (r *Repo) readWorktree(p string, mode objects.Mode) ([]byte, error) {
 	return w.Bytes(), nil
 }
 
-func (r *Repo) stateDiffs(tr objects.TreeReader, a, b objects.ID, read func(objects.ID) ([]byte, error)) ([]StateDiff, error) {
+func (r *Repo) stateDiffs(tr objects.TreeReader, a, b objects.ID, read func(objects.ID) ([]byte, error), live func(objects.ID) (*convDoc, bool, error)) ([]StateDiff, error) {
 	out := []StateDiff{}
 	err := objects.DiffTrees(tr, a, b, func(c objects.Change) error {
 		name := c.Path
@@ -267,6 +269,22 @@ func (r *Repo) stateDiffs(tr objects.TreeReader, a, b objects.ID, read func(obje
 			sd.Status = "added"
 		case c.Deleted():
 			sd.Status = "deleted"
+		}
+		if name == ConversationDoc {
+			var from, to objects.ID
+			if c.Old.Mode != 0 {
+				from = c.Old.ID
+			}
+			if c.New.Mode != 0 {
+				to = c.New.ID
+			}
+			d, err := r.diffConversation(from, to, live, read)
+			if err != nil {
+				return err
+			}
+			sd.Conversation = d
+			out = append(out, sd)
+			return nil
 		}
 		var oldData, newData []byte
 		var err error
@@ -280,10 +298,7 @@ func (r *Repo) stateDiffs(tr objects.TreeReader, a, b objects.ID, read func(obje
 				return err
 			}
 		}
-		if name == ConversationDoc {
-			d := conversation.Diff(conversation.Parse(oldData), conversation.Parse(newData))
-			sd.Conversation = &d
-		} else if !isBinary(oldData) && !isBinary(newData) && len(oldData) < maxDiffSize && len(newData) < maxDiffSize {
+		if !isBinary(oldData) && !isBinary(newData) && len(oldData) < maxDiffSize && len(newData) < maxDiffSize {
 			sd.Patch, _, _ = unified("a/"+name, "b/"+name, oldData, newData, c.Old.Mode == 0, c.New.Mode == 0)
 		}
 		out = append(out, sd)

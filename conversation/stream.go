@@ -751,6 +751,7 @@ type jsonlTap struct {
 	firstRec  bool // the first such line holds a record
 	laterRec  bool // a later line starts with a record at its first column
 	fed       int64
+	lineAt    int64 // offset in data of the line being read
 	firstByte int64 // offsets in data; -1: none yet
 	firstNL   int64
 	lastNonWS int64
@@ -790,10 +791,11 @@ func (t *jsonlTap) feed(chunk []byte) {
 		chunk = chunk[i+1:]
 		if len(t.pending) == 0 && !t.skipping {
 			t.line(part, false)
-			continue
+		} else {
+			t.add(part)
+			t.endLine(false)
 		}
-		t.add(part)
-		t.endLine(false)
+		t.lineAt = t.fed - int64(len(chunk))
 	}
 }
 
@@ -879,6 +881,7 @@ func (t *jsonlTap) line(line []byte, last bool) {
 		return
 	}
 	t.lineNo++
+	t.pager.lineAt, t.pager.lineBefore = t.lineAt, t.pager.n
 	first := !t.seenLine && !allSpace(line)
 	if first {
 		t.seenLine = true
@@ -927,6 +930,16 @@ type jsonlPager struct {
 	probs        problemList
 	problemFn    func(int, lineProblem)
 	recordFn     func(int, []byte, *recordHead)
+
+	// For DiffShared (diffshared.go): scan, when set, records where the
+	// message of every assistant message id read starts (instead of seen);
+	// shared, when set, holds those of the part of the document before
+	// the records read, where the messages [0, win.lo) are: a record of
+	// one of their ids merges into one of them, noted in into.
+	scan, shared *sharedPrefix
+	into         int   // the lowest message of shared a record merged into; -1: none
+	lineAt       int64 // offset of the line being read
+	lineBefore   int   // messages before it
 }
 
 func newJSONLPager(w window, quiet bool) *jsonlPager {
@@ -992,10 +1005,25 @@ func (p *jsonlPager) record(line int, rec []byte, h *recordHead) {
 				return
 			}
 			k := [2]uint64{maphash.String(p.seeds[0], h.msgID), maphash.String(p.seeds[1], h.msgID)}
-			if _, ok := p.seen[k]; ok {
-				return // merged into a message outside the page
+			if p.shared != nil {
+				if m, ok := p.shared.ids[k]; ok && m.index < p.win.lo {
+					if p.into < 0 || m.index < p.into {
+						p.into = m.index
+					}
+					return
+				}
 			}
-			p.seen[k] = struct{}{}
+			if p.scan != nil {
+				if _, ok := p.scan.ids[k]; ok {
+					return
+				}
+				p.scan.ids[k] = sharedMsg{index: p.n, line: line, at: p.lineAt, before: p.lineBefore}
+			} else {
+				if _, ok := p.seen[k]; ok {
+					return // merged into a message outside the page
+				}
+				p.seen[k] = struct{}{}
+			}
 		}
 		i := p.n
 		p.n++

@@ -362,6 +362,25 @@ func (b *appendBases) pick(chunk []byte) []ID {
 	return out
 }
 
+// Leaves returns the chunks of the content id, a blob or a chunk list, in
+// order, with their sizes (a blob is its own one leaf), reading its chunk
+// lists but no chunk: enough to read the content piecewise, or to find
+// where two contents stop sharing their leading chunks without reading
+// them. Nothing is verified beyond the lists read: a reader checks each
+// chunk's size as it reads it.
+func (s *Store) Leaves(id ID) ([]ChunkRef, error) {
+	if _, ok := s.lookup(id); !ok {
+		if _, err := s.lookupAfterReload(id); err != nil {
+			return nil, err
+		}
+	}
+	c, err := s.readContent(id)
+	if err != nil {
+		return nil, err
+	}
+	return c.leaves, nil
+}
+
 // storedContent is the shape of stored content: its level-0 entries (blobs)
 // in order, and the ids of its chunk lists, by level, in order.
 type storedContent struct {

@@ -1,0 +1,224 @@
+package snap
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/snapcore-dev/snap/conversation"
+	"github.com/snapcore-dev/snap/objects"
+)
+
+// The conversation of a diff, compared by what its two versions share
+// (design §3: a growing transcript keeps its leading chunks): the bytes
+// of their leading chunks with the same ids are not parsed, only counted
+// once (conversation.DiffShared), and only what follows the last line that
+// starts in them is parsed, in both. A working-tree version, which has no
+// chunk list, is cut where the stored version's chunks are and hashed
+// chunk by chunk until one differs. A document that is not JSONL, or that
+// shares no whole chunk, is compared whole, as before.
+
+// convDoc is one version of the conversation document, read at offsets.
+type convDoc struct {
+	r      io.ReaderAt
+	size   int64
+	leaves []objects.ChunkRef // its chunks, when it is stored; nil otherwise
+	close  func() error
+}
+
+// storedDoc opens stored content for reading at offsets.
+func (r *Repo) storedDoc(id objects.ID) (*convDoc, error) {
+	leaves, err := r.objects.Leaves(id)
+	if err != nil {
+		return nil, err
+	}
+	cr := &contentReader{s: r.objects, leaves: leaves, offs: make([]int64, len(leaves)), cur: -1}
+	for i, l := range leaves {
+		cr.offs[i] = cr.size
+		cr.size += int64(l.Size)
+	}
+	return &convDoc{r: cr, size: cr.size, leaves: leaves, close: func() error { return nil }}, nil
+}
+
+// fileDoc opens a state document at its source path.
+func fileDoc(path string) (*convDoc, error) {
+	f, err := openSource(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &convDoc{r: f, size: min(fi.Size(), maxDocSize), close: f.Close}, nil
+}
+
+// memDoc is a document held in memory.
+func memDoc(data []byte) *convDoc {
+	return &convDoc{r: bytes.NewReader(data), size: int64(len(data)), close: func() error { return nil }}
+}
+
+// contentReader reads stored content at offsets, one chunk at a time,
+// verifying each chunk (its id, by Store.Read, and its size).
+type contentReader struct {
+	s      *objects.Store
+	leaves []objects.ChunkRef
+	offs   []int64 // where each leaf starts
+	size   int64
+	cur    int // the leaf in buf; -1: none
+	buf    []byte
+}
+
+func (c *contentReader) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		if off >= c.size {
+			return n, io.EOF
+		}
+		i := sort.Search(len(c.offs), func(i int) bool { return c.offs[i] > off }) - 1
+		if i != c.cur {
+			l := c.leaves[i]
+			t, data, err := c.s.Read(l.ID)
+			if err != nil {
+				return n, err
+			}
+			if t != objects.TypeBlob || uint64(len(data)) != l.Size {
+				return n, fmt.Errorf("%w: chunk %s is a %s of %d bytes, its list says a blob of %d", ErrCorrupt, l.ID.Short(), t, len(data), l.Size)
+			}
+			c.buf, c.cur = data, i
+		}
+		k := copy(p[n:], c.buf[off-c.offs[i]:])
+		n += k
+		off += int64(k)
+	}
+	return n, nil
+}
+
+// sharedLeaves is how many bytes two stored contents' leading chunks with
+// the same ids hold.
+func sharedLeaves(a, b []objects.ChunkRef) int64 {
+	var n int64
+	for i := 0; i < len(a) && i < len(b) && a[i] == b[i]; i++ {
+		n += int64(a[i].Size)
+	}
+	return n
+}
+
+// sharedBytes is how many bytes of d, cut where leaves are, have the
+// leaves' ids: the bytes d shares with the stored content, chunk by chunk,
+// read once and hashed, never held beyond a chunk.
+func sharedBytes(leaves []objects.ChunkRef, d *convDoc) (int64, error) {
+	var off int64
+	var buf []byte
+	for _, l := range leaves {
+		if off+int64(l.Size) > d.size {
+			break
+		}
+		if uint64(cap(buf)) < l.Size {
+			buf = make([]byte, l.Size)
+		}
+		b := buf[:l.Size]
+		if _, err := d.r.ReadAt(b, off); err != nil {
+			if err == io.EOF { // the file shrank since
+				break
+			}
+			return 0, err
+		}
+		if objects.Hash(objects.TypeBlob, b) != l.ID {
+			break
+		}
+		off += int64(l.Size)
+	}
+	return off, nil
+}
+
+// conversationDiff compares two versions of the conversation by what they
+// share (see above); ok is false when that does not apply: the caller
+// compares them whole.
+func conversationDiff(a, b *convDoc) (d conversation.DiffResult, ok bool, err error) {
+	var shared int64
+	switch {
+	case a.leaves != nil && b.leaves != nil:
+		shared = sharedLeaves(a.leaves, b.leaves)
+	case a.leaves != nil:
+		if shared, err = sharedBytes(a.leaves, b); err != nil {
+			return d, false, err
+		}
+	case b.leaves != nil:
+		if shared, err = sharedBytes(b.leaves, a); err != nil {
+			return d, false, err
+		}
+	}
+	if shared == 0 {
+		return d, false, nil
+	}
+	return conversation.DiffShared(a.r, a.size, b.r, b.size, shared)
+}
+
+// openDoc opens content for conversationDiff: a live document (in memory,
+// or at its source path) when live has it, else stored content.
+func (r *Repo) openDoc(id objects.ID, live func(objects.ID) (*convDoc, bool, error)) (*convDoc, error) {
+	if live != nil {
+		if d, ok, err := live(id); ok || err != nil {
+			return d, err
+		}
+	}
+	return r.storedDoc(id)
+}
+
+// liveDocs returns what openDoc needs of a capture's state documents: the
+// content of a document not in the store is in memory (pending) or at its
+// source path (fromSource).
+func (r *Repo) liveDocs(pending map[objects.ID][]byte, fromSource map[objects.ID]string) func(objects.ID) (*convDoc, bool, error) {
+	return func(id objects.ID) (*convDoc, bool, error) {
+		if d, ok := pending[id]; ok {
+			return memDoc(d), true, nil
+		}
+		if src, ok := fromSource[id]; ok && !r.objects.Has(id) {
+			d, err := fileDoc(src)
+			return d, true, err
+		}
+		return nil, false, nil
+	}
+}
+
+// diffConversation is the conversation's StateDiff between from and to
+// (either may be absent: zero), by what they share when both are there,
+// else from read's whole documents.
+func (r *Repo) diffConversation(from, to objects.ID, live func(objects.ID) (*convDoc, bool, error), read func(objects.ID) ([]byte, error)) (*conversation.DiffResult, error) {
+	if !from.IsZero() && !to.IsZero() {
+		a, err := r.openDoc(from, live)
+		if err != nil {
+			return nil, err
+		}
+		defer a.close()
+		b, err := r.openDoc(to, live)
+		if err != nil {
+			return nil, err
+		}
+		defer b.close()
+		d, ok, err := conversationDiff(a, b)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &d, nil
+		}
+	}
+	var oldData, newData []byte
+	var err error
+	if !from.IsZero() {
+		if oldData, err = read(from); err != nil {
+			return nil, err
+		}
+	}
+	if !to.IsZero() {
+		if newData, err = read(to); err != nil {
+			return nil, err
+		}
+	}
+	d := conversation.Diff(conversation.Parse(oldData), conversation.Parse(newData))
+	return &d, nil
+}
