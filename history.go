@@ -157,7 +157,10 @@ func (h *history) stacks(session string) (undo, redo []refs.Op, err error) {
 		case op.Kind == string(OpRedo):
 			if n := len(redo); n > 0 && redo[n-1].Seq == op.Undoes {
 				x := redo[n-1]
-				if x.Kind == string(OpRewind) && !op.Safety.IsZero() && len(op.Refs) > 0 && len(x.Refs) > 0 {
+				// A move redone (a rewind, an edit commit, a task commit
+				// with edits, a task revert, a revert): undoing it again
+				// returns to the state before the redo (M14).
+				if !x.Safety.IsZero() && !op.Safety.IsZero() && len(op.Refs) > 0 && len(x.Refs) > 0 {
 					x.Safety = op.Safety
 					x.Refs = append([]refs.RefChange(nil), x.Refs...)
 					x.Refs[0].Old = op.Refs[0].Old

@@ -149,3 +149,39 @@ func TestUndoRemovesIgnoredDirectoryMadeOnTheWay(t *testing.T) {
 		t.Fatalf("the undo left build/: %v", err)
 	}
 }
+
+// M14: the undo of a redone edit commit returned to the original commit's
+// safety checkpoint, so what changed between the undo and the redo left
+// the working tree. As for a rewind, undo reverses the last operation: the
+// redo.
+func TestUndoAfterRedoOfEditCommit(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	x := filepath.Join(root, "x")
+	writeFile(t, x, "x1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.EditStage(ctx, snap.EditRequest{Kind: edits.Write, Path: "x", New: "new\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.EditCommit(ctx, "", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.EditRevert(ctx, "", "r"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, x, "mine\n")
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(x); string(b) != "new\n" {
+		t.Fatalf("after the redo x is %q", b)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(x); string(b) != "mine\n" {
+		t.Fatalf("the undo of the redo gave x = %q, want the state just before the redo (mine)", b)
+	}
+}

@@ -1112,8 +1112,7 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 	p.add(rec)
 	so := &stackOp{kind: "rewind", what: kind, step: r.step, session: s, oldHead: h.id, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1, edits: pe.clone(),
-		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), sc.paths), createdDocs: map[string]string{},
-		origSafety: sid, origOldHead: h.id}
+		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), sc.paths), createdDocs: map[string]string{}}
 	r.push(p, s, so)
 	p.noteOrder(s, sid)
 	setHead(p, s, rec.id)
@@ -1509,7 +1508,6 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	if h != nil {
 		so.oldHead = h.id
 	}
-	so.origSafety, so.origOldHead = sid, so.oldHead
 	if len(pe.Changes) > 0 {
 		so.edits = pe.clone()
 	}

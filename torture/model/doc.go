@@ -121,8 +121,10 @@
 // operation that must not touch the tree did); cli-exit:CMD,
 // cli-output:CMD, cli-panic, status-missing-doc, fsck; api-error;
 // edit-stage, edit-pending, edit-commit, task-op, task-id, task-doc,
-// task-stack, outside-write (the agent workflow); and one narrow category
-// per open finding, raised by that case only (knownBugs). A run
+// task-stack, outside-write (the agent workflow); and narrow categories
+// that name the shape of a past finding (undo-deletes-unignored,
+// edit-undo-dirs, undo-created-dir-left, ...). Every category is checked
+// in every run: there is no list of known bugs. A run
 // stops at the first failing step, then shrinks the sequence: read-only
 // commands dropped, then delta debugging over the ops (a candidate counts
 // when it fails with the same category), within SNAP_MODEL_SHRINK_SECONDS
@@ -145,16 +147,12 @@
 //
 // The default (CI) run replays a fixed seed (ciSeed), so that CI fails on
 // a change in snap, not on the draw; the long mode and
-// SNAP_MODEL_SEED=random explore new seeds. knownBugs lists the categories
-// of the open findings (M11-M14, M16 of FINDINGS-model.md), left unchecked until
-// they are fixed: each is a category of its own, raised by that case only,
-// after which the model follows what snap did. Their repros are in
-// testdata/ (TestSavedReplays: they pass while the category is known, and
-// guard the fix once it is removed from knownBugs); SNAP_MODEL_CHECK_KNOWN=1
-// checks the known categories too (the repros then fail).
+// SNAP_MODEL_SEED=random explore new seeds. A finding is fixed when it is
+// found: its shrunk sequence goes into testdata/, where TestSavedReplays
+// replays every file and so guards the fix.
 //
 // More knobs: SNAP_MODEL_KNOWN=cat1,cat2 stops checking those categories
-// for one run, beside knownBugs (to explore past a bug being fixed);
+// for one run (to explore past a bug being fixed);
 // SNAP_MODEL_KEEP_GOING=1 goes
 // on after a failure, checking each category until it first fails, and
 // shrinks each; SNAP_MODEL_NO_SHRINK=1; SNAP_MODEL_TRACE=1 logs every op.

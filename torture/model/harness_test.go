@@ -12,42 +12,13 @@ import (
 	"time"
 )
 
-// knownBugs disables the checks of these failure categories (category →
-// why): open findings (FINDINGS-model.md), to be fixed and removed from
-// here. SNAP_MODEL_KNOWN=cat1,cat2 adds categories for one run.
-var knownBugs = map[string]string{
-	// Found by the agent-workflow ops (FINDINGS-model.md, M9-M16). Each
-	// category is raised only by its own case; after reporting it the
-	// model follows what snap did, so a run goes on past it.
-	// (M9, undo-refused-moved: a refused undo/redo moved the refs set
-	// before the one that conflicted; fixed: moveRefsBack rolls back.
-	// testdata/undo-refused-moved.json guards it.)
-	// (M10, edit-empty-deleted: a commit leaving a file empty deleted it;
-	// fixed in 4af2508, testdata/edit-empty-deleted.json guards it.)
-	// (M11, edit-commit-head-rules: a commit's safety capture honoured the
-	// head's own ignore rules, so a path only they ignore was refused or
-	// not written; fixed: rules on disk only. testdata/edit-commit-head-
-	// rules*.json guard it.)
-	// (M13, undo-deletes-unignored: fixed, stored rules beneath the
-	// exclude files; testdata/undo-deletes-unignored.json guards it.)
-	"undo-after-redo": "M14: the undo of a redone edit commit, task commit or task revert returns to the original operation's " +
-		"safety checkpoint and head, not to the state just before the redo: what changed in between leaves the working tree",
-	// (M15, edit-through-symlink: a commit beyond a directory that became
-	// a symlink recorded the commit and dropped the change; fixed: refused
-	// at commit. testdata/edit-through-symlink.json guards it.)
-}
-
-// ciSeed is the seed of the default (CI) run: 480 steps that pass with
-// the categories above unchecked.
+// ciSeed is the seed of the default (CI) run: 480 steps, every category
+// checked. There is no list of known bugs: a finding is fixed when it is
+// found, or the harness stays red (FINDINGS-model.md).
 const ciSeed = 23
 
 func disabledSet() map[string]bool {
 	d := map[string]bool{}
-	for c := range knownBugs {
-		if os.Getenv("SNAP_MODEL_CHECK_KNOWN") == "" { // SNAP_MODEL_CHECK_KNOWN=1 checks them too
-			d[c] = true
-		}
-	}
 	for _, c := range envList("SNAP_MODEL_KNOWN") {
 		d[c] = true
 	}

@@ -44,7 +44,7 @@ type features struct {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	// The default (CI) run replays fixed seeds, so CI fails only on a
-	// change in snap: the open findings (knownBugs) fire on some seeds.
+	// change in snap, not on the draw.
 	// The long mode, and SNAP_MODEL_SEED=random, explore new ones.
 	baseSeed = ciSeed
 	if long() || os.Getenv("SNAP_MODEL_SEED") == "random" {

@@ -140,10 +140,6 @@ type stackOp struct {
 	// redo drops again (when they are still what is pending).
 	what  string
 	edits *pendingEdits
-	// origSafety, origOldHead: the safety checkpoint and head of the
-	// operation itself, where snap's undo returns even after a redo
-	// (snap's known bug M14; for a rewind it returns to the redo's).
-	origSafety, origOldHead objects.ID
 }
 
 // project is one project directory with its own store, and the model of

@@ -1097,24 +1097,6 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	if ures != nil {
 		res = ures.Rewind
 	}
-	// Snap's known bug M14: the undo of a redone edit commit, task commit
-	// or task revert returns to the original operation's safety checkpoint
-	// and head, not to the state just before the redo (as for a rewind).
-	// Reported when that is what it did; the model then follows it.
-	alt := false
-	if undo && top.what != "" && !top.origSafety.IsZero() && top.origSafety != top.safety && res != nil && res.Target == top.origSafety {
-		if ot := p.byID[top.origSafety]; ot != nil {
-			ame := p.expectMove(d0, o0, ot, h, top.scope, created, createdDocs)
-			diff := "the same files as the redo's would have been"
-			if d1 := r.mustScan(p); !movedAs(me, d1) {
-				diff = strings.Join(diffTrees(me.disk, d1, 5), "; ")
-			}
-			r.failf("undo-after-redo", "%s of the %s of step %d, redone since, returned to the original safety checkpoint %s "+
-				"(and head %s), not to the state just before the redo (%s, head %s): %s",
-				kind, top.what, top.step, ot, top.origOldHead.Short(), tgt, top.oldHead.Short(), diff)
-			me, tgt, newHead, alt = ame, ot, top.origOldHead, true
-		}
-	}
 	what := fmt.Sprintf("%s of the rewind of step %d (to %s, %s)", kind, top.step, tgt, top.scope)
 	if top.what != "" {
 		r.stats[kind+" of a "+top.what]++
@@ -1151,7 +1133,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 			r.failf(cat, "%s does not give back the state documents: %s, before: %s", what, o1, ob)
 		}
 	}
-	if undo && !alt {
+	if undo {
 		strong(top.before, top.after, top.outBefore, top.outAfter, "undo-not-exact")
 	} else if !undo {
 		strong(top.after, top.before, top.outAfter, top.outBefore, "redo-not-exact")
