@@ -38,7 +38,7 @@ func (r *Repo) storedDoc(id objects.ID) (*convDoc, error) {
 		cr.offs[i] = cr.size
 		cr.size += int64(l.Size)
 	}
-	return &convDoc{r: cr, size: cr.size, leaves: leaves, close: func() error { return nil }}, nil
+	return &convDoc{r: cr, size: cr.size, leaves: leaves, close: func() error { cr.stopAhead(); return nil }}, nil
 }
 
 // fileDoc opens a state document at its source path.
@@ -61,7 +61,9 @@ func memDoc(data []byte) *convDoc {
 }
 
 // contentReader reads stored content at offsets, one chunk at a time,
-// verifying each chunk (its id, by Store.Read, and its size).
+// verifying each chunk (its id, by Store.Read, and its size). Chunks are
+// read (decompressed) ahead, a few at a time, by a goroutine, so that a
+// reader going front to back, as a parse does, does not wait for them.
 type contentReader struct {
 	s      *objects.Store
 	leaves []objects.ChunkRef
@@ -69,7 +71,19 @@ type contentReader struct {
 	size   int64
 	cur    int // the leaf in buf; -1: none
 	buf    []byte
+
+	ahead     chan leafData // leaves aheadNext, aheadNext+1, ...
+	aheadNext int
+	stop      chan struct{} // closed to stop the goroutine filling ahead
 }
+
+type leafData struct {
+	data []byte
+	err  error
+}
+
+// readAhead is how many chunks a contentReader reads ahead.
+const readAhead = 4
 
 func (c *contentReader) ReadAt(p []byte, off int64) (int, error) {
 	n := 0
@@ -79,13 +93,9 @@ func (c *contentReader) ReadAt(p []byte, off int64) (int, error) {
 		}
 		i := sort.Search(len(c.offs), func(i int) bool { return c.offs[i] > off }) - 1
 		if i != c.cur {
-			l := c.leaves[i]
-			t, data, err := c.s.Read(l.ID)
+			data, err := c.leaf(i)
 			if err != nil {
 				return n, err
-			}
-			if t != objects.TypeBlob || uint64(len(data)) != l.Size {
-				return n, fmt.Errorf("%w: chunk %s is a %s of %d bytes, its list says a blob of %d", ErrCorrupt, l.ID.Short(), t, len(data), l.Size)
 			}
 			c.buf, c.cur = data, i
 		}
@@ -94,6 +104,85 @@ func (c *contentReader) ReadAt(p []byte, off int64) (int, error) {
 		off += int64(k)
 	}
 	return n, nil
+}
+
+// leaf returns the content of leaf i: the next one read ahead, or, when i
+// is not, from a new goroutine reading from i on.
+func (c *contentReader) leaf(i int) ([]byte, error) {
+	if c.ahead != nil && c.aheadNext == i {
+		if d, ok := <-c.ahead; ok {
+			c.aheadNext++
+			return d.data, d.err
+		}
+	}
+	c.stopAhead()
+	ch, stop := make(chan leafData, readAhead), make(chan struct{})
+	c.ahead, c.stop, c.aheadNext = ch, stop, i+1
+	go func() {
+		defer close(ch)
+		for j := i; j < len(c.leaves); j++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			data, err := c.readLeaf(j)
+			select {
+			case ch <- leafData{data, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	d := <-ch // leaf i: there is one, and nothing stopped the goroutine yet
+	return d.data, d.err
+}
+
+// stopAhead stops reading ahead.
+func (c *contentReader) stopAhead() {
+	if c.stop != nil {
+		close(c.stop)
+		c.stop, c.ahead = nil, nil
+	}
+}
+
+func (c *contentReader) readLeaf(i int) ([]byte, error) {
+	l := c.leaves[i]
+	t, data, err := c.s.Read(l.ID)
+	if err != nil {
+		return nil, err
+	}
+	if t != objects.TypeBlob || uint64(len(data)) != l.Size {
+		return nil, fmt.Errorf("%w: chunk %s is a %s of %d bytes, its list says a blob of %d", ErrCorrupt, l.ID.Short(), t, len(data), l.Size)
+	}
+	return data, nil
+}
+
+// prefixReader reads the first n bytes of a document from head, which
+// holds the same bytes (checked by their chunk ids), and the rest from
+// rest: a live file's prefix is read from the file rather than
+// decompressed from the store.
+type prefixReader struct {
+	head, rest io.ReaderAt
+	n          int64
+}
+
+func (p *prefixReader) ReadAt(b []byte, off int64) (int, error) {
+	if off >= p.n {
+		return p.rest.ReadAt(b, off)
+	}
+	if int64(len(b)) <= p.n-off {
+		return p.head.ReadAt(b, off)
+	}
+	k, err := p.head.ReadAt(b[:p.n-off], off)
+	if err != nil {
+		return k, err
+	}
+	m, err := p.rest.ReadAt(b[k:], off+int64(k))
+	return k + m, err
 }
 
 // sharedLeaves is how many bytes two stored contents' leading chunks with
@@ -146,6 +235,9 @@ func conversationDiff(a, b *convDoc) (d conversation.DiffResult, ok bool, err er
 		if shared, err = sharedBytes(a.leaves, b); err != nil {
 			return d, false, err
 		}
+		// DiffShared reads the shared bytes from its first document: read
+		// them from the live one, not from the store.
+		a = &convDoc{r: &prefixReader{head: b.r, rest: a.r, n: shared}, size: a.size}
 	case b.leaves != nil:
 		if shared, err = sharedBytes(b.leaves, a); err != nil {
 			return d, false, err

@@ -31,7 +31,7 @@ func TestQuickHarness(t *testing.T) {
 		Quick: true, Scale: 1, Runs: 2, Seed: 7, Workdir: t.TempDir(),
 		Realdata:     filepath.Join("..", "..", "shared", "realdata"),
 		GoGitTimeout: time.Minute,
-		W1Files:      300, W2Files: 100, W2Steps: 12, W3Steps: 6, W4Size: 4 << 20, W5Files: 300,
+		W1Files:      300, W2Files: 100, W2Steps: 12, W3Steps: 6, W4Size: 4 << 20, W5Files: 300, W8Size: 1 << 20,
 	}
 	var log bytes.Buffer
 	rep, err := runBench(cfg, &log)
@@ -47,6 +47,7 @@ func TestQuickHarness(t *testing.T) {
 		"W3": {"per-step checkpoint p50", "store growth over the replay", "rewind to a random step"},
 		"W4": {rowBigFirst, rowBigChanged, rowBigRSS},
 		"W5": {rowEditSet},
+		"W8": {rowConvDiff, rowConvDiffLive, rowConvDiffRSS, rowConvLiveRSS, rowConvCompact, rowConvCompactRSS},
 	}
 	for w, names := range want {
 		for _, n := range names {

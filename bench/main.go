@@ -37,6 +37,7 @@ type config struct {
 	W3Steps int // 0: every step of the transcripts
 	W4Size  int64
 	W5Files int
+	W8Size  int64 // bytes of the W8 transcript
 }
 
 // setSizes fills the workload sizes for a full or quick run at a scale.
@@ -45,6 +46,7 @@ func (c *config) setSizes() {
 	if c.Quick {
 		c.W1Files, c.W2Files, c.W2Steps, c.W3Steps, c.W4Size = 2000*s, 500*s, 100*s, 30, int64(s)*64<<20
 		c.W5Files = c.W1Files
+		c.W8Size = int64(s) * 8 << 20
 		if c.Runs == 0 {
 			c.Runs = 1
 		}
@@ -52,6 +54,7 @@ func (c *config) setSizes() {
 	}
 	c.W1Files, c.W2Files, c.W2Steps, c.W3Steps, c.W4Size = 20000*s, 2000*s, 1000*s, 0, int64(s)<<30
 	c.W5Files = 200000 * s
+	c.W8Size = int64(s) * 100 << 20
 	if c.Runs == 0 {
 		c.Runs = 3
 	}
@@ -110,6 +113,7 @@ var workloads = []workload{
 	{"W5", "edit-set checkpoint", runW5},
 	{"W6", "staged edits", runW6},
 	{"W7", "agent hooks", runW7},
+	{"W8", "big transcript diff", runW8},
 }
 
 func workloadByName(name string) (workload, bool) {
@@ -192,7 +196,7 @@ func runBench(cfg config, log io.Writer) (*report, error) {
 	b.rep.Config = map[string]any{
 		"quick": cfg.Quick, "scale": cfg.Scale, "runs": b.cfg.Runs, "seed": cfg.Seed,
 		"w1_files": cfg.W1Files, "w2_files": cfg.W2Files, "w2_checkpoints": cfg.W2Steps,
-		"w3_steps": cfg.W3Steps, "w4_bytes": cfg.W4Size, "w5_files": cfg.W5Files,
+		"w3_steps": cfg.W3Steps, "w4_bytes": cfg.W4Size, "w5_files": cfg.W5Files, "w8_bytes": cfg.W8Size,
 		"gogit_timeout": cfg.GoGitTimeout.String(),
 	}
 	for _, w := range workloads {
