@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -78,87 +77,42 @@ func QuoteCommand(path string) string {
 
 // InstallHooks merges hooks running command into the settings file at path
 // (the {"hooks": {EVENT: [{"matcher", "hooks": [{"type": "command",
-// "command"}]}]}} layout Claude Code and Gemini CLI share), or with
-// uninstall removes exactly the hooks IsOurs(name) finds. Every other key
-// and hook is kept. Installing twice changes nothing. The file is replaced
-// atomically (temporary file, fsync, rename), after its previous content
-// is copied to path + ".snap-backup". A file that is not a JSON object is
-// refused, never overwritten.
+// "command"}]}]}} layout Claude Code, Gemini CLI and Codex share), or with
+// uninstall removes exactly the hooks IsOurs(name) finds. The file's text
+// is edited in place (settings.go): only the hooks snap owns change, and
+// every other byte (key order, layout, escapes) stays as it was, so an
+// uninstall after an install that nothing else touched gives the original
+// bytes back, and one that leaves a file snap made empty removes it.
+// Installing twice changes nothing. The file is replaced atomically
+// (temporary file, fsync, rename); before the first change to an existing
+// file its content is copied to path + ".snap-backup", which is never
+// overwritten afterwards. A file that is not one JSON object is refused,
+// never overwritten.
 func InstallHooks(path, name, command string, specs []HookSpec, uninstall bool) (*InstallResult, error) {
 	res := &InstallResult{Path: path, Events: []string{}}
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	settings := map[string]any{}
-	if len(bytes.TrimSpace(old)) > 0 {
-		d := json.NewDecoder(bytes.NewReader(old))
-		d.UseNumber()
-		if err := d.Decode(&settings); err != nil {
-			return nil, fmt.Errorf("%s is not a JSON object (%v): fix or move it first; nothing was changed", path, err)
-		}
-		if _, err := d.Token(); err != io.EOF {
-			return nil, fmt.Errorf("%s holds more than one JSON value: fix or move it first (everything after the first would be lost); nothing was changed", path)
-		}
+	if err := checkSettings(path, old, specs); err != nil {
+		return nil, err
 	}
-	hooks, _ := settings["hooks"].(map[string]any)
-	if settings["hooks"] != nil && hooks == nil {
-		return nil, fmt.Errorf("%s: \"hooks\" is not an object: nothing was changed", path)
+	text := old
+	if len(bytes.TrimSpace(old)) == 0 {
+		text = nil
 	}
-	if hooks == nil {
-		hooks = map[string]any{}
+	var data []byte
+	if uninstall {
+		data, res.Events, err = removeHooks(text, name, specs)
+	} else {
+		data, res.Events, err = addHooks(text, name, command, specs)
 	}
-	for _, s := range specs {
-		if v, ok := hooks[s.Event]; ok && v != nil {
-			if _, isList := v.([]any); !isList {
-				return nil, fmt.Errorf("%s: \"hooks\".%q is not a list: nothing was changed", path, s.Event)
-			}
-		}
-	}
-	for _, s := range specs {
-		entries, _ := hooks[s.Event].([]any)
-		if uninstall {
-			kept, removed := removeOurs(entries, name)
-			if removed {
-				res.Events = append(res.Events, s.Event)
-				if len(kept) == 0 {
-					delete(hooks, s.Event)
-				} else {
-					hooks[s.Event] = kept
-				}
-			}
-			continue
-		}
-		if hasOurs(entries, name) {
-			// Ours already; a stale program path (snap moved) is updated.
-			if updateOurs(entries, name, command) {
-				res.Events = append(res.Events, s.Event)
-			}
-			continue
-		}
-		entry := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": command}}}
-		if s.Matcher != "" {
-			entry["matcher"] = s.Matcher
-		}
-		hooks[s.Event] = append(entries, entry)
-		res.Events = append(res.Events, s.Event)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v: nothing was changed", path, err)
 	}
 	if len(res.Events) == 0 {
 		return res, nil
 	}
-	if len(hooks) == 0 {
-		delete(settings, "hooks")
-	} else {
-		settings["hooks"] = hooks
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // other hooks' "a && b" stays readable
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(settings); err != nil {
-		return nil, err
-	}
-	data := buf.Bytes()
 	// A settings file that is a symlink (kept in a dotfiles repository)
 	// is written where it points, so the link stays.
 	if target, err := filepath.EvalSymlinks(path); err == nil {
@@ -167,17 +121,95 @@ func InstallHooks(path, name, command string, specs []HookSpec, uninstall bool) 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	if old != nil {
-		res.Backup = path + ".snap-backup"
-		if err := writeAtomic(res.Backup, old); err != nil {
+	backup := path + ".snap-backup"
+	_, berr := os.Lstat(backup)
+	if uninstall && errors.Is(berr, os.ErrNotExist) && emptyObject(data) {
+		// No backup: snap made the file, and it holds nothing else now.
+		if err := os.Remove(path); err != nil {
 			return nil, err
 		}
+		res.Changed = true
+		return res, nil
+	}
+	if old != nil {
+		if err := writeOnce(backup, old); err != nil {
+			return nil, err
+		}
+		res.Backup = backup
 	}
 	if err := writeAtomic(path, data); err != nil {
 		return nil, err
 	}
 	res.Changed = true
 	return res, nil
+}
+
+// checkSettings refuses a settings text snap cannot edit without losing
+// something: not one JSON object, "hooks" not an object, an event of specs
+// that is not a list. Empty (or no) text is fine.
+func checkSettings(path string, text []byte, specs []HookSpec) error {
+	trimmed := bytes.TrimSpace(text)
+	if len(trimmed) == 0 {
+		return nil
+	}
+	var settings map[string]any
+	d := json.NewDecoder(bytes.NewReader(text))
+	d.UseNumber()
+	if err := d.Decode(&settings); err != nil {
+		return fmt.Errorf("%s is not a JSON object (%v): fix or move it first; nothing was changed", path, err)
+	}
+	if trimmed[0] != '{' {
+		return fmt.Errorf("%s is not a JSON object: fix or move it first; nothing was changed", path)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return fmt.Errorf("%s holds more than one JSON value: fix or move it first (everything after the first would be lost); nothing was changed", path)
+	}
+	hooks, _ := settings["hooks"].(map[string]any)
+	if settings["hooks"] != nil && hooks == nil {
+		return fmt.Errorf("%s: \"hooks\" is not an object: nothing was changed", path)
+	}
+	for _, s := range specs {
+		if v, ok := hooks[s.Event]; ok && v != nil {
+			if _, isList := v.([]any); !isList {
+				return fmt.Errorf("%s: \"hooks\".%q is not a list: nothing was changed", path, s.Event)
+			}
+		}
+	}
+	return nil
+}
+
+// emptyObject reports whether text is a JSON object with no members.
+func emptyObject(text []byte) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(text, &m) == nil && m != nil && len(m) == 0
+}
+
+// writeOnce makes path hold data unless it exists already (a backup is
+// made once and never overwritten): a temporary file, fsync'd, linked into
+// place.
+func writeOnce(path string, data []byte) error {
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(f.Name(), path)
+	}
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return nil
 }
 
 // Installed lists the events of specs whose hooks in the settings file at
@@ -216,53 +248,6 @@ func hasOurs(entries []any, name string) bool {
 		}
 	}
 	return false
-}
-
-// updateOurs sets the command of snap's hooks in entries to command when
-// it differs (snap's path changed), reporting whether it did.
-func updateOurs(entries []any, name, command string) bool {
-	changed := false
-	for _, e := range entries {
-		m, _ := e.(map[string]any)
-		hs, _ := m["hooks"].([]any)
-		for _, h := range hs {
-			hm, _ := h.(map[string]any)
-			if c, _ := hm["command"].(string); IsOurs(c, name) && c != command {
-				hm["command"] = command
-				changed = true
-			}
-		}
-	}
-	return changed
-}
-
-// removeOurs drops snap's hooks from entries, and entries left with none.
-func removeOurs(entries []any, name string) ([]any, bool) {
-	var out []any
-	removed := false
-	for _, e := range entries {
-		m, ok := e.(map[string]any)
-		hs, _ := m["hooks"].([]any)
-		if !ok || hs == nil {
-			out = append(out, e)
-			continue
-		}
-		kept := slices.DeleteFunc(slices.Clone(hs), func(h any) bool {
-			hm, _ := h.(map[string]any)
-			c, _ := hm["command"].(string)
-			return IsOurs(c, name)
-		})
-		if len(kept) == len(hs) {
-			out = append(out, e)
-			continue
-		}
-		removed = true
-		if len(kept) > 0 {
-			m["hooks"] = kept
-			out = append(out, m)
-		}
-	}
-	return out, removed
 }
 
 // writeAtomic replaces path with data: a temporary file in its directory,

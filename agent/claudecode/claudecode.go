@@ -95,6 +95,12 @@ var Hooks = []agent.HookSpec{
 // (.claude/settings.local.json, this machine only).
 var Scopes = []string{"user", "project", "local"}
 
+// DefaultScope is the scope 'snap install claude-code' writes without a
+// flag: local, the one that affects only this user in this project (Claude
+// Code keeps settings.local.json out of git); --project shares the hooks
+// with everyone who clones the project.
+const DefaultScope = "local"
+
 // SettingsPath is the settings file of scope for the project at root.
 func SettingsPath(scope, root, home string) (string, error) {
 	switch scope {

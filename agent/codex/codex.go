@@ -164,6 +164,13 @@ var Hooks = []agent.HookSpec{
 // Codex runs hooks only with [features] codex_hooks = true in config.toml.
 var Scopes = []string{"user", "project"}
 
+// DefaultScope is the scope 'snap install codex' writes without a flag:
+// user. Codex reads hooks next to its config layers (~/.codex and the
+// project's .codex/, both shared by whoever uses them) and has no file for
+// one user in one project, so the user's own file is the one scope that
+// affects nobody else; --project shares the hooks with the team.
+const DefaultScope = "user"
+
 // SettingsPath is the hooks file of scope for the project at root.
 func SettingsPath(scope, root, home string) (string, error) {
 	switch scope {

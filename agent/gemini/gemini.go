@@ -78,6 +78,13 @@ var Hooks = []agent.HookSpec{
 // Scopes: user (~/.gemini/settings.json) and project (.gemini/settings.json).
 var Scopes = []string{"user", "project"}
 
+// DefaultScope is the scope 'snap install gemini' writes without a flag:
+// user. Gemini CLI has no settings file for one user in one project (its
+// settings files are the system's, the user's and the project's), so the
+// user's own file is the one scope that affects nobody else; --project
+// shares the hooks with everyone who clones the project.
+const DefaultScope = "user"
+
 // SettingsPath is the settings file of scope for the project at root.
 func SettingsPath(scope, root, home string) (string, error) {
 	switch scope {

@@ -18,16 +18,17 @@ import (
 
 // adapters are the agents 'snap hook' and 'snap install' know.
 var adapters = map[string]struct {
-	parse  func([]byte) (agent.Event, error)
-	hooks  []agent.HookSpec
-	scopes []string
-	path   func(scope, root, home string) (string, error)
-	title  string
-	ack    string // printed on stdout: an empty answer, where the agent expects JSON
+	parse        func([]byte) (agent.Event, error)
+	hooks        []agent.HookSpec
+	scopes       []string
+	defaultScope string // the scope that affects only this user
+	path         func(scope, root, home string) (string, error)
+	title        string
+	ack          string // printed on stdout: an empty answer, where the agent expects JSON
 }{
-	claudecode.Name: {claudecode.Parse, claudecode.Hooks, claudecode.Scopes, claudecode.SettingsPath, "Claude Code", ""},
-	gemini.Name:     {gemini.Parse, gemini.Hooks, gemini.Scopes, gemini.SettingsPath, "Gemini CLI", "{}\n"},
-	codex.Name:      {codex.Parse, codex.Hooks, codex.Scopes, codex.SettingsPath, "Codex CLI", ""},
+	claudecode.Name: {claudecode.Parse, claudecode.Hooks, claudecode.Scopes, claudecode.DefaultScope, claudecode.SettingsPath, "Claude Code", ""},
+	gemini.Name:     {gemini.Parse, gemini.Hooks, gemini.Scopes, gemini.DefaultScope, gemini.SettingsPath, "Gemini CLI", "{}\n"},
+	codex.Name:      {codex.Parse, codex.Hooks, codex.Scopes, codex.DefaultScope, codex.SettingsPath, "Codex CLI", ""},
 }
 
 // hookSubcommands are 'snap hook AGENT', one per adapter.
@@ -132,30 +133,44 @@ type installStatus struct {
 func installCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
 		Name: "install", Usage: "add snap's hooks to an agent's settings (or remove them)", ArgsUsage: "AGENT (claude-code, gemini, codex)",
-		Description: `'snap install claude-code' merges snap's hooks ('snap hook claude-code' on
+		Description: `'snap install claude-code' adds snap's hooks ('snap hook claude-code' on
 SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop and
-PreCompact) into Claude Code's settings: --project (.claude/settings.json, the
-default, shared with the team), --local (.claude/settings.local.json, this
-machine only) or --user (~/.claude/settings.json, every project). Every other
-setting and hook is kept; installing twice changes nothing; the file is
-replaced atomically, its previous content kept in settings.json.snap-backup.
---uninstall removes exactly the hooks snap added. --status says what is
-installed where. 'snap install gemini' edits .gemini/settings.json (--project)
-or ~/.gemini/settings.json (--user); 'snap install codex' edits
-.codex/hooks.json or ~/.codex/hooks.json (Codex runs hooks only with
-[features] codex_hooks = true in its config.toml).
+PreCompact) to Claude Code's settings. By default they go where they affect
+only you: --local, .claude/settings.local.json at the project root (this
+project, this user; Claude Code keeps it out of git). --project
+(.claude/settings.json) shares them with everyone who clones the project (a
+teammate without snap then gets a failing hook at every event); --user
+(~/.claude/settings.json) puts them in every project you open.
+
+Gemini CLI and Codex have no settings file for one user in one project, so
+for them the default is --user, their one scope that affects only you:
+~/.gemini/settings.json and ~/.codex/hooks.json, read in every project you
+run them in (the first event in a git repository makes its store there).
+--project writes .gemini/settings.json or .codex/hooks.json at the project
+root, shared with the team. Codex runs hooks only with [features]
+codex_hooks = true in its config.toml.
+
+The project root is the one every snap command finds from any directory
+inside it: the store's, else the top of the git work tree; snap says which
+file it wrote. Only snap's own hooks change: every other byte of the file
+stays as it was (key order, layout, escapes); installing twice changes
+nothing; before the first change to an existing file, its content is copied
+to FILE.snap-backup, which is never overwritten. --uninstall removes exactly
+the hooks snap added, giving back the original text when nothing else
+changed the file (a file snap made is removed when nothing else is left in
+it). --status says what is installed where.
 
 Examples:
    snap install claude-code
-   snap install claude-code --local
+   snap install claude-code --project
    snap install claude-code --uninstall
    snap install gemini
-   snap install codex --user
+   snap install codex --project
    snap install --status`,
 		Flags: withGlobals(
-			&cli.BoolFlag{Name: "user", Usage: "the user's settings (every project)"},
-			&cli.BoolFlag{Name: "project", Usage: "the project's shared settings (the default)"},
-			&cli.BoolFlag{Name: "local", Usage: "the project's settings for this machine only"},
+			&cli.BoolFlag{Name: "user", Usage: "the user's settings, read in every project (the default for gemini and codex)"},
+			&cli.BoolFlag{Name: "project", Usage: "the project's settings, shared with everyone who clones it"},
+			&cli.BoolFlag{Name: "local", Usage: "the project's settings for you only (claude-code; its default)"},
 			&cli.BoolFlag{Name: "uninstall", Usage: "remove snap's hooks"},
 			&cli.BoolFlag{Name: "status", Usage: "say where snap's hooks are installed"},
 		),
@@ -206,7 +221,7 @@ Examples:
 			if !ok {
 				return usageErrorf("unknown agent %q (known: %s)", name, joinKeys(adapters))
 			}
-			scope := "project"
+			scope := a.defaultScope
 			n := 0
 			for _, s := range []string{"user", "project", "local"} {
 				if c.Bool(s) {
