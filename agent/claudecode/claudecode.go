@@ -96,9 +96,9 @@ var Hooks = []agent.HookSpec{
 var Scopes = []string{"user", "project", "local"}
 
 // DefaultScope is the scope 'snap install claude-code' writes without a
-// flag: local, the one that affects only this user in this project (Claude
-// Code keeps settings.local.json out of git); --project shares the hooks
-// with everyone who clones the project.
+// flag: local, the one that affects only this user in this project
+// (Claude Code's file for personal settings, not to be committed);
+// --project shares the hooks with everyone who clones the project.
 const DefaultScope = "local"
 
 // SettingsPath is the settings file of scope for the project at root.

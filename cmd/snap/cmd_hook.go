@@ -137,10 +137,10 @@ func installCommand(inv *invocation) *cli.Command {
 SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop and
 PreCompact) to Claude Code's settings. By default they go where they affect
 only you: --local, .claude/settings.local.json at the project root (this
-project, this user; Claude Code keeps it out of git). --project
-(.claude/settings.json) shares them with everyone who clones the project (a
-teammate without snap then gets a failing hook at every event); --user
-(~/.claude/settings.json) puts them in every project you open.
+project, only you: Claude Code's file for settings not to be committed).
+--project (.claude/settings.json) shares them with everyone who clones the
+project (a teammate without snap then gets a failing hook at every event);
+--user (~/.claude/settings.json) puts them in every project you open.
 
 Gemini CLI and Codex have no settings file for one user in one project, so
 for them the default is --user, their one scope that affects only you:
