@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -178,7 +179,7 @@ func (r *Repo) CompactConversation(ctx context.Context, id objects.ID) (*Compact
 	if err != nil {
 		return nil, err
 	}
-	data, err := r.objects.ReadBlob(e.ID, maxDocSize)
+	data, err := r.readDoc(e)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +226,7 @@ func (r *Repo) CompactConversation(ctx context.Context, id objects.ID) (*Compact
 		res.Messages[i].Index = i
 	}
 	res.HistoryDelta.TokensSaved = max(removedChars-addedChars, 0) / 4 // a summary longer than what it replaces saves nothing
-	if res.Raw, err = conversation.CompactRaw(data, spans); err != nil {
+	if res.Raw, err = conversation.CompactRawView(data, c, spans); err != nil {
 		res.Raw, res.RawProblem = nil, err.Error()
 	}
 	return res, nil
@@ -251,20 +252,42 @@ func (r *Repo) sameMessages(h *history, session string, t *tasks.Task, c *conver
 	if !ok {
 		return "its end checkpoint has no conversation"
 	}
-	data, err := r.objects.ReadBlob(e.ID, maxDocSize)
-	if err != nil {
-		return err.Error()
+	// Only the task's messages of that conversation are needed: read them
+	// as a stream (a page), not the whole document.
+	rd := r.blobReader(e.ID)
+	then, total, err := conversation.ParsePage(rd, t.BeginMessages, to-t.BeginMessages)
+	rd.Close()
+	if err != nil { // a record too long to stream: the whole view
+		data, err := r.objects.ReadBlob(e.ID, maxDocSize)
+		if err != nil {
+			return err.Error()
+		}
+		then = conversation.Parse(data)
+		total = len(then.Messages)
+		then.Messages = then.Messages[min(t.BeginMessages, total):min(to, total)]
 	}
-	then := conversation.Parse(data)
-	if len(then.Messages) < to {
+	if total < to {
 		return "the conversation is not the one the task was recorded with"
 	}
 	for i := t.BeginMessages; i < to; i++ {
-		if !conversation.EqualMessages(&then.Messages[i], &c.Messages[i]) {
+		if !conversation.EqualMessages(&then.Messages[i-t.BeginMessages], &c.Messages[i]) {
 			return "the conversation is not the one the task was recorded with"
 		}
 	}
 	return ""
+}
+
+// readDoc reads a whole state document into a buffer of its size (the
+// tree entry's), not one grown by doubling.
+func (r *Repo) readDoc(e objects.TreeEntry) ([]byte, error) {
+	if e.Size < 0 || e.Size > maxDocSize {
+		return r.objects.ReadBlob(e.ID, maxDocSize)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, e.Size))
+	if _, err := r.objects.WriteBlob(e.ID, buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // taskSummaryText is the message that stands for a finished task.

@@ -29,6 +29,17 @@ type Span struct {
 // cut records' place (its parentUuid is the first cut record's parent),
 // and a kept record whose parent was cut names the summary instead.
 func CompactRaw(data []byte, spans []Span) ([]byte, error) {
+	return compactRaw(data, nil, spans)
+}
+
+// CompactRawView is CompactRaw for a caller that holds view = Parse(data)
+// already (a JSONL document is not parsed again). With no spans, a JSONL
+// document is returned as it is: data itself, not a copy.
+func CompactRawView(data []byte, view *Conversation, spans []Span) ([]byte, error) {
+	return compactRaw(data, view, spans)
+}
+
+func compactRaw(data []byte, view *Conversation, spans []Span) ([]byte, error) {
 	spans = append([]Span(nil), spans...)
 	sort.Slice(spans, func(i, j int) bool { return spans[i].From < spans[j].From })
 	for i := 1; i < len(spans); i++ {
@@ -39,7 +50,10 @@ func CompactRaw(data []byte, spans []Span) ([]byte, error) {
 	d := detect(data)
 	switch {
 	case d.kind == kindJSONL:
-		return compactJSONL(data, spans)
+		if view == nil {
+			view = Parse(data)
+		}
+		return compactJSONL(data, view, spans)
 	case d.kind == kindElements && d.format == FormatJSONArray && len(d.problems) == 0:
 		return compactArray(d.elems, spans)
 	}
@@ -50,8 +64,10 @@ func CompactRaw(data []byte, spans []Span) ([]byte, error) {
 	return nil, fmt.Errorf("%w: %s; the compacted messages are shown, but not as a file in its format", ErrCannotCompact, what)
 }
 
-func compactJSONL(data []byte, spans []Span) ([]byte, error) {
-	c := Parse(data)
+func compactJSONL(data []byte, c *Conversation, spans []Span) ([]byte, error) {
+	if len(spans) == 0 {
+		return data, nil // every line kept as it is
+	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	type cut struct {
 		from, to int // 0-based lines [from, to]
@@ -83,6 +99,7 @@ func compactJSONL(data []byte, spans []Span) ([]byte, error) {
 	// what follows the last cut.
 	relink := map[string]string{} // a cut record's uuid → its summary's uuid
 	var out bytes.Buffer
+	out.Grow(len(data))
 	next := 0
 	for _, k := range cuts {
 		for _, l := range lines[next:k.from] {
