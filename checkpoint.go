@@ -215,14 +215,6 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskSt
 		if _, err := w.Commit(); err != nil {
 			return nil, err
 		}
-		err = r.refs.Update(refs.SessionHead(session), parentID, res.ID)
-		if errors.Is(err, refs.ErrConflict) && attempt < 100 {
-			time.Sleep(time.Duration(rand.N(1000*(attempt+1))) * time.Microsecond)
-			continue // the head moved: rebuild on the new head
-		}
-		if err != nil {
-			return nil, err
-		}
 		op := &refs.Op{Kind: string(OpCheckpoint), Session: session, Checkpoint: res.ID,
 			Refs: []refs.RefChange{{Name: refs.SessionHead(session), Old: parentID, New: res.ID}}}
 		if step != nil {
@@ -230,12 +222,15 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskSt
 		}
 		for _, l := range ck.Labels {
 			old, _ := r.refs.Get(refs.Label(l))
-			if err := r.refs.Update(refs.Label(l), old, res.ID); err != nil {
-				return nil, err
-			}
 			op.Refs = append(op.Refs, refs.RefChange{Name: refs.Label(l), Old: old, New: res.ID})
 		}
-		if err := r.appendOp(op); err != nil {
+		// The head, the labels and the record, all or none.
+		err = r.commitOp(ctx, op)
+		if errors.Is(err, refs.ErrConflict) && attempt < 100 {
+			time.Sleep(time.Duration(rand.N(1000*(attempt+1))) * time.Microsecond)
+			continue // the head (or a label) moved: rebuild on the new head
+		}
+		if err != nil {
 			return nil, err
 		}
 		if cache != nil {

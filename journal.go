@@ -114,25 +114,23 @@ func (r *Repo) finishMove(m *move) error {
 	if err != nil && !errors.Is(err, refs.ErrNotFound) {
 		return err
 	}
-	switch {
-	case head == m.NewHead:
-	case m.NewHead.IsZero(): // undoing a rewind made before the session's first checkpoint
-		if err := r.refs.Delete(refs.SessionHead(m.Session), m.Current); err != nil {
-			return err
-		}
-	default:
-		if err := r.refs.Update(refs.SessionHead(m.Session), m.Current, m.NewHead); err != nil {
-			return err
-		}
+	var changes []refs.RefChange
+	if head != m.NewHead { // (a zero NewHead: undoing a rewind made before the session's first checkpoint)
+		changes = []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: m.Current, New: m.NewHead}}
 	}
 	done, err := r.history().recorded(m.Scope.Txn)
 	if err != nil {
 		return err
 	}
+	var op *refs.Op
 	if !done {
-		if err := r.appendOp(m.op()); err != nil {
-			return err
-		}
+		op = m.op()
+		op.Time = r.clock().UTC()
+	}
+	// The tree has moved: the head and the record follow, whatever
+	// happens to the caller's context now.
+	if err := r.refs.Commit(context.Background(), changes, op); err != nil {
+		return err
 	}
 	return r.refs.RemoveJournal()
 }

@@ -68,6 +68,15 @@ func (r *Repo) appendOp(op *refs.Op) error {
 	return r.refs.Append(op)
 }
 
+// commitOp moves op.Refs (each by compare-and-swap, all or none) and
+// records op, under the op-log lock (refs.Store.Commit). A wait for that
+// lock ends when ctx is done (Ctrl-C): nothing is then moved or recorded.
+// Refs a caller moved already are recorded with appendOp.
+func (r *Repo) commitOp(ctx context.Context, op *refs.Op) error {
+	op.Time = r.clock().UTC()
+	return r.refs.Commit(ctx, op.Refs, op)
+}
+
 // Fsck checks the store: every ref and op-log record names a present
 // checkpoint, and everything reachable is present; full also reads and
 // verifies every object. Damage is listed in the report (FsckReport.Corrupt),

@@ -89,10 +89,7 @@ func (r *Repo) Label(ctx context.Context, session, ref, name string) (objects.ID
 	if old == id {
 		return id, nil
 	}
-	if err := r.refs.Update(refs.Label(name), old, id); err != nil {
-		return id, err
-	}
-	return id, r.appendOp(&refs.Op{Kind: string(OpLabel), Session: session,
+	return id, r.commitOp(ctx, &refs.Op{Kind: string(OpLabel), Session: session,
 		Refs: []refs.RefChange{{Name: refs.Label(name), Old: old, New: id}}})
 }
 
@@ -155,14 +152,8 @@ func (r *Repo) moveSession(ctx context.Context, session, to string, kind OpKind)
 	}
 	op := &refs.Op{Kind: string(kind), Session: session}
 	if to != "" {
-		if err := r.refs.Update(to, objects.ID{}, id); err != nil {
-			return err
-		}
 		op.Refs = append(op.Refs, refs.RefChange{Name: to, New: id})
 	}
-	if err := r.refs.Delete(from, id); err != nil {
-		return err
-	}
 	op.Refs = append(op.Refs, refs.RefChange{Name: from, Old: id})
-	return r.appendOp(op)
+	return r.commitOp(ctx, op)
 }

@@ -301,12 +301,7 @@ func (r *Repo) importSession(h *history, s SessionImport) (*ImportResult, error)
 	if old == s.Head && res.Added == 0 {
 		return res, nil
 	}
-	if old != s.Head {
-		if err := r.refs.Update(refs.SessionHead(session), old, s.Head); err != nil {
-			return nil, err
-		}
-		res.Moved = true
-	}
+	res.Moved = old != s.Head
 	detail, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
@@ -315,7 +310,10 @@ func (r *Repo) importSession(h *history, s SessionImport) (*ImportResult, error)
 	if res.Moved {
 		op.Refs = []refs.RefChange{{Name: refs.SessionHead(session), Old: old, New: s.Head}}
 	}
-	return res, r.appendOp(op)
+	if err := r.commitOp(context.Background(), op); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // isAncestor reports whether a is b or one of b's ancestors (any parent).

@@ -126,28 +126,13 @@ func moveRefsBack(r *Repo, ctx context.Context, session string, op refs.Op, undo
 			c = op.Refs[len(op.Refs)-1-i]
 			c.Old, c.New = c.New, c.Old
 		}
-		if err := r.setRef(c.Name, c.Old, c.New); err != nil {
-			// All or none: the refs already moved go back (by
-			// compare-and-swap too), so a refused undo or redo moves
-			// nothing.
-			for j := len(changes) - 1; j >= 0; j-- {
-				r.setRef(changes[j].Name, changes[j].New, changes[j].Old)
-			}
-			if errors.Is(err, refs.ErrConflict) {
-				return fmt.Errorf("cannot %s op %d: %s has moved since: %w", kind, op.Seq, c.Name, err)
-			}
-			return err
-		}
 		changes = append(changes, c)
 	}
-	return r.appendOp(&refs.Op{Kind: string(kind), Session: session, Undoes: op.Seq, Refs: changes})
-}
-
-// setRef moves a ref from old to new by compare-and-swap; a zero new
-// deletes it.
-func (r *Repo) setRef(name string, old, new objects.ID) error {
-	if new.IsZero() {
-		return r.refs.Delete(name, old)
+	// All or none: a refused undo or redo moves nothing (M9).
+	err := r.commitOp(ctx, &refs.Op{Kind: string(kind), Session: session, Undoes: op.Seq, Refs: changes})
+	var ce *refs.ConflictError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("cannot %s op %d: %s has moved since: %w", kind, op.Seq, ce.Name, err)
 	}
-	return r.refs.Update(name, old, new)
+	return err
 }

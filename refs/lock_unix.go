@@ -39,7 +39,8 @@ func flockExclusive(path string) (*os.File, error) {
 
 func isSymlinkLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
-// flockWithin is flockExclusive that gives up after timeout with ErrBusy.
-func flockWithin(path string, timeout time.Duration) (*os.File, error) {
-	return flock.Lock{Path: path, Timeout: timeout, Busy: ErrBusy}.Acquire(context.Background())
+// flockWithin is flockExclusive that gives up after timeout with ErrBusy,
+// or when ctx is done.
+func flockWithin(ctx context.Context, path string, timeout time.Duration) (*os.File, error) {
+	return flock.Lock{Path: path, Timeout: timeout, Busy: ErrBusy}.Acquire(ctx)
 }

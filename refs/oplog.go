@@ -2,6 +2,7 @@ package refs
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/snapcore-dev/snap/internal/flock"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -71,9 +73,75 @@ type Op struct {
 // op.Kind and op.Session (when set) must be legal name components and every
 // op.Refs name a legal ref name, else the error wraps ErrBadName.
 func (s *Store) Append(op *Op) error {
-	if op == nil {
-		return errors.New("refs: append: nil op")
+	return s.Commit(context.Background(), nil, op)
+}
+
+// Commit moves refs and records the operation that moved them, as one
+// step: the one way an operation's refs move and the log grows. It takes
+// the op-log lock (waiting as Append does, or until ctx is done: then
+// nothing has changed and the error wraps ctx.Err()), then sets each of
+// changes in order by compare-and-swap (Update, or Delete for a zero New),
+// then appends op (when not nil) as Append does, and lets go of the lock.
+// When a change fails, those already made are put back (by
+// compare-and-swap too), nothing is appended, and the error is that
+// change's (errors.Is(err, ErrConflict) when the ref had moved). op.Refs is
+// the caller's: Commit records op as given.
+func (s *Store) Commit(ctx context.Context, changes []RefChange, op *Op) error {
+	if op != nil {
+		if err := op.valid(); err != nil {
+			return err
+		}
 	}
+	for _, c := range changes {
+		if err := ValidName(c.Name); err != nil {
+			return err
+		}
+	}
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	lock, err := flock.Lock{Path: filepath.Join(s.dir, logLockName), Timeout: s.oplogTimeout, Busy: ErrBusy,
+		Holder: "another snap process recording an operation"}.Acquire(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted while waiting for another snap process to finish recording an operation; nothing was recorded: %w", err)
+		}
+		return fmt.Errorf("refs: waiting for the op log: %w", err)
+	}
+	defer lock.Close() // releases the flock
+	for i, c := range changes {
+		if err := s.set(ctx, c.Name, c.Old, c.New); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				s.set(context.Background(), changes[j].Name, changes[j].New, changes[j].Old) // best effort
+			}
+			return err
+		}
+	}
+	if op == nil {
+		return nil
+	}
+	if err := s.appendLocked(op); err != nil {
+		for j := len(changes) - 1; j >= 0; j-- {
+			s.set(context.Background(), changes[j].Name, changes[j].New, changes[j].Old) // best effort: all or none
+		}
+		return err
+	}
+	return nil
+}
+
+// set moves ref name from old to new (a zero new deletes it), by
+// compare-and-swap.
+func (s *Store) set(ctx context.Context, name string, old, new objects.ID) error {
+	if new.IsZero() {
+		if old.IsZero() {
+			return nil
+		}
+		return s.cas(ctx, "delete", name, old, new)
+	}
+	return s.cas(ctx, "update", name, old, new)
+}
+
+// valid checks what Append requires of an op.
+func (op *Op) valid() error {
 	if err := ValidComponent(op.Kind); err != nil {
 		return fmt.Errorf("refs: append: kind: %w", err)
 	}
@@ -87,19 +155,15 @@ func (s *Store) Append(op *Op) error {
 			return fmt.Errorf("refs: append: %w", err)
 		}
 	}
+	return nil
+}
+
+// appendLocked appends op; the caller holds the op-log lock.
+func (s *Store) appendLocked(op *Op) error {
 	rec := *op
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
 	}
-
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
-	lock, err := flockWithin(filepath.Join(s.dir, logLockName), s.oplogTimeout)
-	if err != nil {
-		return fmt.Errorf("refs: append: %w", err)
-	}
-	defer lock.Close() // releases the flock
-
 	f, err := s.fs.OpenFile(filepath.Join(s.dir, logName), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("refs: append: %w", err)

@@ -1,6 +1,7 @@
 package refs
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -118,7 +119,7 @@ func (s *Store) Update(name string, old, new objects.ID) error {
 	if new.IsZero() {
 		return fmt.Errorf("refs: update %q: new id is zero (use Delete)", name)
 	}
-	return s.cas("update", name, old, new)
+	return s.cas(context.Background(), "update", name, old, new)
 }
 
 // Delete atomically removes ref name if it currently holds old, which must
@@ -132,7 +133,7 @@ func (s *Store) Delete(name string, old objects.ID) error {
 	if old.IsZero() {
 		return fmt.Errorf("refs: delete %q: old id is zero", name)
 	}
-	return s.cas("delete", name, old, objects.ID{})
+	return s.cas(context.Background(), "delete", name, old, objects.ID{})
 }
 
 // List returns the refs whose names start with prefix, sorted by name. The
@@ -259,7 +260,7 @@ func (s *Store) refPath(name string) string {
 
 // cas is the locked compare-and-swap behind Update (new non-zero) and Delete
 // (new zero). name has been validated.
-func (s *Store) cas(verb, name string, old, new objects.ID) error {
+func (s *Store) cas(ctx context.Context, verb, name string, old, new objects.ID) error {
 	path := s.refPath(name)
 	parent := filepath.Dir(path)
 	if new.IsZero() {
@@ -278,7 +279,7 @@ func (s *Store) cas(verb, name string, old, new objects.ID) error {
 	// Ref writers are serialised by a flock(2) on refs.lock, which the
 	// kernel drops if its holder dies. So a <ref>.lock file found while
 	// holding it was left by a crashed writer, and is replaced.
-	guard, err := flockWithin(filepath.Join(s.dir, refsLockName), s.lockTimeout)
+	guard, err := flockWithin(ctx, filepath.Join(s.dir, refsLockName), s.lockTimeout)
 	if err != nil {
 		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
 	}

@@ -24,6 +24,7 @@ const (
 	exitNoStore      = 10
 	exitBusy         = 11
 	exitCorrupt      = 12
+	exitInterrupted  = 130 // 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 )
 
 // errCorruptFound is returned by fsck when it finds damage; the report has
@@ -70,6 +71,8 @@ var classification = []struct {
 	exit int
 	code string
 }{
+	// Ctrl-C (or SIGTERM): whatever the command was doing, it stopped.
+	{isErr(context.Canceled), exitInterrupted, "interrupted"},
 	{isErr(snap.ErrNoStore), exitNoStore, "no_store"},
 	{isErr(snap.ErrOtherProject), exitNoStore, "other_project"},
 	{isErr(gitbridge.ErrNoGitRepo), exitNoStore, "no_git_repo"},
@@ -93,7 +96,6 @@ var classification = []struct {
 	{isErr(snap.ErrNothingToUndo), exitError, "nothing_to_undo"},
 	{isErr(snap.ErrNothingToRedo), exitError, "nothing_to_redo"},
 	{isErr(snap.ErrConflict), exitError, "conflict"},
-	{isErr(context.Canceled), exitError, "interrupted"},
 	{isInternal, exitError, "internal_error"},
 }
 
