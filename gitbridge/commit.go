@@ -223,7 +223,7 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 		return nil, err
 	}
 	res := &CommitResult{Branch: u.branch.Short(), Paths: []string{}}
-	g := newToGit(ctx, b.snap, b.git.Storer)
+	g := newToGit(ctx, b.snap, b.git.Storer, nil)
 	// What each path becomes (by its path in the git repository, which
 	// may hold the project in a subdirectory): an entry, or nil (deleted).
 	changes := map[string]*object.TreeEntry{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,13 +39,22 @@ const (
 type exported struct {
 	commit, state plumbing.Hash
 	tree          plumbing.Hash // the commit's tree
-	node          *snap.Node
+	node          *snap.Node    // the local checkpoint
+	// id is the checkpoint the commit rebuilds to (its Snap-Checkpoint):
+	// the local one, or its redaction (design §9).
+	id      snap.ID
+	subject string // the commit's subject, redacted
+	flags   exportedFlags
 }
 
 // ExportOptions select the sessions to export.
 type ExportOptions struct {
 	Sessions []string // the sessions to export; with All, every live session
 	All      bool
+	// IncludeSecretFiles exports files whose name marks them as secrets
+	// (redact.SecretFileName) that git does not track; by default they are
+	// held back.
+	IncludeSecretFiles bool
 }
 
 // ExportResult says what an export wrote.
@@ -54,13 +64,22 @@ type ExportResult struct {
 	Commits     int             `json:"commits"`      // checkpoint commits written (not already in the repository)
 	Objects     int             `json:"objects"`      // git objects written, all kinds
 	RefsUpdated []string        `json:"refs_updated"` // refs created, moved or deleted
+	// Secrets: the secrets redacted from the commits this export wrote
+	// (each once; never the secret itself). HeldBack: secret-named files
+	// left out of them; SecretFilesIncluded: those exported on request.
+	Secrets             []Secret `json:"secrets"`
+	HeldBack            []string `json:"held_back"`
+	SecretFilesIncluded []string `json:"secret_files_included,omitempty"`
 }
 
 // SessionExport is one exported session.
 type SessionExport struct {
-	Session     string `json:"session"`
-	Head        string `json:"head"`   // checkpoint id
-	Commit      string `json:"commit"` // its commit
+	Session string `json:"session"`
+	Head    string `json:"head"`   // checkpoint id
+	Commit  string `json:"commit"` // its commit
+	// Exported: the id the commit rebuilds to, when it is not Head's (the
+	// checkpoint redacted: design §9).
+	Exported    string `json:"exported,omitempty"`
 	Checkpoints int    `json:"checkpoints"`
 	Abandoned   int    `json:"abandoned"` // branch tips kept by refs/snap/abandoned/
 }
@@ -77,11 +96,12 @@ func (b *Bridge) Export(ctx context.Context, o ExportOptions) (*ExportResult, er
 	if err != nil {
 		return nil, err
 	}
-	ex, err := b.newExporter(ctx)
+	ex, err := b.newExporter(ctx, o.IncludeSecretFiles)
 	if err != nil {
 		return nil, err
 	}
-	res := &ExportResult{Repo: b.Dir, Sessions: []SessionExport{}, RefsUpdated: []string{}}
+	defer ex.sec.close()
+	res := &ExportResult{Repo: b.Dir, Sessions: []SessionExport{}, RefsUpdated: []string{}, Secrets: []Secret{}, HeldBack: []string{}}
 	for _, s := range sessions {
 		entries, err := b.snap.Log(ctx, snap.LogOptions{Session: s})
 		if err != nil {
@@ -104,6 +124,9 @@ func (b *Bridge) Export(ctx context.Context, o ExportOptions) (*ExportResult, er
 			se.Checkpoints++
 			if e.Head {
 				head, se.Head, se.Commit = x, e.ID.String(), x.commit.String()
+				if x.id != e.ID {
+					se.Exported = x.id.String()
+				}
 			}
 		}
 		for _, e := range entries {
@@ -135,6 +158,7 @@ func (b *Bridge) Export(ctx context.Context, o ExportOptions) (*ExportResult, er
 		res.Sessions = append(res.Sessions, se)
 	}
 	res.Commits, res.Objects = ex.commits, ex.g.wrote
+	ex.sec.report(res)
 	return res, nil
 }
 
@@ -247,21 +271,28 @@ type exporter struct {
 	ctx     context.Context
 	b       *Bridge
 	g       *toGit
-	known   map[snap.ID]plumbing.Hash // exported before: checkpoint → commit
+	sec     *secrets
+	known   map[snap.ID][]plumbing.Hash // exported before: checkpoint → commits
 	done    map[snap.ID]*exported
 	commits int
 }
 
-func (b *Bridge) newExporter(ctx context.Context) (*exporter, error) {
+func (b *Bridge) newExporter(ctx context.Context, includeSecretFiles bool) (*exporter, error) {
 	known, err := b.exportedCommits(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &exporter{ctx: ctx, b: b, g: newToGit(ctx, b.snap, b.git.Storer), known: known, done: map[snap.ID]*exported{}}, nil
+	sec := newSecrets(ctx, b.snap, includeSecretFiles)
+	return &exporter{ctx: ctx, b: b, g: newToGit(ctx, b.snap, b.git.Storer, sec), sec: sec, known: known, done: map[snap.ID]*exported{}}, nil
 }
 
 // export writes checkpoint id (and, first, its parents) unless the
 // repository has it. An expired parent is left out of the commit's parents.
+// What leaves the machine is redacted (design §9): the state documents'
+// secrets, the summary's, and secret files git does not track; when that
+// changes anything the commit is that of a checkpoint of its own, whose
+// parents are the parents' exports, and says which local one it was made
+// from (Snap-Redacted-From).
 func (ex *exporter) export(id snap.ID) (*exported, error) {
 	if x, ok := ex.done[id]; ok {
 		return x, nil
@@ -270,23 +301,33 @@ func (ex *exporter) export(id snap.ID) (*exported, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h, ok := ex.known[id]; ok {
-		if x, err := ex.b.readExported(h); err == nil && x.node != nil {
+	for _, h := range sortedHashes(ex.known[id]) {
+		if x, err := ex.b.readExported(h); err == nil && ex.sec.reusable(x.flags, id) && (x.id == id || x.flags.from == id) {
 			x.node = node
+			// The task branches' subjects, as a fresh export makes them.
+			out := *node
+			if out.Summary, err = ex.sec.quiet(node.Summary); err != nil {
+				return nil, err
+			}
+			x.subject = subjectOf(&out)
 			ex.done[id] = x
 			return x, nil
 		}
 	}
+	out := *node // the checkpoint as exported
+	out.Parents = nil
 	var parents, stateParents []plumbing.Hash
 	var hint *exported
 	for _, p := range node.Parents {
 		px, err := ex.export(p)
 		if errors.Is(err, snap.ErrExpired) {
+			out.Parents = append(out.Parents, p)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("parent %s: %w", p.Short(), err)
 		}
+		out.Parents = append(out.Parents, px.id)
 		parents = append(parents, px.commit)
 		stateParents = append(stateParents, px.state)
 		if hint == nil {
@@ -294,57 +335,91 @@ func (ex *exporter) export(id snap.ID) (*exported, error) {
 		}
 	}
 	var tree plumbing.Hash
+	var files kept
 	if hint != nil {
-		tree, err = ex.g.tree(node.Tree, hint.node.Tree, hint.tree)
+		tree, files, err = ex.g.tree(node.Tree, "", hint.node.Tree, hint.tree)
 	} else {
-		tree, err = ex.g.tree(node.Tree, snap.ID{}, plumbing.ZeroHash)
+		tree, files, err = ex.g.tree(node.Tree, "", snap.ID{}, plumbing.ZeroHash)
 	}
 	if err != nil {
 		return nil, err
 	}
-	stateTree, err := ex.stateTree(node.State)
+	out.Tree = files.id
+	stateTree, state, err := ex.stateTree(id, node.State)
 	if err != nil {
 		return nil, err
 	}
+	out.State = state
+	if out.Summary, err = ex.sec.text(node.Summary, id.Short()+":summary"); err != nil {
+		return nil, err
+	}
+	x := &exported{id: id, node: node}
+	if !slices.Equal(out.Parents, node.Parents) || out.Tree != node.Tree || out.State != node.State || out.Summary != node.Summary {
+		im, err := ex.sec.importer()
+		if err != nil {
+			return nil, err
+		}
+		raw = out.Encode()
+		if x.id, err = im.PutNode(raw); err != nil {
+			return nil, err
+		}
+		x.flags.from = id
+	}
+	x.flags.heldBack, x.flags.included = files.files > 0, files.incl
 	sig := ex.b.signature(node.When())
-	state := &object.Commit{Author: sig, Committer: sig, TreeHash: stateTree, ParentHashes: stateParents,
-		Message: fmt.Sprintf("snap state of checkpoint %s\n\n%s\n", id, raw)}
-	stateHash, err := ex.putCommit(state)
-	if err != nil {
+	state0 := &object.Commit{Author: sig, Committer: sig, TreeHash: stateTree, ParentHashes: stateParents,
+		Message: fmt.Sprintf("snap state of checkpoint %s\n\n%s\n", x.id, raw)}
+	if x.state, err = ex.putCommit(state0); err != nil {
 		return nil, err
 	}
+	x.subject = subjectOf(&out)
 	c := &object.Commit{Author: sig, Committer: sig, TreeHash: tree, ParentHashes: parents,
-		Message: commitMessage(id, node, stateHash)}
-	ch, err := ex.putCommit(c)
-	if err != nil {
+		Message: commitMessage(x.id, &out, x.state, x.flags)}
+	if x.commit, err = ex.putCommit(c); err != nil {
 		return nil, err
 	}
+	x.tree = tree
 	ex.commits++
-	x := &exported{commit: ch, state: stateHash, tree: tree, node: node}
 	ex.done[id] = x
 	return x, nil
 }
 
-// stateTree writes a checkpoint's state documents as a flat git tree.
-func (ex *exporter) stateTree(state snap.ID) (plumbing.Hash, error) {
+// stateTree writes a checkpoint's state documents, redacted, as a flat git
+// tree, and returns it with the id of the state tree as exported.
+func (ex *exporter) stateTree(id, state snap.ID) (plumbing.Hash, snap.ID, error) {
 	entries, err := ex.b.snap.ReadTree(ex.ctx, state)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, snap.ID{}, err
 	}
 	t := &object.Tree{}
-	for _, e := range entries {
-		h, err := ex.g.blob(e.ID, e.Size)
+	out := slices.Clone(entries)
+	for i, e := range entries {
+		d, err := ex.sec.doc(ex.g, e.ID, id.Short()+":"+e.Name)
 		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("state document %s: %w", e.Name, err)
+			return plumbing.ZeroHash, snap.ID{}, fmt.Errorf("state document %s: %w", e.Name, err)
+		}
+		var h plumbing.Hash
+		if d != nil {
+			h, out[i].ID, out[i].Size = d.git, d.snap, d.size
+		} else if h, err = ex.g.blob(e.ID, e.Size); err != nil {
+			return plumbing.ZeroHash, snap.ID{}, fmt.Errorf("state document %s: %w", e.Name, err)
 		}
 		t.Entries = append(t.Entries, object.TreeEntry{Name: e.Name, Mode: filemode.Regular, Hash: h})
 	}
 	sort.Sort(object.TreeEntrySorter(t.Entries))
 	obj := ex.b.git.Storer.NewEncodedObject()
 	if err := t.Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, snap.ID{}, err
 	}
-	return ex.g.put(obj)
+	h, err := ex.g.put(obj)
+	if err != nil {
+		return plumbing.ZeroHash, snap.ID{}, err
+	}
+	if sameEntries(entries, out) {
+		return h, state, nil
+	}
+	kept, err := ex.sec.putTree(out)
+	return h, kept, err
 }
 
 func (ex *exporter) putCommit(c *object.Commit) (plumbing.Hash, error) {
@@ -355,14 +430,19 @@ func (ex *exporter) putCommit(c *object.Commit) (plumbing.Hash, error) {
 	return ex.g.put(obj)
 }
 
-// commitMessage is the summary (or the kind) and the trailers.
-func commitMessage(id snap.ID, n *snap.Node, state plumbing.Hash) string {
+// subjectOf is a checkpoint's summary, or its kind.
+func subjectOf(n *snap.Node) string {
 	subject := strings.TrimSpace(n.Summary)
 	if subject == "" {
 		subject = n.Kind
 	}
+	return subject
+}
+
+// commitMessage is the summary (or the kind) and the trailers.
+func commitMessage(id snap.ID, n *snap.Node, state plumbing.Hash, f exportedFlags) string {
 	var b strings.Builder
-	b.WriteString(subject)
+	b.WriteString(subjectOf(n))
 	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "%s: %s\n", TrailerCheckpoint, id)
 	fmt.Fprintf(&b, "%s: %s\n", TrailerSession, n.Session)
@@ -371,6 +451,15 @@ func commitMessage(id snap.ID, n *snap.Node, state plumbing.Hash) string {
 		fmt.Fprintf(&b, "%s: %s\n", TrailerMessageID, oneLine(n.MessageID))
 	}
 	fmt.Fprintf(&b, "%s: %s\n", TrailerState, state)
+	if !f.from.IsZero() {
+		fmt.Fprintf(&b, "%s: %s\n", TrailerRedactedFrom, f.from)
+	}
+	if f.heldBack {
+		fmt.Fprintf(&b, "%s: %s\n", TrailerHeldBack, "yes")
+	}
+	if f.included {
+		fmt.Fprintf(&b, "%s: %s\n", TrailerSecretFiles, "included")
+	}
 	return b.String()
 }
 
@@ -397,8 +486,8 @@ func (b *Bridge) signature(t time.Time) object.Signature {
 // exportedCommits finds the checkpoints already exported: every commit
 // reachable from refs/snap/ (remotes included) with a Snap-Checkpoint
 // trailer.
-func (b *Bridge) exportedCommits(ctx context.Context) (map[snap.ID]plumbing.Hash, error) {
-	known := map[snap.ID]plumbing.Hash{}
+func (b *Bridge) exportedCommits(ctx context.Context) (map[snap.ID][]plumbing.Hash, error) {
+	known := map[snap.ID][]plumbing.Hash{}
 	seen := map[plumbing.Hash]bool{}
 	iter, err := b.git.Storer.IterReferences()
 	if err != nil {
@@ -433,7 +522,12 @@ func (b *Bridge) exportedCommits(ctx context.Context) (map[snap.ID]plumbing.Hash
 			continue // a ref to a missing or foreign object: rewritten below
 		}
 		if id, err := snap.ParseID(trailer(c.Message, TrailerCheckpoint)); err == nil {
-			known[id] = h
+			known[id] = append(known[id], h)
+			// A redacted export stands for the local checkpoint it was
+			// made from too.
+			if from := flagsOf(c.Message).from; !from.IsZero() {
+				known[from] = append(known[from], h)
+			}
 		}
 		tips = append(tips, c.ParentHashes...)
 	}
@@ -453,5 +547,9 @@ func (b *Bridge) readExported(h plumbing.Hash) (*exported, error) {
 	if _, err := object.GetCommit(b.git.Storer, st); err != nil {
 		return nil, err
 	}
-	return &exported{commit: h, state: st, tree: c.TreeHash, node: &snap.Node{}}, nil
+	id, err := snap.ParseID(trailer(c.Message, TrailerCheckpoint))
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %s trailer: %w", h, TrailerCheckpoint, err)
+	}
+	return &exported{commit: h, state: st, tree: c.TreeHash, node: &snap.Node{}, id: id, flags: flagsOf(c.Message)}, nil
 }

@@ -22,6 +22,9 @@ type RemoteOptions struct {
 	Remote   string // a remote of the repository ("origin" when empty) or a URL
 	Sessions []string
 	All      bool
+	// IncludeSecretFiles: push exports secret-named files git does not
+	// track (ExportOptions).
+	IncludeSecretFiles bool
 }
 
 // PushResult says what a push did.
@@ -41,8 +44,8 @@ type PullResult struct {
 	Skipped []string `json:"skipped,omitempty"`
 }
 
-// redact hides a password or token in a remote URL (user:TOKEN@host).
-func redact(u string) string {
+// redactURL hides a password or token in a remote URL (user:TOKEN@host).
+func redactURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil || p.User == nil {
 		return u
@@ -80,11 +83,11 @@ func (b *Bridge) Push(ctx context.Context, o RemoteOptions) (*PushResult, error)
 	if err != nil {
 		return nil, err
 	}
-	ex, err := b.Export(ctx, ExportOptions{Sessions: o.Sessions, All: o.All})
+	ex, err := b.Export(ctx, ExportOptions{Sessions: o.Sessions, All: o.All, IncludeSecretFiles: o.IncludeSecretFiles})
 	if err != nil {
 		return nil, err
 	}
-	res := &PushResult{Remote: redact(rem.Config().URLs[0]), Export: ex, Updated: []string{}}
+	res := &PushResult{Remote: redactURL(rem.Config().URLs[0]), Export: ex, Updated: []string{}}
 	before := b.remoteRefs(ctx, rem)
 	var specs []config.RefSpec
 	for _, s := range ex.Sessions {
@@ -142,12 +145,13 @@ func (b *Bridge) ours(ctx context.Context, session string, h plumbing.Hash) bool
 	if err != nil {
 		return false
 	}
+	from := flagsOf(c.Message).from // a redacted export of ours
 	entries, err := b.snap.Log(ctx, snap.LogOptions{Session: session})
 	if err != nil {
 		return false
 	}
 	for _, e := range entries {
-		if e.ID == id {
+		if e.ID == id || e.ID == from {
 			return true
 		}
 	}
@@ -196,7 +200,8 @@ func (b *Bridge) remoteRefs(ctx context.Context, rem *git.Remote) map[string]plu
 
 // Pull fetches the sessions' refs from the remote (into
 // refs/snap/remotes/<remote>/) and imports their checkpoints, so the store
-// has the same checkpoint ids as the one that pushed them. A session head
+// has the checkpoint ids the commits name: the ids of the store that
+// pushed them, or of their redactions (design §9). A session head
 // that moved here since (not an ancestor of the remote's) is not touched:
 // that session's import fails with snap.ErrConflict.
 func (b *Bridge) Pull(ctx context.Context, o RemoteOptions) (*PullResult, error) {
@@ -225,7 +230,7 @@ func (b *Bridge) Pull(ctx context.Context, o RemoteOptions) (*PullResult, error)
 				config.RefSpec("+"+AbandonedStateRefs+s+"/*:"+base+"abandoned-state/"+s+"/*"))
 		}
 	}
-	res := &PullResult{Remote: redact(rem.Config().URLs[0]), Sessions: []snap.ImportResult{}}
+	res := &PullResult{Remote: redactURL(rem.Config().URLs[0]), Sessions: []snap.ImportResult{}}
 	err = rem.FetchContext(ctx, &git.FetchOptions{RemoteName: rem.Config().Name, RefSpecs: specs, Tags: git.NoTags})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if strings.Contains(err.Error(), "couldn't find remote ref") {
@@ -378,6 +383,19 @@ func (in *importer) commit(c *object.Commit) (snap.ID, error) {
 	id, err := snap.ParseID(idText)
 	if err != nil {
 		return snap.ID{}, fmt.Errorf("%s trailer: %w", TrailerCheckpoint, err)
+	}
+	// A redacted export of a checkpoint this store has (its own push,
+	// pulled back) stands for that checkpoint: the exact bytes stay, and
+	// nothing is imported for it. Its files are not the commit's tree, so
+	// it is no hint for its children.
+	if from := flagsOf(c.Message).from; !from.IsZero() && in.im.Has(from) {
+		node, _, err := in.b.snap.ReadNode(in.ctx, from)
+		if err != nil {
+			return snap.ID{}, err
+		}
+		in.ids[c.Hash] = from
+		in.nodes[from] = node
+		return from, nil
 	}
 	in.ids[c.Hash] = id
 	if in.im.Has(id) {

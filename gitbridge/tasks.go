@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -61,19 +60,27 @@ func (ex *exporter) taskBranches(session string, entries []snap.LogEntry) (map[s
 					parents = append(parents, px.commit)
 				}
 			}
-			if tips[t], err = ex.taskCommit(x, e.ID, t, parents); err != nil {
+			if tips[t], err = ex.taskCommit(x, t, parents); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		if t, ok := ends[e.ID]; ok && !tips[t].IsZero() {
-			if tips[t], err = ex.taskCommit(x, e.ID, t, []plumbing.Hash{tips[t]}); err != nil {
+			if tips[t], err = ex.taskCommit(x, t, []plumbing.Hash{tips[t]}); err != nil {
 				return nil, err
 			}
 			ti := info[t]
 			if p := ti.Parent; ti.Status == tasks.Committed && p != 0 && !tips[p].IsZero() {
 				sig := ex.b.signature(x.node.When())
-				msg := fmt.Sprintf("%s\n\n%s\n\n%s: %d\n", oneLine(ti.Goal), ti.Summary, TrailerTask, t)
+				goal, err := ex.sec.text(ti.Goal, fmt.Sprintf("task %d:goal", t))
+				if err != nil {
+					return nil, err
+				}
+				summary, err := ex.sec.text(ti.Summary, fmt.Sprintf("task %d:summary", t))
+				if err != nil {
+					return nil, err
+				}
+				msg := fmt.Sprintf("%s\n\n%s\n\n%s: %d\n", oneLine(goal), summary, TrailerTask, t)
 				m := &object.Commit{Author: sig, Committer: sig, TreeHash: x.tree, ParentHashes: []plumbing.Hash{tips[p], tips[t]}, Message: msg}
 				if tips[p], err = ex.putCommit(m); err != nil {
 					return nil, err
@@ -82,7 +89,7 @@ func (ex *exporter) taskBranches(session string, entries []snap.LogEntry) (map[s
 			continue
 		}
 		if cur := ex.currentTask(e.ID); cur != 0 && !tips[cur].IsZero() {
-			if tips[cur], err = ex.taskCommit(x, e.ID, cur, []plumbing.Hash{tips[cur]}); err != nil {
+			if tips[cur], err = ex.taskCommit(x, cur, []plumbing.Hash{tips[cur]}); err != nil {
 				return nil, err
 			}
 		}
@@ -94,14 +101,11 @@ func (ex *exporter) taskBranches(session string, entries []snap.LogEntry) (map[s
 	return out, nil
 }
 
-// taskCommit writes the task-branch commit standing for checkpoint id.
-func (ex *exporter) taskCommit(x *exported, id snap.ID, task int, parents []plumbing.Hash) (plumbing.Hash, error) {
-	subject := strings.TrimSpace(x.node.Summary)
-	if subject == "" {
-		subject = x.node.Kind
-	}
+// taskCommit writes the task-branch commit standing for checkpoint x (its
+// subject and id as exported).
+func (ex *exporter) taskCommit(x *exported, task int, parents []plumbing.Hash) (plumbing.Hash, error) {
 	sig := ex.b.signature(x.node.When())
-	msg := fmt.Sprintf("%s\n\n%s: %d\n%s: %s\n", subject, TrailerTask, task, TrailerTaskOf, id)
+	msg := fmt.Sprintf("%s\n\n%s: %d\n%s: %s\n", x.subject, TrailerTask, task, TrailerTaskOf, x.id)
 	return ex.putCommit(&object.Commit{Author: sig, Committer: sig, TreeHash: x.tree, ParentHashes: parents, Message: msg})
 }
 

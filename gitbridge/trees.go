@@ -15,36 +15,42 @@ import (
 )
 
 // toGit writes snap trees and content as git trees and blobs. Each snap
-// object is converted once per run (trees, blobs); a directory whose snap
-// id equals the one at the same path in an already exported checkpoint
-// (hint) takes that checkpoint's git tree without reading anything, so an
-// incremental export costs what changed.
+// object is converted once per run (trees, by path and id; blobs), and a
+// directory whose snap id equals the one at the same path in an already
+// exported checkpoint (hint) takes that checkpoint's git tree without
+// reading its files, so an incremental export costs what changed. Files
+// the export holds back (secrets.hold) are left out, and the snap id of
+// each directory without them is computed (kept).
 type toGit struct {
 	ctx   context.Context
 	snap  *snap.Repo
 	st    storer.EncodedObjectStorer
-	trees map[snap.ID]plumbing.Hash
+	sec   *secrets
+	trees map[dirKey]plumbing.Hash
+	kept  map[dirKey]kept
 	blobs map[snap.ID]plumbing.Hash
 	wrote int // objects written
 }
 
-func newToGit(ctx context.Context, r *snap.Repo, st storer.EncodedObjectStorer) *toGit {
-	return &toGit{ctx: ctx, snap: r, st: st, trees: map[snap.ID]plumbing.Hash{}, blobs: map[snap.ID]plumbing.Hash{}}
+func newToGit(ctx context.Context, r *snap.Repo, st storer.EncodedObjectStorer, sec *secrets) *toGit {
+	return &toGit{ctx: ctx, snap: r, st: st, sec: sec, trees: map[dirKey]plumbing.Hash{}, kept: map[dirKey]kept{}, blobs: map[snap.ID]plumbing.Hash{}}
 }
 
-// tree returns the git tree of snap tree id, writing what is missing.
-// hint, when not zero, is the git tree of the same directory in the
-// parent checkpoint (its snap entries are compared by id, name by name).
-func (g *toGit) tree(id snap.ID, hintSnap snap.ID, hint plumbing.Hash) (plumbing.Hash, error) {
-	if h, ok := g.trees[id]; ok {
-		return h, nil
+// tree returns the git tree of snap tree id at path dir, writing what is
+// missing, and the directory as exported (kept). hint, when not zero, is
+// the git tree of the same directory in the parent checkpoint (its snap
+// entries are compared by id, name by name).
+func (g *toGit) tree(id snap.ID, dir string, hintSnap snap.ID, hint plumbing.Hash) (plumbing.Hash, kept, error) {
+	key := dirKey{dir, id}
+	if h, ok := g.trees[key]; ok {
+		return h, g.kept[key], nil
 	}
 	if err := g.ctx.Err(); err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, kept{}, err
 	}
 	entries, err := g.snap.ReadTree(g.ctx, id)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, kept{}, err
 	}
 	// The hint's entries by name: the snap id each had and its git hash.
 	type pair struct {
@@ -68,41 +74,67 @@ func (g *toGit) tree(id snap.ID, hintSnap snap.ID, hint plumbing.Hash) (plumbing
 		}
 	}
 	t := &object.Tree{Entries: make([]object.TreeEntry, 0, len(entries))}
+	var out []snap.TreeEntry // the directory as exported
+	k := kept{id: id}
 	for _, e := range entries {
 		hp := hints[e.Name]
+		p := joinPath(dir, e.Name)
 		var h plumbing.Hash
 		var mode filemode.FileMode
 		switch e.Mode {
 		case snap.ModeDir:
 			mode = filemode.Dir
+			var sub kept
 			if hp.snap == e.ID {
-				h, g.trees[e.ID] = hp.git, hp.git
-			} else if h, err = g.tree(e.ID, hp.snap, hp.git); err != nil {
-				return plumbing.ZeroHash, err
+				// The parent's git tree serves unless a file beneath has
+				// a secret's name (git may track it now, not then).
+				if sub, err = g.sec.keptDir(g, e.ID, p); err != nil {
+					return plumbing.ZeroHash, kept{}, err
+				}
+				if !sub.secret {
+					h = hp.git
+					g.trees[dirKey{p, e.ID}] = h
+				}
 			}
+			if h.IsZero() {
+				if h, sub, err = g.tree(e.ID, p, hp.snap, hp.git); err != nil {
+					return plumbing.ZeroHash, kept{}, err
+				}
+			}
+			k.add(sub)
+			e.ID, e.Size = sub.id, e.Size-sub.held
 		case snap.ModeFile, snap.ModeExec, snap.ModeSymlink:
+			if !g.sec.file(&k, p, e.Size) {
+				continue
+			}
 			mode = map[snap.Mode]filemode.FileMode{snap.ModeFile: filemode.Regular, snap.ModeExec: filemode.Executable, snap.ModeSymlink: filemode.Symlink}[e.Mode]
 			if hp.snap == e.ID {
 				h, g.blobs[e.ID] = hp.git, hp.git
 			} else if h, err = g.blob(e.ID, e.Size); err != nil {
-				return plumbing.ZeroHash, fmt.Errorf("%s: %w", e.Name, err)
+				return plumbing.ZeroHash, kept{}, fmt.Errorf("%s: %w", e.Name, err)
 			}
 		default:
-			return plumbing.ZeroHash, fmt.Errorf("%s: unknown mode %v", e.Name, e.Mode)
+			return plumbing.ZeroHash, kept{}, fmt.Errorf("%s: unknown mode %v", e.Name, e.Mode)
 		}
 		t.Entries = append(t.Entries, object.TreeEntry{Name: e.Name, Mode: mode, Hash: h})
+		out = append(out, e)
+	}
+	if !sameEntries(entries, out) {
+		if k.id, err = g.sec.putTree(out); err != nil {
+			return plumbing.ZeroHash, kept{}, err
+		}
 	}
 	sort.Sort(object.TreeEntrySorter(t.Entries)) // git's order: a directory sorts as "name/"
 	obj := g.st.NewEncodedObject()
 	if err := t.Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, kept{}, err
 	}
 	h, err := g.put(obj)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, kept{}, err
 	}
-	g.trees[id] = h
-	return h, nil
+	g.trees[key], g.kept[key] = h, k
+	return h, k, nil
 }
 
 // blob returns the git blob of snap content id (size bytes), writing it
@@ -112,26 +144,35 @@ func (g *toGit) blob(id snap.ID, size int64) (plumbing.Hash, error) {
 	if h, ok := g.blobs[id]; ok {
 		return h, nil
 	}
-	hasher := plumbing.NewHasher(plumbing.BlobObject, size)
-	n, err := g.snap.WriteContent(g.ctx, id, hasher)
+	h, err := g.putStream(size, func(w io.Writer) error {
+		n, err := g.snap.WriteContent(g.ctx, id, w)
+		if err == nil && n != size {
+			err = fmt.Errorf("content %s: %d bytes, its tree entry says %d", id.Short(), n, size)
+		}
+		return err
+	})
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if n != size {
-		return plumbing.ZeroHash, fmt.Errorf("content %s: %d bytes, its tree entry says %d", id.Short(), n, size)
+	g.blobs[id] = h
+	return h, nil
+}
+
+// putStream writes a blob of size bytes that write produces (called once
+// to hash it, and again to store it when the repository does not have it).
+func (g *toGit) putStream(size int64, write func(io.Writer) error) (plumbing.Hash, error) {
+	hasher := plumbing.NewHasher(plumbing.BlobObject, size)
+	if err := write(hasher); err != nil {
+		return plumbing.ZeroHash, err
 	}
 	h := hasher.Sum()
 	if g.st.HasEncodedObject(h) != nil {
-		obj := &streamObject{hash: h, typ: plumbing.BlobObject, size: size, open: func(w io.Writer) error {
-			_, err := g.snap.WriteContent(g.ctx, id, w)
-			return err
-		}}
+		obj := &streamObject{hash: h, typ: plumbing.BlobObject, size: size, open: write}
 		if _, err := g.st.SetEncodedObject(obj); err != nil {
 			return plumbing.ZeroHash, err
 		}
 		g.wrote++
 	}
-	g.blobs[id] = h
 	return h, nil
 }
 

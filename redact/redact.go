@@ -390,9 +390,7 @@ func (s *scan) detect(text string, base int) []span {
 	detectMu.Lock()
 	fs := s.d.rest.DetectString(text)
 	for _, w := range sites(text, lower, s.d.keywords, genericOp) {
-		for _, f := range s.d.generic.DetectString(text[w[0]:w[1]]) {
-			fs = append(fs, f)
-		}
+		fs = append(fs, s.d.generic.DetectString(text[w[0]:w[1]])...)
 	}
 	detectMu.Unlock()
 	var out []span
