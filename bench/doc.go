@@ -20,7 +20,8 @@
 // Workloads are generated deterministically from -seed and the Go toolchain's
 // own source tree ($(go env GOROOT)/src, test, misc): W1 big tree, W2 long
 // session, W3 replay of real Claude Code transcripts (../shared/realdata), W4
-// big file, W5 edit-set checkpoint. Repeated measurements alternate the peers'
+// big file, W5 edit-set checkpoint, W6 staged edits, W7 agent hooks, W8 big
+// transcript diff. Repeated measurements alternate the peers'
 // order so machine noise hits each alike. The targets are printed, never
 // enforced: the exit code is non-zero only for real errors (a failed command,
 // a rewind that did not restore the exact bytes).

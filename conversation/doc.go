@@ -169,4 +169,17 @@
 // 0-based Index), the old message as "- role: text" lines, the new one as
 // "+ role: text" lines, tool calls as "  tool_call Name {input}" and results
 // as "  tool_result id: text", both cut to about 200 characters.
+//
+// DiffShared gives Diff of two documents read at offsets that share their
+// first bytes (two versions of a growing transcript, which share their
+// leading chunks in the store) without parsing what they share: the
+// messages that start in the shared bytes are counted as CountReader
+// counts them, and only what follows the last line that starts in them is
+// parsed, in each document; a record there that merges into an earlier
+// message (an assistant message split over records) makes it parse again
+// from that message's first line. It applies to JSONL documents whose
+// shared bytes show them to be JSONL (their first line that is not blank
+// is a record and more follows it); for other formats it says so and the
+// caller compares whole views. TestDiffSharedMatchesDiff checks it gives
+// what Diff gives on thousands of pairs.
 package conversation
