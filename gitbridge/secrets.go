@@ -362,3 +362,42 @@ func sortedHashes(hs []plumbing.Hash) []plumbing.Hash {
 	sort.Slice(hs, func(i, j int) bool { return hs[i].String() < hs[j].String() })
 	return hs
 }
+
+// SecretFile is a file of a checkpoint whose name marks it as holding
+// secrets (redact.SecretFileName).
+type SecretFile struct {
+	Path    string `json:"path"`
+	Pattern string `json:"pattern"` // the name pattern it matches
+	// Tracked: git tracks it, so an export keeps it (git has it anyway);
+	// else an export holds it back unless asked to include it.
+	Tracked bool `json:"tracked"`
+}
+
+// SecretFiles lists the secret-named files of checkpoint id, in tree order.
+func SecretFiles(ctx context.Context, r *snap.Repo, id snap.ID) ([]SecretFile, error) {
+	node, _, err := r.ReadNode(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	tracked := trackedFiles(r.Root)
+	out := []SecretFile{}
+	var walk func(tree snap.ID, dir string) error
+	walk = func(tree snap.ID, dir string) error {
+		entries, err := r.ReadTree(ctx, tree)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := path.Join(dir, e.Name)
+			if e.Mode == snap.ModeDir {
+				if err := walk(e.ID, p); err != nil {
+					return err
+				}
+			} else if pat, ok := redact.SecretFileName(p); ok {
+				out = append(out, SecretFile{Path: p, Pattern: pat, Tracked: tracked[p]})
+			}
+		}
+		return nil
+	}
+	return out, walk(node.Tree, "")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -19,9 +20,15 @@ type gitOptions struct {
 	Repo   string // --repo: the git repository ("" = the project's)
 	Arg    string // import: REV; push, pull: REMOTE
 	Commit bool
+	// IncludeSecretFiles: export and push also secret-named files git does
+	// not track (held back by default).
+	IncludeSecretFiles bool
 }
 
 var gitRepoFlag = &cli.StringFlag{Name: "repo", Usage: "the git repository `PATH` (bare or not); default: the one holding the project"}
+
+// includeSecretFilesFlag is export's and push's --include-secret-files.
+var includeSecretFilesFlag = &cli.BoolFlag{Name: "include-secret-files", Usage: "also export files whose name marks them as secrets (.env*, *.pem, id_rsa*...) that git does not track (see 'snap help redact')"}
 
 func gitFlags(all string) []cli.Flag {
 	fs := []cli.Flag{gitRepoFlag}
@@ -36,7 +43,8 @@ func gitAction(inv *invocation, verb string, args int, what string) cli.ActionFu
 		if c.NArg() > args || verb == "import" && c.NArg() != 1 {
 			return usageErrorf("%s takes %s", verb, what)
 		}
-		o := gitOptions{globalOptions: globals(c), Verb: verb, All: c.Bool("all"), Repo: c.String("repo"), Arg: c.Args().First()}
+		o := gitOptions{globalOptions: globals(c), Verb: verb, All: c.Bool("all"), Repo: c.String("repo"), Arg: c.Args().First(),
+			IncludeSecretFiles: c.Bool("include-secret-files")}
 		if o.All && o.Session != "" {
 			return usageErrorf("--all and --session: choose one")
 		}
@@ -61,6 +69,14 @@ checkpoint gives the same commit on any machine. Exporting again writes only
 what is new. HEAD, the index, the working tree, branches and tags are never
 touched, and no git hook runs.
 
+No secret found in a state document is exported: each is replaced by
+[REDACTED:<kind>], and files whose name marks them as secrets (.env*, *.pem,
+id_rsa*, credentials*.json...) that git does not track are held back unless
+--include-secret-files is given ('snap help redact'; 'snap redact --check'
+shows what). A commit so redacted is that of a checkpoint of its own: its
+Snap-Checkpoint is the redacted checkpoint's id, its Snap-Redacted-From the
+local one's. The store here keeps the exact bytes.
+
 'snap git import REV' records a checkpoint whose files are git revision REV's
 tree (kind git-import); the working tree is not touched.
 
@@ -73,9 +89,12 @@ Examples:
 			{
 				Name: "export", Usage: "write the session's checkpoints as git commits under refs/snap/",
 				Description: `Exports the session (-s, default: the current one) or, with --all, every live
-session. --json answers {repo, sessions: [{session, head, commit, checkpoints,
-abandoned}], commits, objects, refs_updated}.`,
-				Flags:  gitFlags("export every live session"),
+session, redacted (see 'snap help git'). --json answers {repo, sessions:
+[{session, head, commit, exported, checkpoints, abandoned}], commits, objects,
+refs_updated, secrets: [{kind, rule, fingerprint, masked, where}], held_back,
+secret_files_included}; exported is the id the head's commit rebuilds to when
+redaction changed it.`,
+				Flags:  append(gitFlags("export every live session"), includeSecretFilesFlag),
 				Action: gitAction(inv, "export", 0, "no arguments"),
 			},
 			{
@@ -99,13 +118,15 @@ as 'snap git export' does, then pushes its refs/snap/ refs to REMOTE: a remote
 of the project's git repository (default origin) or a URL (file, ssh, git,
 http(s)). A session head moves forward only: when the remote's is not an
 ancestor of ours the push is refused (exit 1, conflict). Pushing again sends
-nothing. --json answers {remote, export, updated, up_to_date}.
+nothing. What is pushed is redacted: no secret of a state document, no
+secret-named file git does not track unless --include-secret-files ('snap
+help redact'). --json answers {remote, export, updated, up_to_date}.
 
 Examples:
    snap push
    snap push origin --all
    snap push ../team.git -s agent-7`,
-		Flags:  gitFlags("push every live session"),
+		Flags:  append(gitFlags("push every live session"), includeSecretFilesFlag),
 		Action: gitAction(inv, "push", 1, "at most REMOTE"),
 	}
 }
@@ -116,7 +137,8 @@ func pullCommand(inv *invocation) *cli.Command {
 		Description: `Fetches the session's refs (-s, default: the current one; --all: every session
 the remote has) from REMOTE into refs/snap/remotes/ and imports every
 checkpoint: the store then lists the same checkpoint ids as the one that
-pushed them, and 'snap rewind' restores the same files and conversation. A
+pushed them (a checkpoint pushed redacted has the id of its redaction, and
+its placeholders), and 'snap rewind' restores the same files and conversation. A
 session head that moved here since is not overwritten (exit 1, conflict):
 pull into another store or rewind first. Pulling again imports nothing.
 --json answers {remote, sessions: [{session, old, head, moved, added}],
@@ -147,14 +169,19 @@ func runGit(ctx context.Context, o gitOptions, out io.Writer) error {
 	}
 	switch o.Verb {
 	case "export":
-		res, err := b.Export(ctx, gitbridge.ExportOptions{Sessions: sessions, All: o.All})
+		res, err := b.Export(ctx, gitbridge.ExportOptions{Sessions: sessions, All: o.All, IncludeSecretFiles: o.IncludeSecretFiles})
 		if err != nil {
 			return err
 		}
 		return emit(out, o.JSON, res, func(w io.Writer) error {
 			for _, s := range res.Sessions {
-				fmt.Fprintf(w, "%s: %d checkpoints, head %s = commit %s\n", s.Session, s.Checkpoints, short(s.Head), short(s.Commit))
+				fmt.Fprintf(w, "%s: %d checkpoints, head %s = commit %s", s.Session, s.Checkpoints, short(s.Head), short(s.Commit))
+				if s.Exported != "" {
+					fmt.Fprintf(w, " (exported redacted as %s)", short(s.Exported))
+				}
+				fmt.Fprintln(w)
 			}
+			writeRedactions(w, res)
 			_, err := fmt.Fprintf(w, "wrote %d commits (%d objects) to %s; %d refs updated\n", res.Commits, res.Objects, res.Repo, len(res.RefsUpdated))
 			return err
 		})
@@ -175,11 +202,12 @@ func runGit(ctx context.Context, o gitOptions, out io.Writer) error {
 			return err
 		})
 	case "push":
-		res, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: o.Arg, Sessions: sessions, All: o.All})
+		res, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: o.Arg, Sessions: sessions, All: o.All, IncludeSecretFiles: o.IncludeSecretFiles})
 		if err != nil {
 			return err
 		}
 		return emit(out, o.JSON, res, func(w io.Writer) error {
+			writeRedactions(w, res.Export)
 			if res.UpToDate {
 				_, err := fmt.Fprintf(w, "%s is up to date\n", res.Remote)
 				return err
@@ -206,6 +234,27 @@ func runGit(ctx context.Context, o gitOptions, out io.Writer) error {
 			_, err := fmt.Fprintf(w, "imported %d checkpoints from %s\n", res.Imported, res.Remote)
 			return err
 		})
+	}
+}
+
+// writeRedactions says what an export kept from leaving the machine.
+func writeRedactions(w io.Writer, res *gitbridge.ExportResult) {
+	if n := len(res.Secrets); n > 0 {
+		kinds := map[string]int{}
+		for _, s := range res.Secrets {
+			kinds[s.Kind]++
+		}
+		var list []string
+		for _, k := range sortedKeys(kinds) {
+			list = append(list, fmt.Sprintf("%d %s", kinds[k], k))
+		}
+		fmt.Fprintf(w, "redacted %s (%s); 'snap redact --check' shows where\n", plural(n, "secret"), strings.Join(list, ", "))
+	}
+	if n := len(res.HeldBack); n > 0 {
+		fmt.Fprintf(w, "held back %s git does not track: %s (--include-secret-files exports them)\n", plural(n, "secret file"), strings.Join(res.HeldBack, ", "))
+	}
+	if n := len(res.SecretFilesIncluded); n > 0 {
+		fmt.Fprintf(w, "included %s on request: %s\n", plural(n, "secret file"), strings.Join(res.SecretFilesIncluded, ", "))
 	}
 }
 

@@ -349,6 +349,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			gitCommand(inv),
 			pushCommand(inv),
 			pullCommand(inv),
+			redactCommand(inv),
 			hookCommand(inv),
 			installCommand(inv),
 			mcpCommand(inv),
