@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,7 @@ import (
 var agentKinds = map[string]bool{
 	"edit-stage": true, "edit-commit": true, "edit-revert": true, "edit-drop": true,
 	"task-begin": true, "task-commit": true, "task-revert": true, "reopen": true, "linkdir": true,
+	"max-depth": true, "edit-preview": true, "git-commit": true, "git-add": true, "commit-kill": true,
 }
 
 // ---------------------------------------------------------------------------
@@ -113,6 +115,12 @@ func (o Op) agentString(b *strings.Builder, q func(string) string) {
 		fmt.Fprintf(b, " -s %s %s", o.Session, o.Match)
 	case "linkdir":
 		fmt.Fprintf(b, " %s -> %q", o.Path, o.Data)
+	case "max-depth":
+		fmt.Fprintf(b, " = %q", o.Data)
+	case "edit-preview":
+		fmt.Fprintf(b, " -s %s --mode %q --context %d", o.Session, o.Scope, o.Context)
+	default:
+		o.moreString(b, q)
 	}
 }
 
@@ -185,6 +193,12 @@ func genAgent(rng *rand.Rand, g *genState, op *Op) {
 			op.Path = randDir(rng, 2)
 		}
 		op.Data = []string{extTarget, extTarget, "src", "b", ".", "nowhere"}[rng.IntN(6)]
+	case "max-depth":
+		op.Data = genMaxDepth(rng)
+	case "edit-preview":
+		genPreview(rng, g, op)
+	default:
+		genMore(rng, g, op)
 	}
 }
 
@@ -413,8 +427,15 @@ func agentCmd(op *Op) [][]string {
 		return [][]string{append(c, op.Text)}
 	case "task-revert":
 		return [][]string{{"task", "revert", "-s", s, "--json", op.Text}}
+	case "max-depth":
+		if op.Data == "" {
+			return [][]string{{"config", "--unset", "tasks.max-depth"}}
+		}
+		return [][]string{{"config", "tasks.max-depth", op.Data}}
+	case "edit-preview":
+		return [][]string{{"edit", "preview", "-s", s, "--json", "--mode", op.Scope, "--context", fmt.Sprint(op.Context)}}
 	}
-	return nil
+	return moreCmd(op)
 }
 
 // agentScript is the shell form of the ops of this file that are no snap
@@ -770,8 +791,12 @@ func (r *runner) agentOp(p *project, op *Op) bool {
 		if err := symlinkAt(p.root, op.Path, target); err != nil {
 			r.stats["fs op failed"]++
 		}
+	case "max-depth":
+		r.opMaxDepth(p, op)
+	case "edit-preview":
+		r.opEditPreview(p, op)
 	default:
-		return false
+		return r.moreOp(p, op)
 	}
 	return true
 }
@@ -940,8 +965,9 @@ func commitRefusal(d tree, pe *pendingEdits, text string) (class, why string) {
 }
 
 // commitEdits runs an edit commit, or a task commit with staged edits
-// (task), and checks it.
-func (r *runner) commitEdits(p *project, op *Op, task bool) {
+// (task), and checks it; it returns the checkpoint the commit recorded
+// (nil: refused or failed).
+func (r *runner) commitEdits(p *project, op *Op, task bool) *ckRec {
 	s := op.Session
 	d0, o0 := r.mustScan(p), p.scanOut()
 	pe := p.edits(s)
@@ -955,7 +981,7 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 		td, err := taskDocOf(h)
 		if err != nil {
 			r.failf("task-doc", "%v", err)
-			return
+			return nil
 		}
 		want = td.clone()
 		if t, why = want.commit(op.Text, op.KeepOpen); why != "" {
@@ -979,19 +1005,34 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 	var ckID *objects.ID
 	var ecr *snap.EditCommitResult
 	var err error
-	if task {
-		var tres *snap.TaskResult
-		tres, err = p.repo.TaskCommit(r.ctx, snap.TaskOptions{Session: s, Text: op.Text, KeepOpen: op.KeepOpen})
-		if tres != nil {
-			rr, ecr = tres.Rewind, tres.Edits
-			id := tres.Checkpoint
-			ckID = &id
+	call := func(repo *snap.Repo, ctx context.Context) {
+		if task {
+			var tres *snap.TaskResult
+			tres, err = repo.TaskCommit(ctx, snap.TaskOptions{Session: s, Text: op.Text, KeepOpen: op.KeepOpen})
+			if tres != nil {
+				rr, ecr = tres.Rewind, tres.Edits
+				id := tres.Checkpoint
+				ckID = &id
+			}
+		} else {
+			ecr, err = repo.EditCommit(ctx, s, op.Text)
+			if ecr != nil {
+				rr, ckID = ecr.Rewind, ecr.Checkpoint
+			}
+		}
+	}
+	if op.Kind == "commit-kill" && class == "" && h != nil {
+		// Killed at its op.Kill-th write to the working tree (killed_test.go).
+		if n, killed := r.withKill(p, op.Kill, call); killed {
+			expDisk, expFiles := commitExpect(d0, pe, paths, m0)
+			r.afterKill(p, op, killedCommit{kind: kind, task: task, want: want, t: t, h: h, d0: d0, o0: o0, pe: pe.clone(), paths: paths,
+				sc: sc, m0: m0, expDisk: expDisk, expFiles: expFiles})
+			return nil
+		} else {
+			r.stats[fmt.Sprintf("commit-kill: not killed (%d writes)", n)]++
 		}
 	} else {
-		ecr, err = p.repo.EditCommit(r.ctx, s, op.Text)
-		if ecr != nil {
-			rr, ckID = ecr.Rewind, ecr.Checkpoint
-		}
+		call(p.repo, r.ctx)
 	}
 	what := fmt.Sprintf("%s of %s (%s)", kind, strings.Join(pe.paths(), ","), pe)
 	if class != "" {
@@ -1021,18 +1062,18 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 		}
 		r.stats["edit commit refused: "+class+": "+reasonKey(why)]++
 		r.checkUnchanged(p, d0, o0, "a refused "+kind)
-		return
+		return nil
 	}
 	if err != nil && !errors.Is(err, snap.ErrPartial) {
 		r.failf("edit-commit", "%s: %v; the model expects it to apply", what, err)
 		r.checkUnchanged(p, d0, o0, "a failed "+kind)
 		r.resyncAfterUnmodelled(p, s)
-		return
+		return nil
 	}
 	if rr == nil || rr.SafetyCheckpoint == nil || ckID == nil {
 		r.failf("edit-commit", "%s: reports no move, safety checkpoint or checkpoint (%+v)", what, ecr)
 		r.resyncAfterUnmodelled(p, s)
-		return
+		return nil
 	}
 	r.stats[kind+" applied"]++
 	if h == nil {
@@ -1053,41 +1094,14 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 		h = mrec
 		m0 = p.expectMove(d0, o0, h, h, msc, nil, nil)
 	}
-	expDisk := tree{}
-	for q, e := range d0 {
-		if e.K != 'd' || feat.emptyDirs {
-			expDisk[q] = e
-		}
-	}
-	expFiles := m0.safety.files.clone()
-	for _, q := range paths {
-		b, _ := pe.base(q)
-		data, exists := applyEdits(b.Data, pe.of(q))
-		if !exists {
-			delete(expDisk, q)
-			delete(expFiles, q)
-			continue
-		}
-		k := byte('f')
-		if d0[q].K == 'x' {
-			k = 'x'
-		}
-		expDisk[q] = ent{K: k, Data: data}
-		expFiles[q] = ent{K: k, Data: data}
-		if feat.emptyDirs {
-			for a := path.Dir(q); a != "."; a = path.Dir(a) {
-				expDisk[a] = ent{K: 'd'}
-				expFiles[a] = ent{K: 'd'}
-			}
-		}
-	}
+	expDisk, expFiles := commitExpect(d0, pe, paths, m0)
 	me := moveExp{disk: expDisk, out: o0, mayFail: map[string]bool{}, protected: map[string]bool{}, why: map[string]string{},
 		optionalDirs: map[string]bool{}, safety: m0.safety, safetyDoc: m0.safetyDoc, docWrites: map[string]bool{}}
 	tgt := &ckRec{session: s, files: expFiles, kind: kind}
 	ok, d1, o1 := r.checkMove(p, what, d0, o0, me, tgt, h, s, rr, err)
 	if !ok {
 		r.resyncAfterUnmodelled(p, s)
-		return
+		return nil
 	}
 	sid := *rr.SafetyCheckpoint
 	docs := map[string]doc{}
@@ -1120,6 +1134,41 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) {
 	if task {
 		p.taskFloor[s] = max(p.taskFloor[s], t.ID+1)
 	}
+	return rec
+}
+
+// commitExpect is what a commit of pe's paths leaves on disk d0 (whose
+// move's safety expectation is m0), and what its checkpoint records.
+func commitExpect(d0 tree, pe *pendingEdits, paths []string, m0 moveExp) (expDisk, expFiles tree) {
+	expDisk = tree{}
+	for q, e := range d0 {
+		if e.K != 'd' || feat.emptyDirs {
+			expDisk[q] = e
+		}
+	}
+	expFiles = m0.safety.files.clone()
+	for _, q := range paths {
+		b, _ := pe.base(q)
+		data, exists := applyEdits(b.Data, pe.of(q))
+		if !exists {
+			delete(expDisk, q)
+			delete(expFiles, q)
+			continue
+		}
+		k := byte('f')
+		if d0[q].K == 'x' {
+			k = 'x'
+		}
+		expDisk[q] = ent{K: k, Data: data}
+		expFiles[q] = ent{K: k, Data: data}
+		if feat.emptyDirs {
+			for a := path.Dir(q); a != "."; a = path.Dir(a) {
+				expDisk[a] = ent{K: 'd'}
+				expFiles[a] = ent{K: 'd'}
+			}
+		}
+	}
+	return expDisk, expFiles
 }
 
 // restage follows what an undo or redo does to the staged edits of the
@@ -1165,8 +1214,9 @@ type taskDoc struct {
 	Tasks  []taskEnt `json:"tasks"`
 }
 
-// maxTaskDepth is tasks.max-depth (the harness keeps the default).
-const maxTaskDepth = 3
+// defaultTaskDepth is tasks.max-depth when it is not set (each run sets
+// its own, 1..5, per project: the max-depth op).
+const defaultTaskDepth = 3
 
 // taskDocOf reads the task stack checkpoint c records (empty when c is
 // nil or has none).
@@ -1231,7 +1281,7 @@ func (t *taskDoc) String() string {
 }
 
 // begin pushes a task (why: the refusal).
-func (t *taskDoc) begin(goal string, parent, floor int) (*taskEnt, string) {
+func (t *taskDoc) begin(goal string, parent, floor, maxDepth int) (*taskEnt, string) {
 	if strings.TrimSpace(goal) == "" {
 		return nil, "an empty goal"
 	}
@@ -1247,7 +1297,7 @@ func (t *taskDoc) begin(goal string, parent, floor int) (*taskEnt, string) {
 			return nil, fmt.Sprintf("task %d is not open", parent)
 		}
 	}
-	if t.depth(parent)+1 > maxTaskDepth {
+	if t.depth(parent)+1 > maxDepth {
 		return nil, "deeper than tasks.max-depth"
 	}
 	id := max(t.next(), floor, 1)
@@ -1330,22 +1380,22 @@ func (r *runner) adoptTaskDoc(p *project, rec *ckRec, want *taskDoc, what string
 
 // opTaskCheckpoint runs a task begin, or a task commit with no staged
 // edits: each records a checkpoint of the present with the task document
-// changed.
-func (r *runner) opTaskCheckpoint(p *project, op *Op) {
+// changed; it returns that checkpoint (nil: refused or failed).
+func (r *runner) opTaskCheckpoint(p *project, op *Op) *ckRec {
 	s := op.Session
 	d0, o0 := r.mustScan(p), p.scanOut()
 	h := p.head(s)
 	td, err := taskDocOf(h)
 	if err != nil {
 		r.failf("task-doc", "%v", err)
-		return
+		return nil
 	}
 	want := td.clone()
 	var t *taskEnt
 	var why string
 	var res *snap.TaskResult
 	if op.Kind == "task-begin" {
-		t, why = want.begin(op.Text, op.Parent, p.taskFloor[s])
+		t, why = want.begin(op.Text, op.Parent, p.taskFloor[s], p.depth())
 		res, err = p.repo.TaskBegin(r.ctx, snap.TaskOptions{Session: s, Text: op.Text, Parent: op.Parent})
 	} else {
 		t, why = want.commit(op.Text, op.KeepOpen)
@@ -1361,12 +1411,12 @@ func (r *runner) opTaskCheckpoint(p *project, op *Op) {
 			}
 		}
 		r.stats[op.Kind+" refused: "+why]++
-		return
+		return nil
 	}
 	if err != nil {
 		r.failf("task-op", "%s: %v", what, err)
 		r.resyncHead(p, s)
-		return
+		return nil
 	}
 	r.stats[op.Kind]++
 	if res.Task.ID != t.ID || fmt.Sprint(res.Stack) != fmt.Sprint(orEmptyInts(want.Stack)) {
@@ -1396,6 +1446,7 @@ func (r *runner) opTaskCheckpoint(p *project, op *Op) {
 	p.noteOrder(s, rec.id)
 	p.heads[s] = rec.id
 	p.taskFloor[s] = max(p.taskFloor[s], t.ID+1)
+	return rec
 }
 
 func orEmptyInts(s []int) []int {
@@ -1530,7 +1581,8 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 func (r *runner) checkAgent(p *project, op *Op) {
 	var edits, stacks bool
 	switch op.Kind {
-	case "edit-stage", "edit-commit", "edit-revert", "edit-drop", "task-commit", "task-revert", "undo", "redo", "reopen":
+	case "edit-stage", "edit-commit", "edit-revert", "edit-drop", "task-commit", "task-revert", "undo", "redo", "reopen",
+		"edit-preview", "git-commit", "commit-kill":
 		edits, stacks = true, true
 	case "task-begin", "checkpoint", "rewind":
 		stacks = true

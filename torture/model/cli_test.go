@@ -212,6 +212,22 @@ func (r *runner) runCLI(p *project, c *CLIOp) {
 		args = []string{"edit", "status", "-s", s, "--json"}
 		want = []int{0}
 		check = func(out []byte) string { return r.checkEditStatusJSON(p, s, out) }
+	case "edit-preview":
+		mode := previewModes[(c.Pick+3)%3]
+		args = []string{"edit", "preview", "-s", s, "--json", "--mode", mode}
+		want = []int{0}
+		switch class, _, beyond := previewRefusal(d0, p.edits(s), mode, 3); {
+		case beyond:
+			want = []int{0, 1, 2}
+		case class == "conflict":
+			want = []int{1}
+		case class == "usage":
+			want = []int{2}
+		case class != "":
+			want = []int{1}
+		default:
+			check = func(out []byte) string { return r.checkPreviewJSON(p, s, out) }
+		}
 	case "task":
 		args = withJSON("task", "-s", s)
 		want = []int{0}

@@ -76,7 +76,10 @@ func (t tree) isDir(p string) bool {
 
 // scanDisk reads every path under root except the store (storeRel, a
 // path relative to root; "" for none).
-func scanDisk(root, storeRel string) (tree, error) {
+// scanDisk reads the tree below root except the store; with gitRepo the
+// top .git directory is a real repository's: only .git/info/exclude (an
+// ignore file) is read of it.
+func scanDisk(root, storeRel string, gitRepo bool) (tree, error) {
 	t := tree{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -88,6 +91,18 @@ func scanDisk(root, storeRel string) (tree, error) {
 			return nil
 		}
 		if rel == storeRel {
+			return fs.SkipDir
+		}
+		if gitRepo && rel == ".git" {
+			t[rel] = ent{K: 'd'}
+			if fi, err := os.Lstat(filepath.Join(p, "info", "exclude")); err == nil && fi.Mode().IsRegular() {
+				data, err := os.ReadFile(filepath.Join(p, "info", "exclude"))
+				if err != nil {
+					return err
+				}
+				t[".git/info"] = ent{K: 'd'}
+				t[".git/info/exclude"] = ent{K: 'f', Data: string(data)}
+			}
 			return fs.SkipDir
 		}
 		fi, err := os.Lstat(p)

@@ -62,6 +62,9 @@ func TestModel(t *testing.T) {
 		ops      []Op
 		disabled map[string]bool
 	}
+	// One op in 7 goes to the second project (the git repository);
+	// SNAP_MODEL_SECOND=N: one in N.
+	secondOneIn := max(envInt("SNAP_MODEL_SECOND", 7), 1)
 	var distinct []found
 	var ops []Op
 	start := time.Now()
@@ -70,11 +73,13 @@ func TestModel(t *testing.T) {
 		switch {
 		case i >= steps: // the end: fsck both stores
 			op = Op{Kind: "fsck", Proj: i - steps}
+		case i < len(r.projs): // the start: each project's tasks.max-depth, 1..5
+			op = Op{Kind: "max-depth", Proj: i, Data: fmt.Sprint(1 + rng.IntN(5))}
 		case (i+1)%fsckEvery == 0:
 			op = Op{Kind: "fsck", Proj: (i / fsckEvery) % 2}
 		default:
 			p := r.projs[0]
-			if rng.IntN(7) == 0 {
+			if rng.IntN(secondOneIn) == 0 {
 				p = r.projs[1]
 			}
 			op = gen(rng, &genState{disk: r.mustScan(p), p: p})

@@ -170,6 +170,21 @@ type project struct {
 	pending   map[string]*pendingEdits
 	taskFloor map[string]int
 	ext       string
+	// maxDepth: tasks.max-depth as the max-depth ops set it (0: the
+	// default, defaultTaskDepth).
+	maxDepth int
+	// git: the project is a real git repository (git_test.go): its .git
+	// directory is git's (scanned for info/exclude only), and git-commit
+	// and git-add ops run in it.
+	git bool
+}
+
+// depth is the project's tasks.max-depth.
+func (p *project) depth() int {
+	if p.maxDepth == 0 {
+		return defaultTaskDepth
+	}
+	return p.maxDepth
 }
 
 var sessions = []string{"default", "s2"}
@@ -200,7 +215,10 @@ func (p *project) scanOut() outState {
 	return o
 }
 
-func (p *project) scan() (tree, error) { return scanDisk(p.root, ".snap") }
+func (p *project) scan() (tree, error) {
+	t, err := scanDisk(p.root, ".snap", p.git)
+	return t, err
+}
 
 func (p *project) head(session string) *ckRec {
 	id, ok := p.heads[session]

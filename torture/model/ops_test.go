@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -50,6 +51,14 @@ type Op struct {
 	Text       string `json:"text,omitempty"`        // a commit's summary, a revert's reason, a task's goal
 	Parent     int    `json:"parent,omitempty"`      // task-begin: 0 the current task, -1 top level, N task N
 	KeepOpen   bool   `json:"keep_open,omitempty"`   // task-commit
+	// Task: git-commit, commit-kill: a task commit (else an edit commit).
+	Task bool `json:"task,omitempty"`
+	// Context: edit-preview: the context lines (Scope is the mode).
+	Context int `json:"context,omitempty"`
+	// Kill: commit-kill: the commit is killed at its Kill-th write to the
+	// working tree (Path, Data: what is written meanwhile; Form: the
+	// command that completes it).
+	Kill int `json:"kill,omitempty"`
 
 	CLI *CLIOp `json:"cli,omitempty"` // read-only CLI command run after the op
 }
@@ -287,7 +296,13 @@ var opWeights = []weighted{
 	// counts.
 	{"edit-stage", 9}, {"edit-commit", 3}, {"edit-revert", 1}, {"edit-drop", 1},
 	{"task-begin", 4}, {"task-commit", 2}, {"task-revert", 2}, {"reopen", 1}, {"linkdir", 1},
+	// preview_test.go, killed_test.go.
+	{"max-depth", 1}, {"edit-preview", 3}, {"commit-kill", 2},
 }
+
+// gitWeights are the ops of a git project only (git_test.go), drawn with
+// the others there.
+var gitWeights = []weighted{{"git-commit", 8}, {"git-add", 4}}
 
 func pick(rng *rand.Rand, ws []weighted) string {
 	total := 0
@@ -306,7 +321,11 @@ func pick(rng *rand.Rand, ws []weighted) string {
 
 // gen makes the next op.
 func gen(rng *rand.Rand, g *genState) Op {
-	op := Op{Kind: pick(rng, opWeights), Proj: g.p.idx}
+	ws := opWeights
+	if g.p.git {
+		ws = slices.Concat(opWeights, gitWeights)
+	}
+	op := Op{Kind: pick(rng, ws), Proj: g.p.idx}
 	switch op.Kind {
 	case "write":
 		op.Path = g.pathFor(rng, "fx")
@@ -370,6 +389,9 @@ func gen(rng *rand.Rand, g *genState) Op {
 		dir := ""
 		if rng.IntN(2) == 0 {
 			dir = randDir(rng, 2)
+		}
+		if dir == "" && g.p.git {
+			dir = randDir(rng, 2) // not the real repository's own files
 		}
 		op.Path = join(dir, ".git/"+[]string{"HEAD", "config", "objects/ab"}[rng.IntN(3)])
 		op.Data = randContent(rng)
@@ -516,7 +538,7 @@ func editRules(rng *rand.Rand, old string) (string, bool) {
 var cliWeights = []weighted{
 	{"log", 3}, {"log-all", 2}, {"show", 4}, {"status", 6}, {"diff", 4}, {"diff2", 3}, {"diff-stat", 2},
 	{"diff-json", 4}, {"cat", 6}, {"cat-state", 3}, {"conversation", 3}, {"sessions", 2}, {"op-log", 2}, {"fsck", 1},
-	{"edit-status", 2}, {"task", 2},
+	{"edit-status", 2}, {"task", 2}, {"edit-preview", 2},
 }
 
 func genCLI(rng *rand.Rand, g *genState) *CLIOp {
