@@ -394,7 +394,7 @@ func (ex *exporter) stateTree(id, state snap.ID) (plumbing.Hash, snap.ID, error)
 	t := &object.Tree{}
 	out := slices.Clone(entries)
 	for i, e := range entries {
-		d, err := ex.sec.doc(ex.g, e.ID, id.Short()+":"+e.Name)
+		d, err := ex.sec.doc(ex.g, e.ID, e.Name, id.Short()+":"+e.Name)
 		if err != nil {
 			return plumbing.ZeroHash, snap.ID{}, fmt.Errorf("state document %s: %w", e.Name, err)
 		}

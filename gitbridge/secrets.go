@@ -53,15 +53,19 @@ type secrets struct {
 	tracked map[string]bool // paths the project's git index tracks, relative to the project
 	im      *snap.Importer  // computes the ids of redacted objects (never committed)
 	docs    map[snap.ID]*redacted
-	found   map[string]*Secret // by fingerprint
-	order   []string
-	held    map[string]bool
+	// last: the report on the document of each name scanned last (the
+	// parent's version, exporting oldest first): a grown transcript is
+	// scanned from where that one's scan can go on (redact.ScanAfter).
+	last  map[string]*redact.Report
+	found map[string]*Secret // by fingerprint
+	order []string
+	held  map[string]bool
 	// included: secret-named files exported because asked to.
 	included map[string]bool
 }
 
 func newSecrets(ctx context.Context, r *snap.Repo, include bool) *secrets {
-	s := &secrets{ctx: ctx, r: r, include: include, docs: map[snap.ID]*redacted{}, found: map[string]*Secret{},
+	s := &secrets{ctx: ctx, r: r, include: include, docs: map[snap.ID]*redacted{}, last: map[string]*redact.Report{}, found: map[string]*Secret{},
 		held: map[string]bool{}, included: map[string]bool{}}
 	s.tracked = trackedFiles(r.Root)
 	return s
@@ -149,21 +153,25 @@ func (s *secrets) content(id snap.ID, f func(io.Reader) error) error {
 	return err
 }
 
-// doc returns the redaction of a stored state document (nil when it holds
-// no secret), scanning each document once per export. where names it for
-// Secret.Where.
-func (s *secrets) doc(g *toGit, id snap.ID, where string) (*redacted, error) {
+// doc returns the redaction of stored state document name (nil when it
+// holds no secret), scanning each document once per export. where names it
+// for Secret.Where.
+func (s *secrets) doc(g *toGit, id snap.ID, name, where string) (*redacted, error) {
 	if d, ok := s.docs[id]; ok {
 		return d, nil
 	}
-	var rep *redact.Report
-	err := s.content(id, func(r io.Reader) (err error) {
-		rep, err = redact.Scan(r)
-		return err
+	rep, err := redact.ScanAfter(s.last[name], func() (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() {
+			_, err := s.r.WriteContent(s.ctx, id, pw)
+			pw.CloseWithError(err)
+		}()
+		return pr, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.last[name] = rep
 	if rep.Clean() {
 		s.docs[id] = nil
 		return nil, nil

@@ -45,6 +45,10 @@
 // that in overlapping windows, a PEM block that spans lines as one
 // fragment. It holds one fragment (or one line) at a time and, per finding,
 // a few words. Apply then streams the input again with the replacements.
+// ScanAfter scans a grown document (a transcript, checkpoint after
+// checkpoint) from where the scan of its previous version can go on,
+// having checked by hash that it begins with the same bytes; its report is
+// the one Scan would give.
 //
 // Files. SecretFileName says whether a file's name marks it as holding
 // secrets (.env*, *.pem, id_rsa*, credentials*.json, ...): the git bridge

@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,7 +42,27 @@ type Report struct {
 	Findings []Finding
 	// Size is the input's length, OutSize the output's (Apply's).
 	Size, OutSize int64
-	edits         []edit
+	edits         []edit // merged, what Apply does
+	raw           []edit // as found, fragment by fragment
+	known         []knownSecret
+	resume        *resumePoint
+}
+
+// knownSecret is a secret found, and the finding that found it first.
+type knownSecret struct {
+	secret string
+	f      Finding
+}
+
+// resumePoint is the scan's state after the last fragment it scanned
+// whole before the end (a fragment ends where the next one starts afresh):
+// ScanAfter goes on from there in a document that begins with the same
+// bytes, as a full scan would.
+type resumePoint struct {
+	pos                    int64
+	line                   int
+	findings, edits, known int
+	sum                    []byte // SHA-256 of the input before pos
 }
 
 // edit replaces n bytes at off with Placeholder(kind).
@@ -250,16 +272,56 @@ func assignedOp(text, lower string, p int) int {
 
 // Scan reads a document and returns what Apply would redact in it.
 func Scan(rd io.Reader) (*Report, error) {
+	s, err := newScan(rd)
+	if err != nil {
+		return nil, err
+	}
+	return s.run()
+}
+
+func newScan(rd io.Reader) (*scan, error) {
 	d, err := loadDetectors()
 	if err != nil {
 		return nil, err
 	}
-	s := &scan{d: d, known: map[string]Finding{}, br: bufio.NewReaderSize(rd, 64<<10)}
-	rep, err := s.run()
+	return &scan{d: d, known: map[string]Finding{}, br: bufio.NewReaderSize(rd, 64<<10), h: sha256.New(), lineNo: 1}, nil
+}
+
+// ScanAfter is Scan for a document that may begin with the document prev
+// reported on (a transcript that grew): when it does, up to the last
+// fragment prev scanned whole, only the rest is scanned, and the report is
+// the one Scan would give. open returns the document from its start; it is
+// called again (and the whole document scanned) when the beginning differs.
+func ScanAfter(prev *Report, open func() (io.ReadCloser, error)) (*Report, error) {
+	rd, err := open()
 	if err != nil {
 		return nil, err
 	}
-	return rep, nil
+	defer rd.Close()
+	if prev != nil && prev.resume != nil {
+		r := prev.resume
+		s, err := newScan(rd)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := io.CopyN(s.h, rd, r.pos); err == nil && n == r.pos && bytes.Equal(s.h.Sum(nil), r.sum) {
+			s.pos, s.lineNo = r.pos, r.line
+			s.rep.Findings = slices.Clone(prev.Findings[:r.findings])
+			s.rep.raw = slices.Clone(prev.raw[:r.edits])
+			for _, k := range prev.known[:r.known] {
+				s.known[k.secret] = k.f
+				s.order = append(s.order, k.secret)
+			}
+			s.br = bufio.NewReaderSize(rd, 64<<10)
+			return s.run()
+		}
+		rd.Close()
+		if rd, err = open(); err != nil {
+			return nil, err
+		}
+		defer rd.Close()
+	}
+	return Scan(rd)
 }
 
 // Bytes redacts a document held in memory.
@@ -289,30 +351,40 @@ type scan struct {
 	buf  []byte
 	off  int64
 	line int
+	// Where the next line starts, its number, and the hash of what is
+	// before it.
+	pos    int64
+	lineNo int
+	h      hash.Hash
 }
 
 func (s *scan) run() (*Report, error) {
-	s.line = 1
-	var pos int64
-	lineNo := 1
 	for {
 		l, err := s.readLine()
 		if len(l) > 0 {
+			s.h.Write(l)
+			whole := false // a fragment ends with this line
 			if len(l) > fragSize {
 				s.flush()
-				s.buf, s.off, s.line = l, pos, lineNo
+				s.buf, s.off, s.line = l, s.pos, s.lineNo
 				s.flushLong()
+				whole = true
 			} else {
 				if len(s.buf) == 0 {
-					s.off, s.line = pos, lineNo
+					s.off, s.line = s.pos, s.lineNo
 				}
 				s.buf = append(s.buf, l...)
 				if len(s.buf) >= fragSize && !openPEM(s.buf) || len(s.buf) >= pemMax {
 					s.flush()
+					whole = true
 				}
 			}
-			pos += int64(len(l))
-			lineNo++
+			s.pos += int64(len(l))
+			s.lineNo++
+			if whole && l[len(l)-1] == '\n' {
+				s.rep.resume = &resumePoint{pos: s.pos, line: s.lineNo, findings: len(s.rep.Findings), edits: len(s.rep.raw),
+					known: len(s.order), sum: s.h.Sum(nil)}
+			}
 		}
 		if err == io.EOF {
 			break
@@ -322,7 +394,7 @@ func (s *scan) run() (*Report, error) {
 		}
 	}
 	s.flush()
-	s.rep.Size = pos
+	s.rep.Size = s.pos
 	s.finish()
 	return &s.rep, nil
 }
@@ -511,7 +583,7 @@ func (s *scan) record(text string, spans []span) {
 					jsonLines[ls] = jl
 				}
 				for _, p := range jl.pieces(a-ls, b-ls) {
-					s.rep.edits = append(s.rep.edits, edit{s.off + int64(ls+p[0]), p[1] - p[0], sp.kind})
+					s.rep.raw = append(s.rep.raw, edit{s.off + int64(ls+p[0]), p[1] - p[0], sp.kind})
 				}
 			}
 			a = le + 1
@@ -521,8 +593,13 @@ func (s *scan) record(text string, spans []span) {
 
 // finish orders the findings and merges overlapping edits.
 func (s *scan) finish() {
+	for _, secret := range s.order {
+		s.rep.known = append(s.rep.known, knownSecret{secret, s.known[secret]})
+	}
+	// Fragments come in order, and each one's findings and edits are
+	// sorted: the sorts keep each fragment's where it is.
 	sort.SliceStable(s.rep.Findings, func(i, j int) bool { return s.rep.Findings[i].Offset < s.rep.Findings[j].Offset })
-	e := s.rep.edits
+	e := slices.Clone(s.rep.raw)
 	sort.SliceStable(e, func(i, j int) bool { return e[i].off < e[j].off })
 	var merged []edit
 	for _, x := range e {

@@ -336,3 +336,62 @@ func TestScanMemoryBounded(t *testing.T) {
 		t.Errorf("peak heap %d MB scanning a 64 MB stream", peak>>20)
 	}
 }
+
+// ScanAfter on a grown document gives what Scan gives, having scanned only
+// the new part; on a document that does not begin with the old one too.
+func TestScanAfterIsScan(t *testing.T) {
+	s := fakeSecrets()
+	var doc strings.Builder
+	var prev *Report
+	open := func(b []byte) func() (io.ReadCloser, error) {
+		return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
+	r := rand.New(rand.NewSource(3))
+	kinds := sortedKinds(s)
+	resumed := 0
+	for step := 0; step < 12; step++ {
+		for range 40 + r.Intn(200) {
+			switch r.Intn(40) {
+			case 0:
+				doc.WriteString(line(step, "found "+s[kinds[r.Intn(len(kinds))]]))
+			case 1:
+				doc.WriteString(line(step, strings.Repeat("long output ", 4000)+s["github-pat"]))
+			case 2:
+				doc.WriteString("plain text, then a key\n" + s["private-key"] + "\n")
+			default:
+				doc.WriteString(line(step, strings.Repeat("the agent edits the parser ", 1+r.Intn(40))))
+			}
+		}
+		b := []byte(doc.String())
+		if step == 6 {
+			b = append([]byte("changed"), b[7:]...) // not the old document's beginning
+		}
+		if step%4 == 3 {
+			b = b[:len(b)-5] // ends inside a line
+		}
+		want, err := Scan(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ScanAfter(prev, open(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev != nil && prev.resume != nil && bytes.HasPrefix(b, []byte(doc.String()[:prev.resume.pos])) {
+			resumed++
+		}
+		if fmt.Sprint(got.Findings) != fmt.Sprint(want.Findings) || got.OutSize != want.OutSize {
+			t.Fatalf("step %d: ScanAfter found %d (out %d), Scan %d (out %d)", step, len(got.Findings), got.OutSize, len(want.Findings), want.OutSize)
+		}
+		var g, w bytes.Buffer
+		got.Apply(bytes.NewReader(b), &g)
+		want.Apply(bytes.NewReader(b), &w)
+		if !bytes.Equal(g.Bytes(), w.Bytes()) {
+			t.Fatalf("step %d: outputs differ", step)
+		}
+		prev = got
+	}
+	if resumed < 6 {
+		t.Errorf("resumed %d times", resumed)
+	}
+}
