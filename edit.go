@@ -657,8 +657,8 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 		}
 	}
 	if len(stale) > 0 {
-		return nil, fmt.Errorf("%w: changed since their changes were staged, so nothing was written and the changes stay pending: %s",
-			ErrConflict, strings.Join(stale, ", "))
+		return nil, fmt.Errorf("%w: %s changed since staged, so nothing was written and the changes stay pending "+
+			"('snap edit status' shows them; 'snap edit revert REASON' drops them to stage afresh)", ErrConflict, strings.Join(stale, ", "))
 	}
 	release, err := r.writing(ctx)
 	if err != nil {

@@ -3,6 +3,7 @@ package snap
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,7 @@ type RevertOptions struct {
 	Ref     string   // the checkpoint whose change is reverted (the end of the range)
 	From    string   // the start of a range; "" is Ref's parent
 	Paths   []string // only these paths (and what lies beneath them)
+	DryRun  bool     // report what would be reverted and what conflicts; change nothing
 }
 
 // RevertConflict is a path a revert left untouched: what it holds now and
@@ -52,6 +54,10 @@ type RevertResult struct {
 	Reverted   []string         `json:"reverted"`
 	Conflicts  []RevertConflict `json:"conflicts"`
 	Rewind     *RewindResult    `json:"rewind,omitempty"`
+	// Nothing: every path the change touched is already as before it;
+	// nothing was done (not an error).
+	Nothing bool `json:"nothing_to_revert,omitempty"`
+	DryRun  bool `json:"dry_run,omitempty"`
 }
 
 // Revert applies the inverse of a checkpoint's change (or a range's) to
@@ -114,6 +120,26 @@ func (r *Repo) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 	if err := r.checkNotArchived(session); err != nil {
 		return nil, err
 	}
+	// The plan against the present first, written nowhere: a dry run
+	// answers it; with nothing to revert, or only conflicts, nothing moves.
+	_, head, err := r.head(session)
+	if err != nil {
+		return nil, err
+	}
+	dry := r.objects.NewDryWriter()
+	now, err := r.capture(ctx, dry, r.loadCache(), captureSpec{parent: head})
+	if err != nil {
+		return nil, err
+	}
+	plan, err := r.planRevert(dry, now.tree, fromTree, tck.Tree, changed)
+	if err != nil {
+		return nil, err
+	}
+	if o.DryRun || len(plan.edits) == 0 {
+		res.Reverted, res.Conflicts, res.DryRun = plan.reverted, plan.conflicts, o.DryRun
+		res.Nothing = len(plan.edits) == 0 && len(plan.conflicts) == 0
+		return res, plan.err()
+	}
 	release, err := r.writing(ctx)
 	if err != nil {
 		return nil, err
@@ -167,14 +193,57 @@ func pathsNote(paths []string) string {
 	return " under " + strings.Join(paths, ", ")
 }
 
-// buildRevertChange merges each changed path, records the mergeable ones
-// in a checkpoint built on the safety capture and lists the others as
-// conflicts. With nothing to revert it fails (ErrPartial) before the
-// journal: nothing is written.
+// revertPlan is what a revert makes of each changed path: the new entries
+// (nil: deleted), the paths reverted, and the conflicts.
+type revertPlan struct {
+	edits     map[string]*objects.TreeEntry
+	reverted  []string
+	conflicts []RevertConflict
+}
+
+// err is ErrPartial naming the conflicts, or nil.
+func (p *revertPlan) err() error {
+	if len(p.conflicts) == 0 {
+		return nil
+	}
+	errs := make([]worktree.PathError, len(p.conflicts))
+	for i, c := range p.conflicts {
+		errs[i] = worktree.PathError{Path: c.Path, Error: c.Reason}
+	}
+	if len(p.edits) == 0 {
+		return fmt.Errorf("nothing reverted: %w", partial(errs))
+	}
+	return partial(errs)
+}
+
+// buildRevertChange plans the revert against the safety capture (the
+// present may have changed since Revert's own plan) and records the
+// mergeable paths in a checkpoint built on it. With nothing to revert it
+// fails (ErrPartial) before the journal: nothing is written.
 func (r *Repo) buildRevertChange(m *move, safety objects.ID, now *captured, fromTree, toTree objects.ID, changed []string, res *RevertResult) (objects.ID, error) {
 	w := r.objects.NewWriter()
 	defer w.Abort()
-	edits := map[string]*objects.TreeEntry{}
+	plan, err := r.planRevert(w, now.tree, fromTree, toTree, changed)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	res.Reverted, res.Conflicts = plan.reverted, plan.conflicts
+	if len(plan.edits) == 0 {
+		if perr := plan.err(); perr != nil {
+			return objects.ID{}, perr
+		}
+		return objects.ID{}, fmt.Errorf("%w: every path is already as before the change (changed since the revert began)", ErrConflict)
+	}
+	return r.recordEdited(w, m, safety, now, plan.edits, kindRevert, nil)
+}
+
+// planRevert merges each changed path of the change fromTree → toTree into
+// the tree nowTree: a path untouched since goes back, a text file changed
+// since is merged three ways, anything else is a conflict. Merged content
+// is put with w.
+func (r *Repo) planRevert(w *objects.Writer, nowTree, fromTree, toTree objects.ID, changed []string) (*revertPlan, error) {
+	plan := &revertPlan{edits: map[string]*objects.TreeEntry{}, reverted: []string{}, conflicts: []RevertConflict{}}
+	edits := plan.edits
 	for _, p := range changed {
 		entry := func(tree objects.ID) (objects.TreeEntry, bool, error) {
 			if tree.IsZero() { // before a session's first checkpoint: nothing
@@ -184,21 +253,21 @@ func (r *Repo) buildRevertChange(m *move, safety objects.ID, now *captured, from
 		}
 		orig, hadOrig, err := entry(fromTree) // before the change
 		if err != nil {
-			return objects.ID{}, err
+			return nil, err
 		}
 		base, hadBase, err := entry(toTree) // what the change made
 		if err != nil {
-			return objects.ID{}, err
+			return nil, err
 		}
-		cur, hasCur, err := entry(now.tree) // now
+		cur, hasCur, err := entry(nowTree) // now
 		if err != nil {
-			return objects.ID{}, err
+			return nil, err
 		}
 		same := func(a objects.TreeEntry, ha bool, b objects.TreeEntry, hb bool) bool {
 			return ha == hb && (!ha || a.ID == b.ID && a.Mode == b.Mode)
 		}
 		conflict := func(reason string, hunks ...ConflictHunk) {
-			res.Conflicts = append(res.Conflicts, RevertConflict{Path: p, Reason: reason, Hunks: hunks})
+			plan.conflicts = append(plan.conflicts, RevertConflict{Path: p, Reason: reason, Hunks: hunks})
 		}
 		switch {
 		case same(cur, hasCur, orig, hadOrig):
@@ -211,7 +280,7 @@ func (r *Repo) buildRevertChange(m *move, safety objects.ID, now *captured, from
 			} else {
 				edits[p] = nil
 			}
-			res.Reverted = append(res.Reverted, p)
+			plan.reverted = append(plan.reverted, p)
 			continue
 		case !hasCur:
 			conflict("deleted since the change")
@@ -230,9 +299,16 @@ func (r *Repo) buildRevertChange(m *move, safety objects.ID, now *captured, from
 		read := func(id objects.ID) ([]byte, error) { return r.objects.ReadBlob(id, maxDocSize) }
 		o, err1 := read(base.ID)
 		a, err2 := read(cur.ID)
+		if errors.Is(err2, objects.ErrNotFound) {
+			// The present as a dry capture saw it: on disk only.
+			var got string
+			if a, got, err2 = r.fileBase(p); err2 == nil && got != cur.ID.String() {
+				err2 = fmt.Errorf("%w: %s changed while the revert read it", ErrConflict, p)
+			}
+		}
 		b, err3 := read(orig.ID)
 		if err := firstErr(err1, err2, err3); err != nil {
-			return objects.ID{}, err
+			return nil, err
 		}
 		if !isText(o) || !isText(a) || !isText(b) {
 			conflict("binary content changed since the change")
@@ -243,29 +319,22 @@ func (r *Repo) buildRevertChange(m *move, safety objects.ID, now *captured, from
 			conflict(fmt.Sprintf("%d conflicting region(s) with changes made since", len(hunks)), hunks...)
 			continue
 		}
+		if bytes.Equal(merged, a) && (orig.Mode == base.Mode || cur.Mode == orig.Mode) {
+			continue // the change's lines are already gone: nothing to revert here
+		}
 		id, n, err := w.PutBlob(bytes.NewReader(merged))
 		if err != nil {
-			return objects.ID{}, err
+			return nil, err
 		}
 		mode := cur.Mode
 		if orig.Mode != base.Mode {
 			mode = orig.Mode // the change flipped the executable bit: flip it back
 		}
 		edits[p] = &objects.TreeEntry{Name: filepath.Base(p), Mode: mode, ID: id, Size: n}
-		res.Reverted = append(res.Reverted, p)
+		plan.reverted = append(plan.reverted, p)
 	}
-	if len(edits) == 0 {
-		errs := []worktree.PathError{}
-		for _, c := range res.Conflicts {
-			errs = append(errs, worktree.PathError{Path: c.Path, Error: c.Reason})
-		}
-		if len(errs) == 0 {
-			return objects.ID{}, fmt.Errorf("%w: every path is already as before the change", ErrNoPath)
-		}
-		return objects.ID{}, fmt.Errorf("nothing reverted: %w", partial(errs))
-	}
-	slices.Sort(res.Reverted)
-	return r.recordEdited(w, m, safety, now, edits, kindRevert, nil)
+	slices.Sort(plan.reverted)
+	return plan, nil
 }
 
 func firstErr(errs ...error) error {

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/tasks"
 )
 
 // Options configure a server.
@@ -159,7 +160,7 @@ type conversationIn struct {
 type beginIn struct {
 	sessionArg
 	Goal         string `json:"goal" jsonschema:"what the task is to achieve"`
-	ParentTaskID int    `json:"parent_task_id,omitempty" jsonschema:"the open task it belongs to (default: the current task)"`
+	ParentTaskID *int   `json:"parent_task_id,omitempty" jsonschema:"the open task it belongs to, 0 for the top level (default: the current task)"`
 }
 
 type replaceIn struct {
@@ -339,7 +340,14 @@ func (s *Server) register(srv *sdk.Server) {
 		})
 	tool(s, srv, "memo_begin_task", "Begin a task (pushed on the session's task stack; a task-begin checkpoint records the files as it starts). Finish it with memo_commit or abandon it with memo_revert.",
 		func(ctx context.Context, in beginIn) (any, error) {
-			return r.TaskBegin(ctx, snap.TaskOptions{Session: s.sess(in.sessionArg), Text: in.Goal, Parent: in.ParentTaskID})
+			o := snap.TaskOptions{Session: s.sess(in.sessionArg), Text: in.Goal}
+			if in.ParentTaskID != nil {
+				var err error
+				if o.Parent, err = tasks.ParentArg(*in.ParentTaskID); err != nil {
+					return nil, fmt.Errorf("%w: parent_task_id: %w", snap.ErrUsage, err)
+				}
+			}
+			return r.TaskBegin(ctx, o)
 		})
 	tool(s, srv, "memo_replace", "Stage a replacement of old_text by new_text in a file, without touching the file; the staged changes are applied together by memo_commit. When old_text occurs more than once nothing is staged and the answer lists lettered candidates (status needs_match): call again with match_id.",
 		func(ctx context.Context, in replaceIn) (any, error) {

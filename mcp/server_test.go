@@ -298,3 +298,42 @@ func TestDiffBounded(t *testing.T) {
 		t.Fatalf("default diff answer %d bytes", size)
 	}
 }
+
+// N10 (2026-11-27 report): memo_begin_task validates parent_task_id as the
+// CLI validates --parent (tasks.ParentArg): a negative id is refused (it
+// was taken for the top level), 0 is the top level, absent the current
+// task.
+func TestBeginTaskParentAsTheCLI(t *testing.T) {
+	ctx := context.Background()
+	repo, root := snaptest.NewRepo(t)
+	os.WriteFile(filepath.Join(root, "f"), []byte("f\n"), 0o644)
+	cs := connect(t, mcp.New(repo, mcp.Options{Session: "agent", Version: "test"}))
+	begin := func(args map[string]any) (map[string]any, string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memo_begin_task", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var out map[string]any
+		json.Unmarshal(b, &out)
+		return out, text(res), res.IsError
+	}
+	if _, _, isErr := begin(map[string]any{"goal": "outer"}); isErr {
+		t.Fatal("the first begin failed")
+	}
+	if _, msg, isErr := begin(map[string]any{"goal": "bad", "parent_task_id": -3}); !isErr || !strings.Contains(msg, "-3 is not a task id") {
+		t.Fatalf("parent_task_id -3: error %v, %q", isErr, msg)
+	}
+	out, msg, isErr := begin(map[string]any{"goal": "top", "parent_task_id": 0})
+	if isErr {
+		t.Fatalf("parent_task_id 0: %s", msg)
+	}
+	if task, _ := out["task"].(map[string]any); task["parent"] != nil && task["parent"] != float64(0) {
+		t.Fatalf("parent_task_id 0 began a task under %v, want the top level", task["parent"])
+	}
+	out, _, _ = begin(map[string]any{"goal": "child"})
+	if task, _ := out["task"].(map[string]any); task["parent"] != float64(2) {
+		t.Fatalf("a begin with no parent_task_id: parent %v, want the current task 2", task["parent"])
+	}
+}

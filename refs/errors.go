@@ -14,7 +14,7 @@ var (
 	ErrNotFound = errors.New("ref not found")
 	// ErrConflict: a compare-and-swap found a value other than the expected
 	// one. The error is a *ConflictError carrying both values.
-	ErrConflict = errors.New("ref conflict")
+	ErrConflict = errors.New("conflict")
 	// ErrBusy: a ref's lock file stayed in place for the whole lock timeout:
 	// another writer holds it, or a crashed writer left it behind.
 	ErrBusy = errors.New("store busy")
@@ -40,7 +40,7 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("%v: %q: expected %s, found %s", ErrConflict, e.Name, idOrAbsent(e.Expected), idOrAbsent(e.Actual))
+	return fmt.Sprintf("%v: ref %q moved: expected %s, found %s", ErrConflict, e.Name, idOrAbsent(e.Expected), idOrAbsent(e.Actual))
 }
 
 // Is reports whether target is ErrConflict, or ErrNotFound for a missing ref.

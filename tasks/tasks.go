@@ -140,6 +140,23 @@ func (s *State) Depth(id int) int {
 	return d
 }
 
+// TopLevel, as Begin's parent, begins a task at the top of the tree.
+const TopLevel = -1
+
+// ParentArg turns a front-end's parent argument (the CLI's --parent, the
+// MCP's parent_task_id) into Begin's parent: 0 is the top level, N the
+// open task N; a negative number is refused. Every front-end calls it, so
+// they accept and refuse the same values.
+func ParentArg(n int) (int, error) {
+	switch {
+	case n == 0:
+		return TopLevel, nil
+	case n < 0:
+		return 0, fmt.Errorf("%w: %d is not a task id (give an open task's id, or 0 for the top level)", ErrBadParent, n)
+	}
+	return n, nil
+}
+
 // Begin pushes a new open task with goal under parent (0: the current
 // task, or top level when there is none; -1: top level) and returns it. A
 // parent must be open; the new task's depth must not pass maxDepth.
@@ -155,8 +172,10 @@ func (s *State) Begin(goal string, parent, maxDepth, nextID, messages int) (*Tas
 		if cur := s.Current(); cur != nil {
 			parent = cur.ID
 		}
-	case parent < 0:
+	case parent == TopLevel:
 		parent = 0
+	case parent < 0:
+		return nil, fmt.Errorf("%w: %d is not a task id", ErrBadParent, parent)
 	default:
 		if !slices.Contains(s.Stack, parent) {
 			return nil, fmt.Errorf("%w: task %d (open tasks: %s)", ErrBadParent, parent, s.stackText())

@@ -128,3 +128,21 @@ func TestPromptTopLevelOverOpenTasks(t *testing.T) {
 		t.Fatalf("prompt:\n%s", got)
 	}
 }
+
+// ParentArg is the one reading of a front-end's parent argument.
+func TestParentArg(t *testing.T) {
+	for n, want := range map[int]int{0: TopLevel, 1: 1, 7: 7} {
+		if got, err := ParentArg(n); err != nil || got != want {
+			t.Errorf("ParentArg(%d) = %d, %v; want %d", n, got, err, want)
+		}
+	}
+	for _, n := range []int{-1, -3} {
+		if _, err := ParentArg(n); !errors.Is(err, ErrBadParent) {
+			t.Errorf("ParentArg(%d): %v, want ErrBadParent", n, err)
+		}
+	}
+	var s State
+	if _, err := s.Begin("g", -5, 3, 1, 0); !errors.Is(err, ErrBadParent) {
+		t.Errorf("Begin with parent -5: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ type revertOptions struct {
 	globalOptions
 	From, Ref string
 	Paths     []string
+	DryRun    bool
 }
 
 func revertCommand(inv *invocation) *cli.Command {
@@ -31,18 +32,23 @@ path that cannot be merged (a conflicting region, binary content, a file
 deleted or re-created since) is left untouched and reported with the
 conflicting lines; the exit code is then 3. A safety checkpoint comes first
 and a "revert" checkpoint records the result; 'snap undo' puts the files back.
+--dry-run shows what would be reverted and what conflicts, changing nothing.
+When every path is already as before the change there is nothing to do: it
+says so and exits 0.
 
 Examples:
+   snap revert '#2' --dry-run
    snap revert '#2'
    snap revert @~3..@~1 --path src/`,
 		Flags: withGlobals(
 			&cli.StringSliceFlag{Name: "path", Usage: "revert only `P` and what lies beneath it; repeatable"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be reverted and what conflicts; change nothing"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageErrorf("revert takes one REF or FROM..REF")
 			}
-			o := revertOptions{globalOptions: globals(c), Ref: c.Args().First(), Paths: c.StringSlice("path")}
+			o := revertOptions{globalOptions: globals(c), Ref: c.Args().First(), Paths: c.StringSlice("path"), DryRun: c.Bool("dry-run")}
 			if from, to, ok := strings.Cut(o.Ref, ".."); ok {
 				if from == "" || to == "" {
 					return usageErrorf("a range is FROM..REF, both given (got %q)", o.Ref)
@@ -60,14 +66,14 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
-	ro := snap.RevertOptions{Session: o.session(), Ref: o.Ref, From: o.From}
+	ro := snap.RevertOptions{Session: o.session(), Ref: o.Ref, From: o.From, DryRun: o.DryRun}
 	if len(o.Paths) > 0 {
 		if ro.Paths, err = o.projectPaths(repo, o.Paths); err != nil {
 			return err
 		}
 	}
 	res, err := repo.Revert(ctx, ro)
-	if err == nil || errors.Is(err, snap.ErrPartial) {
+	if res != nil && res.Checkpoint != nil && (err == nil || errors.Is(err, snap.ErrPartial)) {
 		startAutoGC(ctx, repo)
 	}
 	if res == nil || err != nil && res.Checkpoint == nil && len(res.Conflicts) == 0 {
@@ -77,8 +83,16 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 		return err
 	}
 	if perr := emit(out, o.JSON, res, func(w io.Writer) error {
+		if res.Nothing {
+			fmt.Fprintf(w, "nothing to revert: every path it changed is already as before the change%s\n", pathsOf(o.Paths))
+			return nil
+		}
+		verb := "reverted"
+		if res.DryRun {
+			verb = "would revert"
+		}
 		for _, p := range res.Reverted {
-			fmt.Fprintf(w, "reverted %s\n", quotePath(p))
+			fmt.Fprintf(w, "%s %s\n", verb, quotePath(p))
 		}
 		for _, c := range res.Conflicts {
 			fmt.Fprintf(w, "CONFLICT %s: %s (left as it is)\n", quotePath(c.Path), printable(c.Reason))
@@ -87,7 +101,11 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 					indent(strings.TrimSuffix(h.Reverted, "\n"), "    | ")+"\n")
 			}
 		}
-		if res.Checkpoint == nil {
+		switch {
+		case res.DryRun:
+			fmt.Fprintln(w, "(dry run: nothing changed)")
+			return nil
+		case res.Checkpoint == nil:
 			fmt.Fprintln(w, "nothing reverted: every path conflicts (the working tree is as it was)")
 			return nil
 		}
@@ -97,4 +115,12 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 		return perr
 	}
 	return err
+}
+
+// pathsOf is " under P, Q" for --path arguments, or "".
+func pathsOf(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	return " under " + strings.Join(paths, ", ")
 }

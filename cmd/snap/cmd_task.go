@@ -11,6 +11,7 @@ import (
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/gitbridge"
+	"github.com/snapcore-dev/snap/tasks"
 )
 
 type taskOptions struct {
@@ -163,12 +164,11 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 	to := snap.TaskOptions{Session: o.session(), Text: o.Text, KeepOpen: o.KeepOpen, State: docs}
 	if o.Parent != "" {
 		n, err := strconv.Atoi(o.Parent)
-		if err != nil || n < 0 {
+		if err != nil {
 			return usageErrorf("--parent %q: want a task id (0: top level)", o.Parent)
 		}
-		to.Parent = n
-		if n == 0 {
-			to.Parent = -1
+		if to.Parent, err = tasks.ParentArg(n); err != nil {
+			return usageErrorf("--parent: %v", err)
 		}
 	}
 	var res *snap.TaskResult

@@ -1,0 +1,54 @@
+package snap_test
+
+// Regression tests for the adversarial report of 2026-11-27
+// (../shared/reports/2026-11-27-adversarial/FINDINGS.md) that concern the
+// engine; the CLI's are testscripts in cmd/snap/testdata/script/.
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/snaptest"
+)
+
+// N10: a revert has a dry run, which merges a file changed since the
+// checkpoint (content no checkpoint holds yet) and changes nothing; a
+// revert with nothing to do says so and is no error.
+func TestRevertDryRunAndNothingToRevert(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	a := filepath.Join(root, "a.txt")
+	writeFile(t, a, "1\n2\n3\n4\n5\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, a, "1\n2 changed\n3\n4\n5\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, a, "1\n2 changed\n3\n4\n5 mine\n") // not checkpointed
+	res, err := r.Revert(ctx, snap.RevertOptions{Ref: "@", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.DryRun || len(res.Reverted) != 1 || res.Checkpoint != nil {
+		t.Fatalf("dry run: %+v", res)
+	}
+	if b, _ := os.ReadFile(a); string(b) != "1\n2 changed\n3\n4\n5 mine\n" {
+		t.Fatalf("the dry run changed a.txt: %q", b)
+	}
+	log, err := r.Log(ctx, snap.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 2 {
+		t.Fatalf("the dry run recorded a checkpoint: %d", len(log))
+	}
+	if _, err := r.Revert(ctx, snap.RevertOptions{Ref: "@"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(a); string(b) != "1\n2\n3\n4\n5 mine\n" {
+		t.Fatalf("after the revert a.txt is %q", b)
+	}
+	res, err = r.Revert(ctx, snap.RevertOptions{Ref: "#2"})
+	if err != nil || !res.Nothing || res.Checkpoint != nil {
+		t.Fatalf("reverting #2 again: %+v, %v; want nothing to revert and no error", res, err)
+	}
+}
