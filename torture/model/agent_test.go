@@ -60,7 +60,9 @@ import (
 //     before it and stages the changes again; redo applies them again
 //     [undo-not-exact, redo-not-exact, move-*, edit-pending];
 //   - task ids count 1, 2, 3... per session and are never given out twice
-//     [task-id]; a begin deeper than 3, with a parent that is not open, a
+//     [task-id]; a begin deeper than the project's tasks.max-depth (set per
+//     run and changed by the max-depth op: preview_test.go), with a parent
+//     that is not open, a
 //     commit or revert with no open task, an empty text are ErrUsage
 //     [task-op]; each task checkpoint records the stack the model expects
 //     [task-doc]; a task commit applies the pending edits as an edit commit
@@ -450,6 +452,8 @@ func agentScript(op *Op) string {
 			t = `"$W/ext"`
 		}
 		return fmt.Sprintf("mkdir -p \"$W/ext\"; mkparent %s; clear %s; ln -s %s %s\n", shQuote(op.Path), shQuote(op.Path), t, shQuote(op.Path))
+	case "git-add":
+		return map[string]string{"add": "git add -- ", "add-n": "git add -N -- ", "rm-cached": "git rm -q --cached -- ", "reset": "git reset -q # "}[op.Edit] + shQuote(op.Path) + "\n"
 	}
 	return "# (not translated)\n"
 }

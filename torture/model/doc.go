@@ -77,6 +77,36 @@
 //     task commit applies the pending edits, a task revert drops them and
 //     moves the files back to the task's begin (undo brings them back).
 //     Nothing is ever written beyond a symlink out of the project.
+//     tasks.max-depth is each project's own (1..5, set at the start of a
+//     run, changed now and then; 1..100 or the default, else refused),
+//     and a begin deeper than it is refused (preview_test.go).
+//  8. `snap edit preview` (preview_test.go) changes nothing (tree, pending
+//     changes) and shows what the model stages: every pending change, in
+//     path and position order, with the characters it adds and removes as
+//     edits.Stat counts them (stats mode: its text line too); in compact
+//     and full mode each hunk's "- " and context lines are the base's and
+//     its "+ " lines the new content's the model computes, and a full
+//     preview with enough context gives back the whole base and the whole
+//     new content; a changed base is ErrConflict, as for a commit.
+//  9. --git-commit (git_test.go): the second project is a real git
+//     repository; edit and task commits go through the gitbridge API as
+//     the CLI calls it (CheckCommit, the commit, Commit), read back with
+//     the git binary: refused, before snap records anything (HEAD and the
+//     index unchanged), exactly when the index differs from HEAD at a
+//     path the commit would touch; else HEAD moves by one commit on the
+//     old HEAD whose tree is the old one with the changed paths as the
+//     commit's checkpoint has them (none when nothing differs), and the
+//     index changes at those paths only.
+//  10. A commit killed part way (killed_test.go: the store opened on an
+//     fsys.Faulty that, at the k-th change to the working tree, cancels
+//     the context and fails every later change, store included) leaves
+//     the interrupted move reported, the changes pending and naming it,
+//     the tree changed at the commit's paths only; the next command
+//     (the next edit verb, a label) completes it: the commit's paths as
+//     its checkpoint, the rest as just before, the head at that
+//     checkpoint, nothing pending, the op recorded with what was found in
+//     between in a checkpoint of its own; undo then works as for any
+//     commit.
 //
 // # Operations
 //
@@ -91,7 +121,8 @@
 // directories; a JSONL transcript that grows, is replaced, deleted, or
 // moves into the project or out of it; a tasks state document. Snap
 // operations in two sessions (default, s2) of the main project, and a
-// second project with its own store: checkpoints (with or without the
+// second project with its own store, a real git repository (git init, an
+// initial commit; one op in 7, SNAP_MODEL_SECOND=N: one in N): checkpoints (with or without the
 // transcript and tasks documents, labels, Paths, AllowEmpty), rewinds to
 // any checkpoint ever made (abandoned and expired ones too; REF as id,
 // prefix, label, @, @~1; full, files-only, conversation-only or paths;
@@ -104,7 +135,14 @@
 // edit-revert, edit-commit, task-begin (under the current task, at top
 // level, under a given one), task-commit (--keep-open), task-revert, reopen
 // (the store closed and opened again) and linkdir (a directory replaced by
-// a symlink, to a directory outside the project that must stay empty). A
+// a symlink, to a directory outside the project that must stay empty),
+// max-depth (tasks.max-depth; each project's is set, 1..5, by the first
+// ops of a run), edit-preview (compact, full, stats; 0..1000 lines of
+// context; a bad mode or context now and then), commit-kill (an edit or
+// task commit killed at its k-th write, a file written meanwhile, the next
+// edit verb or a label, perhaps undo at once), and in the git project
+// only git-commit (an edit or task commit --git-commit) and git-add (git
+// add, add -N, rm --cached, reset of a path the commit touches, mostly). A
 // draw with nothing to commit or revert mostly stages or begins instead,
 // and a commit the model knows will be refused mostly reverts instead.
 //
@@ -121,7 +159,8 @@
 // operation that must not touch the tree did); cli-exit:CMD,
 // cli-output:CMD, cli-panic, status-missing-doc, fsck; api-error;
 // edit-stage, edit-pending, edit-commit, task-op, task-id, task-doc,
-// task-stack, outside-write (the agent workflow); and narrow categories
+// task-stack, outside-write, edit-preview, git-commit, git-commit-refused,
+// commit-killed (the agent workflow); and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
 // edit-undo-dirs, undo-created-dir-left, ...). Every category is checked
 // in every run: there is no list of known bugs. A run

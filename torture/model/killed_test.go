@@ -249,8 +249,8 @@ func (r *runner) afterKill(p *project, op *Op, kc killedCommit) {
 	}
 	// The op log: the commit, with what was found first.
 	var rop *snapOp
-	if ops, err := p.repo.Ops(r.ctx, 4); err == nil {
-		for i := len(ops) - 1; i >= 0; i-- {
+	if ops, err := p.repo.Ops(r.ctx, 4); err == nil { // newest first
+		for i := range ops {
 			if ops[i].Kind == kc.kind && ops[i].Session == s {
 				o := ops[i]
 				rop = &snapOp{target: o.Target, safety: o.Safety, found: o.Checkpoint}

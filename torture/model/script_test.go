@@ -135,6 +135,7 @@ for i in 1 2; do
   mkdir -p "$W/p$i/src" "$W/p$i-out"; cd "$W/p$i"
   printf 'package main\n' > src/main.go; printf 'x1\n' > x; printf 'hello\n' > README
   if [ $i = 1 ]; then mkdir -p .git; printf 'ref: refs/heads/main\n' > .git/HEAD; printf '*.log\n' > .gitignore; fi
+  if [ $i = 2 ]; then git init -q --template= -b main; git config user.name 'Model Harness'; git config user.email model@example.invalid; git add -A; git commit -q --no-verify -m 'the starting tree'; fi
   snap init >/dev/null; snap config capture.max-file-size 8192
 done
 CONV1=$W/p1-out/t.jsonl; CONV2=$W/p2-out/t.jsonl
