@@ -9,17 +9,10 @@ import (
 	"hash"
 	"io"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
-
-	"github.com/rs/zerolog"
-	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/logging"
 )
 
 // Finding is one secret found in a document. It never holds the secret.
@@ -116,53 +109,15 @@ const (
 // generic is gitleaks' rule for a value assigned to a name like KEY or
 // TOKEN. Its regexp is by far the slowest (about 1 MB/s in Go's regexp
 // package) and its keywords are in nearly every fragment of a transcript
-// ("input_tokens"), so it runs apart: only on windows around a keyword
-// followed by what its regexp accepts before a value (genericOp), which
-// hold any match it can make. Every other rule runs on the whole fragment.
+// ("input_tokens"), so it runs only on windows around its keywords that
+// hold every match it can make (genericWindows).
 const generic = "generic-api-key"
 
-// detectors are gitleaks' default rules (all but generic) and generic alone.
-type detectors struct {
-	rest, generic *detect.Detector
-	keywords      []string // generic's keywords, lower case
-}
-
 var (
-	loadDetectors = sync.OnceValues(func() (*detectors, error) {
-		logging.Logger = zerolog.Nop() // gitleaks logs to stderr by default
-		d, err := detect.NewDetectorDefaultConfig()
-		if err != nil {
-			return nil, err
-		}
-		split := func(keep func(id string) bool) config.Config {
-			c := d.Config
-			c.Rules, c.Keywords, c.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
-			for _, id := range d.Config.OrderedRules {
-				if r, ok := d.Config.Rules[id]; ok && keep(id) {
-					c.Rules[id] = r
-					c.OrderedRules = append(c.OrderedRules, id)
-					for _, k := range r.Keywords {
-						c.Keywords[strings.ToLower(k)] = struct{}{}
-					}
-				}
-			}
-			return c
-		}
-		ds := &detectors{rest: detect.NewDetector(split(func(id string) bool { return id != generic })),
-			generic: detect.NewDetector(split(func(id string) bool { return id == generic }))}
-		if r, ok := d.Config.Rules[generic]; ok {
-			for _, k := range r.Keywords {
-				ds.keywords = append(ds.keywords, strings.ToLower(k))
-			}
-		}
-		return ds, nil
-	})
-	detectMu sync.Mutex
-
 	// assigned is snap:assigned-secret (see the package doc): a name with
 	// KEY, TOKEN, SECRET or PASSWORD in it, optionally quoted (also as
 	// \" inside a JSON string), = or :, and the value.
-	assigned = regexp.MustCompile(`(?i)[a-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|pwd)[a-z0-9_.-]*(?:\\*["'])?[ \t]*[=:][ \t]*(?:\\*["'])?([A-Za-z0-9+/_.~=-]{8,200})`)
+	assigned = lazyRegexp(`(?i)[a-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|pwd)[a-z0-9_.-]*(?:\\*["'])?[ \t]*[=:][ \t]*(?:\\*["'])?([A-Za-z0-9+/_.~=-]{8,200})`)
 	// assignedKeywords start every name assigned matches.
 	assignedKeywords = []string{"key", "token", "secret", "passw", "pwd"}
 )
@@ -186,6 +141,11 @@ func sites(text, lower string, keywords []string, op func(text, lower string, p 
 			i = p
 		}
 	}
+	return merge(ws)
+}
+
+// merge sorts windows and merges those that overlap or touch.
+func merge(ws [][2]int) [][2]int {
 	sort.Slice(ws, func(i, j int) bool { return ws[i][0] < ws[j][0] })
 	var out [][2]int
 	for _, w := range ws {
@@ -233,22 +193,64 @@ func valueAt(text string, p, min int, bits float64) bool {
 	return n >= min && float64(distinct) >= math.Exp2(bits)
 }
 
-// genericOp is where generic-api-key's operator would be after a keyword
-// ending at p, -1 if none or if no value it accepts follows:
-// (?:[ \t\w.-]{0,20})[\s'"]{0,3}, one of = > : | , ?, then the value
-// (entropy 3.5).
-func genericOp(text, lower string, p int) int {
+// genericWindows returns the windows of text (lower being its lower case,
+// byte for byte) that hold every match generic-api-key's regexp can make,
+// merged where they overlap or touch. Every match holds one of its
+// keywords followed by (?:[ \t\w.-]{0,20})[\s'"]{0,3}, an operator
+// (=, >, :{1,3}=, ||, :, =>, ?= or ,), up to 5 of [\x60'"\s=] and a value
+// of at least 10 characters, and starts at most 50 characters of [\w.-]
+// before its keyword. A window runs from there to 2 bytes past the run of
+// value characters (the terminator \n is 2), for every keyword so
+// followed, whatever its value's entropy: every match the regexp makes in
+// the whole text lies in one window, and nothing before a window can
+// reach into it, so the regexp finds the same matches in the windows as
+// in the whole text (TestConformance checks it against gitleaks).
+func genericWindows(lower string) [][2]int {
+	var ws [][2]int
+	for _, k := range genericKeywords {
+		for i := 0; ; {
+			j := strings.Index(lower[i:], k)
+			if j < 0 {
+				break
+			}
+			kw := i + j
+			if end := genericTail(lower, kw+len(k)); end >= 0 {
+				from := kw
+				for n := 0; n < 50 && from > 0 && strings.IndexByte(word+".-", lower[from-1]) >= 0; n++ {
+					from--
+				}
+				ws = append(ws, [2]int{from, end})
+			}
+			i = kw + 1
+		}
+	}
+	return merge(ws)
+}
+
+// genericTail is where a match of generic-api-key using the keyword
+// ending at p must end by, -1 if none can.
+func genericTail(lower string, p int) int {
 	p = skip(lower, p, 20, word+" \t.-")
 	p = skip(lower, p, 3, blanks+"'\"")
-	if p >= len(lower) || strings.IndexByte("=>:|,?", lower[p]) < 0 {
+	if p >= len(lower) || strings.IndexByte("=>:|?,", lower[p]) < 0 {
 		return -1
 	}
-	v := skip(lower, p, 3, "=>:|?")
-	v = skip(lower, v, 5, blanks+"`'\"=")
-	if !valueAt(text, v, 10, 3.5) {
+	// The rest of the operator and the quoting: '=' may also begin the value.
+	v, eq := p+1, 0
+	for n := 0; n < 8 && v < len(lower) && strings.IndexByte(":=>|`'\""+blanks, lower[v]) >= 0; n++ {
+		if lower[v] == '=' {
+			eq++
+		}
+		v++
+	}
+	e := v
+	for e < len(lower) && strings.IndexByte(word+".=+/-", lower[e]) >= 0 {
+		e++
+	}
+	if eq+e-v < 10 {
 		return -1
 	}
-	return p
+	return min(len(lower), e+2)
 }
 
 // assignedOp is the same for snap:assigned-secret: [a-z0-9_.-]*, a quote
@@ -280,11 +282,11 @@ func Scan(rd io.Reader) (*Report, error) {
 }
 
 func newScan(rd io.Reader) (*scan, error) {
-	d, err := loadDetectors()
+	rs, err := loadRules()
 	if err != nil {
 		return nil, err
 	}
-	return &scan{d: d, known: map[string]Finding{}, br: bufio.NewReaderSize(rd, 64<<10), h: sha256.New(), lineNo: 1}, nil
+	return &scan{rules: rs, known: map[string]Finding{}, br: bufio.NewReaderSize(rd, 64<<10), h: sha256.New(), lineNo: 1}, nil
 }
 
 // ScanAfter is Scan for a document that may begin with the document prev
@@ -342,7 +344,7 @@ func Bytes(in []byte) ([]byte, *Report, error) {
 }
 
 type scan struct {
-	d     *detectors
+	rules *ruleSet
 	br    *bufio.Reader
 	known map[string]Finding // secrets found so far → the finding that found it first
 	order []string           // known, in the order found
@@ -459,12 +461,7 @@ func (s *scan) flushLong() {
 // returns every occurrence in it of each secret they found.
 func (s *scan) detect(text string, base int) []span {
 	lower := strings.ToLower(text)
-	detectMu.Lock()
-	fs := s.d.rest.DetectString(text)
-	for _, w := range sites(text, lower, s.d.keywords, genericOp) {
-		fs = append(fs, s.d.generic.DetectString(text[w[0]:w[1]])...)
-	}
-	detectMu.Unlock()
+	fs := s.rules.detect(text, lower)
 	var out []span
 	add := func(secret, kind, rule string) {
 		if len(secret) < 4 {
@@ -480,12 +477,12 @@ func (s *scan) detect(text string, base int) []span {
 		}
 	}
 	// Rule order fixes which kind wins where findings overlap.
-	sort.SliceStable(fs, func(i, j int) bool { return fs[i].RuleID < fs[j].RuleID })
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].rule.id < fs[j].rule.id })
 	for _, f := range fs {
-		add(strings.Trim(f.Secret, "\n"), f.RuleID, "gitleaks:"+f.RuleID)
+		add(strings.Trim(f.secret, "\n"), f.rule.id, "gitleaks:"+f.rule.id)
 	}
 	for _, w := range sites(text, lower, assignedKeywords, assignedOp) {
-		for _, m := range assigned.FindAllStringSubmatchIndex(text[w[0]:w[1]], -1) {
+		for _, m := range assigned().FindAllStringSubmatchIndex(text[w[0]:w[1]], -1) {
 			if v := text[w[0]+m[2] : w[0]+m[3]]; plausible(v) {
 				add(v, "assigned-secret", "snap:assigned-secret")
 			}
