@@ -33,7 +33,7 @@ import (
 // op.Data: one of the commit's paths or another file), and a command that
 // changes the store runs (op.Form: "status", the next edit verb, which
 // settles a commit the pending changes still name; "label", a label on
-// @), and perhaps undo (op.Undo... op.AllowEmpty, see below).
+// @), and perhaps undo at once (op.AllowEmpty).
 //
 // The promises checked [commit-killed]:
 //
