@@ -273,6 +273,8 @@ func conformanceCorpus(t *testing.T) []string {
 		"token=\xff"+randToken(r, 20)+"\n",
 		"password=aaaaaaaaaaaaaaaaaaaaaaaa\\ntoken="+randToken(r, 24)+"\n",
 		"password=aaaaaaaaaaaa_token:"+randToken(r, 24)+"\n",
+		`curl -s -H "Authorization: Bearer `+randToken(r, 40)+`" https://api.example.com/v1`+"\n",
+		"curl https://example.com \\\n  --header 'X-Api-Key: "+randToken(r, 32)+"'\n",
 	)
 	return lines
 }
@@ -371,8 +373,32 @@ func TestConformance(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d texts, %d gitleaks findings of %d rules", total, found, len(rules))
+	var none []string
+	for _, r := range rs.rules {
+		if r.re != nil && !rules[r.id] {
+			none = append(none, r.id)
+		}
+	}
+	t.Logf("%d texts, %d gitleaks findings of %d rules (none of %q)", total, found, len(rules), none)
 	if found < 500 {
 		t.Errorf("only %d findings: the corpus misses its point", found)
+	}
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	for expr, want := range map[string]string{
+		`\b(ey[a-zA-Z0-9]{17,}\.ey[a-z]{17,})(?:['"]|$)`: `[[{ey false}] [{.ey false}]]`,
+		`(?i)\b(?:hvs\.[\w-]{9}|s\.x)`:                   `[[{hvs. true} {s.x true}]]`,
+		`a?b*(?:c|d*)`:                                   `[]`,
+		`(?i)ſx`:                                         `[[{sx true}]]`,
+	} {
+		re, _ := syntax.Parse(expr, syntax.Perl)
+		if got := fmt.Sprint(requiredLiterals(re)); got != want {
+			t.Errorf("%s: %s, want %s", expr, got, want)
+		}
+	}
+	if holds("a.ey", "a.ey", [][]literal{{{"ey", false}}, {{"x", false}, {".e", false}}}) != true ||
+		holds("EY", "ey", [][]literal{{{"ey", false}}}) != false || holds("EY", "ey", [][]literal{{{"ey", true}}}) != true {
+		t.Errorf("holds")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strings"
@@ -73,6 +74,7 @@ type ruleSet struct {
 type rule struct {
 	id          string
 	re          func() *regexp.Regexp
+	required    func() [][]literal // what any match holds (requiredLiterals)
 	secretGroup int
 	entropy     float64
 	keywords    []int // into ruleSet.keywords.words; none: the rule always runs
@@ -139,7 +141,7 @@ func parseRules(text string) (*ruleSet, error) {
 		// (TestRulesCompile checks that every regexp compiles, and that
 		// a rule's secretGroup is one of its groups.)
 		if tr.Regex != "" && (tr.Path == "" || regexp.MustCompile(tr.Path).MatchString("")) {
-			r.re = lazyRegexp(tr.Regex)
+			r.re, r.required = lazyRegexp(tr.Regex), lazyRequired(tr.Regex)
 			r.windowed = tr.ID == generic && tr.Regex == genericRegex
 		}
 		for _, k := range tr.Keywords {
@@ -260,6 +262,97 @@ func (a *allowlist) allows(f *match, line string) bool {
 	return !a.pathsOrCommits && (a.re == nil || regexOK) && (len(a.stop) == 0 || stopOK)
 }
 
+// literal is a string a regexp's matches hold: as it is, or (fold) in
+// any case, lower case here.
+type literal struct {
+	s    string
+	fold bool
+}
+
+// lazyRequired is requiredLiterals of expr, on first use.
+func lazyRequired(expr string) func() [][]literal {
+	return sync.OnceValue(func() [][]literal {
+		re, err := syntax.Parse(expr, syntax.Perl) // as regexp.Compile parses
+		if err != nil {
+			return nil
+		}
+		return requiredLiterals(re)
+	})
+}
+
+// requiredLiterals returns clauses such that every match of re holds,
+// for each clause, one of its literals. A rule runs only on a text that
+// does (holds): a cheap test that skips many a regexp gitleaks' keywords
+// let run (jwt's keyword "ey" is in "key" and "they"; its regexp needs
+// ".ey", case sensitive).
+func requiredLiterals(re *syntax.Regexp) [][]literal {
+	switch re.Op {
+	case syntax.OpLiteral:
+		l := literal{string(re.Rune), re.Flags&syntax.FoldCase != 0}
+		if l.fold {
+			// Lower case in the text is lower case in the match only
+			// for ASCII (U+017F, which (?i)s accepts, is the exception
+			// holds allows for).
+			for _, c := range re.Rune {
+				if c >= utf8.RuneSelf {
+					return nil
+				}
+			}
+			l.s = strings.ToLower(l.s)
+		}
+		return [][]literal{{l}}
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiterals(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min > 0 {
+			return requiredLiterals(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		var out [][]literal
+		for _, sub := range re.Sub {
+			out = append(out, requiredLiterals(sub)...)
+		}
+		return out
+	case syntax.OpAlternate:
+		var clause []literal
+		for _, sub := range re.Sub {
+			cs := requiredLiterals(sub)
+			if len(cs) == 0 {
+				return nil
+			}
+			// The clause whose shortest literal is longest.
+			clause = append(clause, slices.MaxFunc(cs, func(a, b []literal) int { return shortest(a) - shortest(b) })...)
+		}
+		return [][]literal{clause}
+	}
+	return nil
+}
+
+func shortest(c []literal) int {
+	n := math.MaxInt
+	for _, l := range c {
+		n = min(n, len(l.s))
+	}
+	return n
+}
+
+// holds reports whether a text (raw, and lower, its lower case) holds one
+// literal of each clause.
+func holds(raw, lower string, clauses [][]literal) bool {
+	fold := !strings.Contains(lower, "\u017f")
+	for _, c := range clauses {
+		if !slices.ContainsFunc(c, func(l literal) bool {
+			if l.fold {
+				return !fold || strings.Contains(lower, l.s)
+			}
+			return strings.Contains(raw, l.s)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
 // keywordIndex finds which keywords occur in a text in one pass: every
 // keyword is at least two bytes, and a bit per pair of bytes says whether
 // any keyword starts with it.
@@ -328,6 +421,9 @@ func (rs *ruleSet) detect(raw, lower string) []match {
 			continue
 		}
 		if len(r.keywords) > 0 && !slices.ContainsFunc(r.keywords, func(i int) bool { return present[i] }) {
+			continue
+		}
+		if !holds(raw, lower, r.required()) {
 			continue
 		}
 		var locs [][]int
