@@ -49,11 +49,11 @@ var inProgress = map[string]string{
 // from HEAD there) or conflicts.
 func (b *Bridge) check(paths []string) (*userRepo, error) {
 	if b.bare() {
-		return nil, fmt.Errorf("%w: %s is a bare repository: there is no branch to commit the task on", snap.ErrUsage, b.Dir)
+		return nil, fmt.Errorf("%w: %s is a bare repository: there is no branch to commit the task on", snap.ErrConflict, b.Dir)
 	}
 	for f, what := range inProgress {
 		if _, err := os.Lstat(filepath.Join(b.Dir, f)); err == nil {
-			return nil, fmt.Errorf("%w: %s is under way in %s: finish or abort it first (nothing was committed)", snap.ErrUsage, what, b.Dir)
+			return nil, fmt.Errorf("%w: %s is under way in %s: finish or abort it first (nothing was committed)", snap.ErrConflict, what, b.Dir)
 		}
 	}
 	if !b.locked {
@@ -63,17 +63,17 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 		}
 	}
 	if flagged, err := indexFlags(filepath.Join(b.Dir, "index")); err != nil {
-		return nil, fmt.Errorf("%w: reading the git index: %v", snap.ErrUsage, err)
+		return nil, fmt.Errorf("%w: reading the git index: %v", snap.ErrConflict, err)
 	} else if len(flagged) > 0 {
 		return nil, fmt.Errorf("%w: the git index marks %s assume-unchanged or skip-worktree, which snap's index writer would not keep: commit with git, or clear the marks (nothing was committed)",
-			snap.ErrUsage, strings.Join(flagged, ", "))
+			snap.ErrConflict, strings.Join(flagged, ", "))
 	}
 	head, err := b.git.Storer.Reference(plumbing.HEAD)
 	if err != nil {
 		return nil, fmt.Errorf("git HEAD: %w", err)
 	}
 	if head.Type() != plumbing.SymbolicReference {
-		return nil, fmt.Errorf("%w: HEAD is detached (at %s): check out a branch for the commit (nothing was committed)", snap.ErrUsage, head.Hash().String()[:12])
+		return nil, fmt.Errorf("%w: HEAD is detached (at %s): check out a branch for the commit (nothing was committed)", snap.ErrConflict, head.Hash().String()[:12])
 	}
 	u := &userRepo{branch: head.Target()}
 	if u.head, err = b.git.Storer.Reference(u.branch); errors.Is(err, plumbing.ErrReferenceNotFound) {
@@ -90,13 +90,18 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 		}
 	}
 	if u.idx, err = b.git.Storer.Index(); err != nil {
-		return nil, fmt.Errorf("%w: reading the git index: %v", snap.ErrUsage, err)
+		if splitIndex(b.Dir) {
+			return nil, fmt.Errorf("%w: the git index is split (core.splitIndex), which snap's index writer cannot update: "+
+				"commit with git, or unsplit it ('git config core.splitIndex false; git update-index --no-split-index'); nothing was committed",
+				snap.ErrConflict)
+		}
+		return nil, fmt.Errorf("%w: reading the git index: %v (nothing was committed)", snap.ErrConflict, err)
 	}
 	var staged []string
 	for _, p := range paths {
 		for d := path.Dir(p); d != "." && d != "/" && u.tree != nil; d = path.Dir(d) {
 			if e, err := u.tree.FindEntry(d); err == nil && e.Mode == filemode.Submodule {
-				return nil, fmt.Errorf("%w: %s is inside the submodule %s: commit it in the submodule's own repository (nothing was committed)", snap.ErrUsage, p, d)
+				return nil, fmt.Errorf("%w: %s is inside the submodule %s: commit it in the submodule's own repository (nothing was committed)", snap.ErrConflict, p, d)
 			}
 		}
 		var inHead *object.TreeEntry
@@ -109,7 +114,7 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 		for _, e := range u.idx.Entries {
 			if e.Name == p {
 				if e.Stage != 0 { // (go-git names stage 1 "Merged"; in git, 0 is merged)
-					return nil, fmt.Errorf("%w: %s has a merge conflict in the index (nothing was committed)", snap.ErrUsage, p)
+					return nil, fmt.Errorf("%w: %s has a merge conflict in the index (nothing was committed)", snap.ErrConflict, p)
 				}
 				inIndex = e
 			}
@@ -123,7 +128,7 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 	}
 	if len(staged) > 0 {
 		return nil, fmt.Errorf("%w: you have staged changes to %s: commit or unstage them first ('git restore --staged'); nothing was committed",
-			snap.ErrUsage, strings.Join(staged, ", "))
+			snap.ErrConflict, strings.Join(staged, ", "))
 	}
 	return u, nil
 }
@@ -153,7 +158,7 @@ func (b *Bridge) CheckCommit(ctx context.Context, paths []string) error {
 func (b *Bridge) worktreePrefix() error {
 	wt, err := b.git.Worktree()
 	if err != nil {
-		return fmt.Errorf("%w: %s is a bare repository: there is no branch to commit the task on", snap.ErrUsage, b.Dir)
+		return fmt.Errorf("%w: %s is a bare repository: there is no branch to commit the task on", snap.ErrConflict, b.Dir)
 	}
 	b.root = wt.Filesystem.Root()
 	root, _ := filepath.EvalSymlinks(b.root)
@@ -353,7 +358,7 @@ func (b *Bridge) editTree(base plumbing.Hash, changes map[string]*object.TreeEnt
 	for _, e := range t.Entries {
 		if c, ok := here[e.Name]; ok {
 			if e.Mode == filemode.Submodule {
-				return plumbing.ZeroHash, fmt.Errorf("%w: %s is a submodule: snap does not replace it (nothing was committed)", snap.ErrUsage, e.Name)
+				return plumbing.ZeroHash, fmt.Errorf("%w: %s is a submodule: snap does not replace it (nothing was committed)", snap.ErrConflict, e.Name)
 			}
 			done[e.Name] = true
 			if c != nil {
@@ -363,7 +368,7 @@ func (b *Bridge) editTree(base plumbing.Hash, changes map[string]*object.TreeEnt
 		}
 		if s, ok := sub[e.Name]; ok {
 			if e.Mode == filemode.Submodule {
-				return plumbing.ZeroHash, fmt.Errorf("%w: %s is a submodule: commit its files in the submodule's own repository (nothing was committed)", snap.ErrUsage, e.Name)
+				return plumbing.ZeroHash, fmt.Errorf("%w: %s is a submodule: commit its files in the submodule's own repository (nothing was committed)", snap.ErrConflict, e.Name)
 			}
 			done[e.Name] = true
 			var baseSub plumbing.Hash // a file there becomes the directory
@@ -503,6 +508,14 @@ func (b *Bridge) holds(p string, fi os.FileInfo, c *object.TreeEntry) bool {
 }
 
 func timeOf(ts syscall.Timespec) time.Time { return time.Unix(ts.Sec, ts.Nsec) }
+
+// splitIndex reports whether the git repository at gitDir keeps a split
+// index (core.splitIndex: a sharedindex.<id> file beside the index), which
+// go-git can neither read nor write.
+func splitIndex(gitDir string) bool {
+	m, _ := filepath.Glob(filepath.Join(gitDir, "sharedindex.*"))
+	return len(m) > 0
+}
 
 // indexFlags lists the entries of the git index at p marked assume-unchanged
 // or skip-worktree, which go-git's index encoder drops (none when the file
