@@ -241,7 +241,9 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		}
 	}
 	res := &RewindResult{}
-	if err := r.restore(ctx, w, cache, tck, now, m.Scope, false, res); err != nil {
+	scope := m.Scope
+	scope.recovering = true
+	if err := r.restore(ctx, w, cache, tck, now, scope, false, res); err != nil {
 		return err
 	}
 	// (What the interrupted run created is there now, so not listed:

@@ -94,6 +94,9 @@ type rewindScope struct {
 	// Foreign: the target was taken in another store; its state documents
 	// are written only to the paths this machine's head reads them from.
 	Foreign bool `json:"foreign,omitempty"`
+	// recovering: completing a move a killed process began (its writes
+	// are made durable too, even when nothing is left to write).
+	recovering bool
 }
 
 // Rewind moves the working tree and/or the state documents back (or
@@ -358,7 +361,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		}
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
 			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, Keep: keep, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir(),
-			UndoCreated: scope.UndoCreated, UndoFrom: undoFrom})
+			UndoCreated: scope.UndoCreated, UndoFrom: undoFrom, SyncAll: scope.recovering})
 		if rr != nil {
 			res.Restored, res.Deleted, res.Errors, res.Created = rr.Restored, rr.Deleted, rr.Errors, rr.Created
 			if len(scope.UndoCreated) > 0 {

@@ -50,7 +50,7 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 				continue
 			}
 			if !dryRun {
-				if err := os.Remove(real); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				if err := r.removeDoc(real); err != nil {
 					res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error(), Err: err})
 					continue
 				}
@@ -164,7 +164,7 @@ func (r *Repo) removeCreatedState(tck *objects.Checkpoint, scope rewindScope, dr
 			continue // changed since: it stays
 		}
 		if !dryRun {
-			if err := os.Remove(real); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := r.removeDoc(real); err != nil {
 				res.Errors = append(res.Errors, worktree.PathError{Path: c.Path, Error: err.Error(), Err: err})
 				continue
 			}
@@ -275,6 +275,9 @@ func (r *Repo) writeDoc(id objects.ID, dest string) error {
 		return err
 	}
 	_, err = r.objects.WriteBlob(id, f)
+	if err == nil {
+		err = f.Sync() // durable before the move is recorded (design §5)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -288,6 +291,18 @@ func (r *Repo) writeDoc(id objects.ID, dest string) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return err
 	}
-	return err
+	return r.fs.SyncDir(filepath.Dir(dest))
+}
+
+// removeDoc removes a state document's file (absent is fine), durably.
+func (r *Repo) removeDoc(real string) error {
+	if err := os.Remove(real); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return r.fs.SyncDir(filepath.Dir(real))
 }

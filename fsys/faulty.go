@@ -19,7 +19,8 @@ const (
 	// durable: OpenFile with a write flag, CreateTemp, Write, Truncate,
 	// Sync, Close of a file opened for writing, Rename, Remove, Mkdir,
 	// MkdirAll, SyncDir; Openat with a write flag, Mkdirat, Renameat,
-	// Unlinkat, Symlinkat, Write, Close of a descriptor opened for writing.
+	// Unlinkat, Symlinkat, Write, Close of a descriptor opened for writing,
+	// Fsync, Syncfs.
 	Write Class = 1 << iota
 	// Read: everything else: Open, read-only OpenFile, Read, ReadAt, Stat,
 	// Close of a read-only file, ReadFile, ReadDir, Lstat; read-only
@@ -497,6 +498,22 @@ func (f *Faulty) Close(fd int) error {
 		return e
 	}
 	return err
+}
+
+func (f *Faulty) Fsync(fd int) error {
+	path, _ := f.fd(fd)
+	if e := f.check("fsync", path, Write); e != nil {
+		return e
+	}
+	return f.sys.Fsync(fd)
+}
+
+func (f *Faulty) Syncfs(fd int) error {
+	path, _ := f.fd(fd)
+	if e := f.check("syncfs", path, Write); e != nil {
+		return e
+	}
+	return f.sys.Syncfs(fd)
 }
 
 var (

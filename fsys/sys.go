@@ -28,6 +28,11 @@ type Sys interface {
 	Read(fd int, p []byte) (n int, err error)
 	Write(fd int, p []byte) (n int, err error)
 	Close(fd int) error
+	// Fsync is fsync(2) of a descriptor (a file or a directory); Syncfs is
+	// syncfs(2): every file system write in flight on fd's file system
+	// made durable at once.
+	Fsync(fd int) error
+	Syncfs(fd int) error
 }
 
 // RealSys is the kernel, package unix.
@@ -67,6 +72,8 @@ func (realSys) Fstatat(dirfd int, path string, st *unix.Stat_t, flags int) error
 func (realSys) Read(fd int, p []byte) (int, error)  { return unix.Read(fd, p) }
 func (realSys) Write(fd int, p []byte) (int, error) { return unix.Write(fd, p) }
 func (realSys) Close(fd int) error                  { return unix.Close(fd) }
+func (realSys) Fsync(fd int) error                  { return unix.Fsync(fd) }
+func (realSys) Syncfs(fd int) error                 { return unix.Syncfs(fd) }
 
 // FdReader returns an io.Reader over the descriptor fd of a regular file,
 // reading through s: io.EOF at the end, EINTR retried. It does not close fd.

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,10 @@ type RestoreOptions struct {
 	// paths would keep them otherwise.
 	UndoCreated []string
 	UndoFrom    objects.ID
+	// SyncAll makes the whole tree durable before Restore returns, even
+	// when nothing differs: completing a move a killed process began,
+	// whose writes may not be durable yet.
+	SyncAll bool
 	// DryRun computes and reports, changing nothing: every check a real
 	// restore makes before it writes (a directory in the way, a file on
 	// disk that was not captured...) is made, against the disk as the
@@ -173,6 +178,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	if err != nil {
 		return nil, err
 	}
+	r.syncEach = syncPolicy == "fsync" || syncPolicy != "syncfs" && len(writes) <= syncEachMax
 	r.trashfd = -1
 	if !opts.DryRun {
 		r.removeLeftovers()
@@ -304,7 +310,97 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 			}
 		}
 	}
+	if cerr == nil && !opts.DryRun && syncPolicy != "none" {
+		if err := r.durable(); err != nil {
+			// The paths that failed first, then this.
+			es := make([]error, 0, len(r.res.Errors)+1)
+			for _, e := range r.res.Errors {
+				if e.Err != nil {
+					es = append(es, fmt.Errorf("%s: %w", e.Path, e.Err))
+				} else {
+					es = append(es, fmt.Errorf("%s: %s", e.Path, e.Error))
+				}
+			}
+			cerr = errors.Join(append(es, err)...)
+		}
+	}
 	return r.res, cerr
+}
+
+// syncEachMax is the number of files a restore writes up to which it
+// fsyncs each (and then each directory it changed); past it, one
+// syncfs(2) of the project's file system is cheaper (design §5, measured
+// in bench/README.md, "Durable restores").
+const syncEachMax = 64
+
+// syncPolicy is "auto" (the above); the benchmark builds variants with
+// -ldflags "-X github.com/snapcore-dev/snap/worktree.syncPolicy=P", P one
+// of fsync, syncfs or none (no durability step: never shipped).
+var syncPolicy = "auto"
+
+// durable makes what the restore changed durable before it returns, so
+// that its caller records the move (the op log) only once a power loss
+// can no longer undo it: each file written was fsynced before it was
+// renamed into place (syncEach), and now each directory above what was
+// written, deleted or created is fsynced; or, for a restore of many
+// files, one syncfs per file system those directories are on.
+func (r *restorer) durable() error {
+	if len(r.res.Restored)+len(r.res.Deleted) == 0 {
+		if !r.opts.SyncAll {
+			return nil
+		}
+		r.syncEach = false // what a killed restore wrote: one syncfs
+	}
+	dirs := map[string]bool{"": true}
+	for _, p := range slices.Concat(r.res.Restored, r.res.Deleted, r.res.Created) {
+		for d := path.Dir(strings.TrimSuffix(p, "/")); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	devs := map[uint64]bool{}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		fd, err := r.openDir(d)
+		if err != nil && d != "" {
+			// Not a directory now (removed, replaced by a file, never
+			// made for a failed path): the entry that names it is in its
+			// parent, which is in dirs too.
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("making the restore durable: %w", err)
+		}
+		if r.syncEach {
+			err = r.sys.Fsync(fd)
+		} else {
+			var st unix.Stat_t
+			if err = unix.Fstat(fd, &st); err == nil && !devs[st.Dev] {
+				devs[st.Dev] = true
+				err = r.sys.Syncfs(fd)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			call := "fsync"
+			if !r.syncEach {
+				call = "syncfs"
+			}
+			return fmt.Errorf("making the restore durable: %w", sysError(call, cmp.Or(d, "."), err))
+		}
+	}
+	return nil
+}
+
+// openDir opens directory d ("" is the root) without following symlinks.
+func (r *restorer) openDir(d string) (int, error) {
+	if d == "" {
+		return unix.Dup(r.rootfd)
+	}
+	pfd, name, err := r.openParent(d, false)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	return r.sys.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 }
 
 // kept reports whether p is one of keep or lies beneath one (a
@@ -342,6 +438,7 @@ type restorer struct {
 	rules      map[string]*ignorer         // per directory: the ignore rules on disk when the restore began
 	stored     map[string]*ignorer         // per directory: the ignore rules the current capture stores
 	start      time.Time
+	syncEach   bool // fsync each file written (else one syncfs at the end): see durable
 }
 
 func (r *restorer) fail(p string, err error) {
@@ -993,6 +1090,11 @@ func (r *restorer) write(c objects.Change) error {
 			return sysError("openat", c.Path, err)
 		}
 		_, werr := r.src.WriteBlob(c.New.ID, &callWriter{fsys.FdWriter(r.sys, tfd), c.Path})
+		if werr == nil && r.syncEach {
+			if err := r.sys.Fsync(tfd); err != nil {
+				werr = sysError("fsync", c.Path, err)
+			}
+		}
 		if cerr := r.sys.Close(tfd); werr == nil && cerr != nil {
 			werr = sysError("close", c.Path, cerr)
 		}
