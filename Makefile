@@ -12,6 +12,9 @@
 GO      ?= go
 TMP     ?= $(or $(TMPDIR),/tmp)
 DEMOBIN := $(TMP)/snap-demo-bin/snap
+# The MCP TypeScript SDK the client test drives snap with: installed from npm
+# here, outside the checkout.
+TSDIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/snap-test/mcp-ts
 
 .PHONY: build demo deps test vet lint fmt-check test-race torture bench bench-quick clean cover
 
@@ -27,7 +30,7 @@ demo:
 # status, git daemon), and the benchmarks drive the git CLI as the peer:
 # install git from Debian's packages when the machine lacks it. The MCP
 # server is tested with the official TypeScript SDK's client: Node.js and
-# npm from Debian when missing, the SDK from npm.
+# npm from Debian when missing, the SDK from npm into $(TSDIR).
 deps:
 	@command -v git >/dev/null 2>&1 || { echo "installing git (apt-get)"; \
 	  (apt-get update -qq && apt-get install -y -qq git) >/dev/null 2>&1 || \
@@ -35,8 +38,10 @@ deps:
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "installing nodejs, npm (apt-get)"; \
 	  (apt-get update -qq && apt-get install -y -qq nodejs npm) >/dev/null 2>&1 || \
 	  { echo "error: node and npm are needed by the MCP client test and could not be installed"; exit 1; }; }
-	@test -d mcp/testdata/ts/node_modules/@modelcontextprotocol/sdk || \
-	  npm install --prefix mcp/testdata/ts --no-audit --no-fund --loglevel=error
+	@mkdir -p $(TSDIR) && cmp -s mcp/testdata/ts/package.json $(TSDIR)/package.json && \
+	  test -d $(TSDIR)/node_modules/@modelcontextprotocol/sdk || { \
+	  cp mcp/testdata/ts/package.json $(TSDIR)/ && \
+	  npm install --prefix $(TSDIR) --no-audit --no-fund --loglevel=error; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -64,7 +69,7 @@ lint:
 # then the root package and the CLI measured together (the CLI's tests drive
 # the engine), the per-function report in $(TMP)/snap-cover.txt.
 test: deps fmt-check vet lint
-	SNAP_MCP_TS_CLIENT=1 $(GO) test -cover ./...
+	SNAP_MCP_TS_CLIENT=1 SNAP_MCP_TS_DIR=$(TSDIR) $(GO) test -cover ./...
 	$(MAKE) cover
 	$(MAKE) test-race
 

@@ -15,8 +15,9 @@ import (
 // the machine's Node.js) spawns 'snap mcp' over stdio and over
 // streamable HTTP with its bearer token, lists the tools and
 // runs a staged-edit task and a dry-run then confirmed rewind. 'make test'
-// installs the SDK (npm) and sets SNAP_MCP_TS_CLIENT=1, which turns a
-// missing Node.js or SDK into a failure instead of a skip.
+// installs the SDK (npm) into $SNAP_MCP_TS_DIR, outside the checkout, and
+// sets SNAP_MCP_TS_CLIENT=1, which turns a missing Node.js or SDK into a
+// failure instead of a skip.
 func TestTypeScriptClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the snap binary and runs Node.js")
@@ -32,9 +33,22 @@ func TestTypeScriptClient(t *testing.T) {
 	if err != nil {
 		missing("node is not installed")
 	}
-	dir, _ := filepath.Abs(filepath.Join("testdata", "ts"))
+	// The SDK is installed outside the checkout ($SNAP_MCP_TS_DIR, which
+	// 'make deps' fills); the client runs from there, so that Node.js
+	// resolves the SDK beside it.
+	dir := os.Getenv("SNAP_MCP_TS_DIR")
+	if dir == "" {
+		missing("SNAP_MCP_TS_DIR is not set")
+	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		missing("the TypeScript MCP SDK is not installed in mcp/testdata/ts")
+		missing("the TypeScript MCP SDK is not installed in " + dir)
+	}
+	client, err := os.ReadFile(filepath.Join("testdata", "ts", "client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), client, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "snap")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap").CombinedOutput(); err != nil {
