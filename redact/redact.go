@@ -205,9 +205,12 @@ func valueAt(text string, p, min int, bits float64) bool {
 // the whole text lies in one window, and nothing before a window can
 // reach into it, so the regexp finds the same matches in the windows as
 // in the whole text (TestConformance checks it against gitleaks).
-func genericWindows(lower string) [][2]int {
+func genericWindows(lower string, present func(k string) bool) [][2]int {
 	var ws [][2]int
 	for _, k := range genericKeywords {
+		if !present(k) {
+			continue
+		}
 		for i := 0; ; {
 			j := strings.Index(lower[i:], k)
 			if j < 0 {
@@ -216,7 +219,7 @@ func genericWindows(lower string) [][2]int {
 			kw := i + j
 			if end := genericTail(lower, kw+len(k)); end >= 0 {
 				from := kw
-				for n := 0; n < 50 && from > 0 && strings.IndexByte(word+".-", lower[from-1]) >= 0; n++ {
+				for n := 0; n < 50 && from > 0 && isName(lower[from-1]); n++ {
 					from--
 				}
 				ws = append(ws, [2]int{from, end})
@@ -230,7 +233,9 @@ func genericWindows(lower string) [][2]int {
 // genericTail is where a match of generic-api-key using the keyword
 // ending at p must end by, -1 if none can.
 func genericTail(lower string, p int) int {
-	p = skip(lower, p, 20, word+" \t.-")
+	for n := 0; n < 20 && p < len(lower) && (isName(lower[p]) || lower[p] == ' ' || lower[p] == '\t'); n++ {
+		p++
+	}
 	p = skip(lower, p, 3, blanks+"'\"")
 	if p >= len(lower) || strings.IndexByte("=>:|?,", lower[p]) < 0 {
 		return -1
@@ -244,13 +249,18 @@ func genericTail(lower string, p int) int {
 		v++
 	}
 	e := v
-	for e < len(lower) && strings.IndexByte(word+".=+/-", lower[e]) >= 0 {
+	for e < len(lower) && (isName(lower[e]) || lower[e] == '=' || lower[e] == '+' || lower[e] == '/') {
 		e++
 	}
 	if eq+e-v < 10 {
 		return -1
 	}
 	return min(len(lower), e+2)
+}
+
+// isName: [a-z0-9_.-], \w with . and - in lower case.
+func isName(c byte) bool {
+	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
 }
 
 // assignedOp is the same for snap:assigned-secret: [a-z0-9_.-]*, a quote

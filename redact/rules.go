@@ -354,26 +354,29 @@ func holds(raw, lower string, clauses [][]literal) bool {
 }
 
 // keywordIndex finds which keywords occur in a text in one pass: every
-// keyword is at least two bytes, and a bit per pair of bytes says whether
-// any keyword starts with it.
+// keyword is at least two bytes long, and a table indexed by two bytes
+// lists the keywords starting with them.
 type keywordIndex struct {
 	words []string
-	pairs []uint64           // 1<<16 bits
-	heads map[uint16][]int32 // first two bytes → keywords
-	short []int32            // keywords of one byte (none in gitleaks' rules)
+	first []uint16  // 1<<16 entries: two bytes → index in lists, 0 if none
+	lists [][]int32 // lists[0] is empty
+	short []int32   // keywords of one byte (none in gitleaks' rules)
 }
 
 func (k *keywordIndex) build() {
-	k.pairs = make([]uint64, 1<<16/64)
-	k.heads = map[uint16][]int32{}
+	k.first = make([]uint16, 1<<16)
+	k.lists = [][]int32{nil}
 	for i, w := range k.words {
 		if len(w) < 2 {
 			k.short = append(k.short, int32(i))
 			continue
 		}
 		h := uint16(w[0])<<8 | uint16(w[1])
-		k.pairs[h>>6] |= 1 << (h & 63)
-		k.heads[h] = append(k.heads[h], int32(i))
+		if k.first[h] == 0 {
+			k.first[h] = uint16(len(k.lists))
+			k.lists = append(k.lists, nil)
+		}
+		k.lists[k.first[h]] = append(k.lists[k.first[h]], int32(i))
 	}
 }
 
@@ -384,17 +387,25 @@ func (k *keywordIndex) find(lower string) []bool {
 		found[i] = strings.Contains(lower, k.words[i])
 	}
 	for i := 0; i+1 < len(lower); i++ {
-		h := uint16(lower[i])<<8 | uint16(lower[i+1])
-		if k.pairs[h>>6]&(1<<(h&63)) == 0 {
+		l := k.first[uint16(lower[i])<<8|uint16(lower[i+1])]
+		if l == 0 {
 			continue
 		}
-		for _, w := range k.heads[h] {
+		for _, w := range k.lists[l] {
 			if !found[w] && strings.HasPrefix(lower[i:], k.words[w]) {
 				found[w] = true
 			}
 		}
 	}
 	return found
+}
+
+// present says whether a keyword is among those find found.
+func (k *keywordIndex) present(found []bool) func(w string) bool {
+	return func(w string) bool {
+		i := slices.Index(k.words, w)
+		return i < 0 || found[i]
+	}
 }
 
 // match is one finding of a gitleaks rule in a text, as gitleaks'
@@ -427,7 +438,7 @@ func (rs *ruleSet) detect(raw, lower string) []match {
 			continue
 		}
 		var locs [][]int
-		if ws, ok := genericSites(raw, lower, r); ok {
+		if ws, ok := genericSites(raw, lower, r, rs.keywords.present(present)); ok {
 			for _, w := range ws {
 				for _, m := range r.re().FindAllStringIndex(raw[w[0]:w[1]], -1) {
 					locs = append(locs, []int{w[0] + m[0], w[0] + m[1]})
@@ -580,11 +591,11 @@ func dropGeneric(fs []match) []match {
 // the windows were made for, or where lower does not line up byte for byte
 // with raw (strings.ToLower changed a length: invalid UTF-8, U+212A KELVIN
 // SIGN, ...) or raw holds U+017F (ſ, which (?i)s and \w accept).
-func genericSites(raw, lower string, r *rule) ([][2]int, bool) {
+func genericSites(raw, lower string, r *rule, present func(k string) bool) ([][2]int, bool) {
 	if !r.windowed || !aligned(raw) || strings.Contains(raw, "\u017f") {
 		return nil, false
 	}
-	return genericWindows(lower), true
+	return genericWindows(lower, present), true
 }
 
 // genericKeywords start every name generic-api-key's regexp accepts
