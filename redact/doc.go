@@ -24,7 +24,7 @@
 // default configuration: keywords as a case-insensitive prefilter, the
 // rule's regexp, secretGroup (else the first non-empty group, from the
 // regexp run again on the match alone), the Shannon entropy threshold
-// (gitleaks' formula), "gitleaks:allow" on the match's line, global and
+// (gitleaks' formula; its "gitleaks:allow" line marker is NOT honoured: a transcript quotes anyone), global and
 // per-rule allowlists (regexes, joined as gitleaks joins them, on the
 // secret, the match or the line; stopwords; condition OR/AND; paths and
 // commits never match, a document has neither), rules with a path never

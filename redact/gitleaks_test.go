@@ -363,7 +363,9 @@ func TestConformance(t *testing.T) {
 				continue
 			}
 			total++
-			want, got := gitleaksFindings(gl, text), ourFindings(rs, text)
+			// The one deliberate difference: "gitleaks:allow" hides
+			// nothing here (rules.go, finding).
+			want, got := gitleaksFindings(gl, strings.ReplaceAll(text, "gitleaks:allow", "gitleaks-allow")), ourFindings(rs, text)
 			found += len(want)
 			for _, f := range want {
 				rules[f[:strings.IndexByte(f, '@')]] = true

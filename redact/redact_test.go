@@ -395,3 +395,19 @@ func TestScanAfterIsScan(t *testing.T) {
 		t.Errorf("resumed %d times", resumed)
 	}
 }
+
+// A "gitleaks:allow" marker on a transcript's line hides nothing: anyone
+// an agent quotes can write it (gitleaks honours it in vetted source).
+func TestAllowMarkerIgnored(t *testing.T) {
+	s := fakeSecrets()
+	for _, k := range []string{"github-pat", "aws-access-token"} {
+		doc := []byte(`{"role":"user","content":"token ` + s[k] + ` # gitleaks:allow"}` + "\n")
+		out, rep, err := Bytes(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) == 0 || bytes.Contains(out, []byte(s[k])) {
+			t.Errorf("%s next to gitleaks:allow: %d findings, redacted %q", k, len(rep.Findings), out)
+		}
+	}
+}
