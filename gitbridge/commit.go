@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -98,7 +99,7 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 		return nil, fmt.Errorf("%w: reading the git index: %v (nothing was committed)", snap.ErrConflict, err)
 	}
 	var staged []string
-	for _, p := range paths {
+	for _, p := range slices.Compact(slices.Sorted(slices.Values(paths))) {
 		for d := path.Dir(p); d != "." && d != "/" && u.tree != nil; d = path.Dir(d) {
 			if e, err := u.tree.FindEntry(d); err == nil && e.Mode == filemode.Submodule {
 				return nil, fmt.Errorf("%w: %s is inside the submodule %s: commit it in the submodule's own repository (nothing was committed)", snap.ErrConflict, p, d)
@@ -106,7 +107,15 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 		}
 		var inHead *object.TreeEntry
 		if u.tree != nil {
-			if e, err := u.tree.FindEntry(p); err == nil {
+			if e, err := u.tree.FindEntry(p); err == nil && e.Mode == filemode.Dir {
+				// A directory in HEAD (the task made it a file, a link
+				// or an empty directory): staged when the index differs
+				// from HEAD beneath it (M17).
+				if stagedUnder(u, p) {
+					staged = append(staged, p)
+				}
+				continue
+			} else if err == nil {
 				inHead = e
 			}
 		}
@@ -131,6 +140,30 @@ func (b *Bridge) check(paths []string) (*userRepo, error) {
 			snap.ErrConflict, strings.Join(staged, ", "))
 	}
 	return u, nil
+}
+
+// stagedUnder reports whether the index differs from HEAD's tree beneath
+// directory p: an entry added, removed or changed there, or a conflict.
+func stagedUnder(u *userRepo, p string) bool {
+	head := map[string]*object.File{}
+	if t, err := u.tree.Tree(p); err == nil {
+		t.Files().ForEach(func(f *object.File) error {
+			head[p+"/"+f.Name] = f
+			return nil
+		})
+	}
+	seen := 0
+	for _, e := range u.idx.Entries {
+		if !strings.HasPrefix(e.Name, p+"/") {
+			continue
+		}
+		f, ok := head[e.Name]
+		if !ok || e.Stage != 0 || e.IntentToAdd || f.Hash != e.Hash || f.Mode != e.Mode {
+			return true
+		}
+		seen++
+	}
+	return seen != len(head)
 }
 
 func (b *Bridge) bare() bool {
@@ -237,6 +270,14 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 		e, ok, err := b.entryAt(ctx, node.Tree, sp)
 		if err != nil {
 			return nil, err
+		}
+		if ok && e.Mode == snap.ModeDir && u.tree != nil {
+			// A directory now (git has none of its own): a file or link
+			// git tracks at p goes; a directory git tracks at p stays,
+			// its files are paths of their own (M17).
+			if he, err := u.tree.FindEntry(p); err == nil && he.Mode == filemode.Dir {
+				continue
+			}
 		}
 		if !ok || e.Mode == snap.ModeDir {
 			// Absent from the checkpoint but still on disk: snap's rules

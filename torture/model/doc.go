@@ -188,8 +188,7 @@
 // a change in snap, not on the draw; the long mode and
 // SNAP_MODEL_SEED=random explore new seeds. A finding is fixed when it is
 // found: its shrunk sequence goes into testdata/, where TestSavedReplays
-// replays every file and so guards the fix (one still open waits in
-// testdata/open/, which it does not replay, and FINDINGS-model.md says so).
+// replays every file and so guards the fix.
 //
 // More knobs: SNAP_MODEL_KNOWN=cat1,cat2 stops checking those categories
 // for one run (to explore past a bug being fixed);
