@@ -206,6 +206,11 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	defer w.Abort()
 	cache := r.loadCache()
 	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources, foreign: r.isForeign(m.NewHead)}
+	if m.Scope.MovesHead {
+		// A move whose end was made from the present (an edit commit, a
+		// revert): the rules on disk only, as when it began (M11).
+		spec.rules = nil
+	}
 	if m.Scope.State && m.Scope.StateOut == "" && !m.Scope.Foreign {
 		spec.sources = tck.StateSources
 	}

@@ -372,8 +372,9 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 			r.failf("git-commit-refused", "%s: refused (%v); the index differs from HEAD at none of them", what, cerr)
 		case cerr == nil && len(staged) > 0:
 			r.failf("git-commit-refused", "%s: not refused, though the index differs from HEAD at %v", what, staged)
-		case cerr != nil && !errors.Is(cerr, snap.ErrUsage):
-			r.failf("git-commit-refused", "%s: refused with %v, not a usage error", what, cerr)
+		case cerr != nil && !errors.Is(cerr, snap.ErrConflict):
+			// The git repository's state refuses it: a conflict (N10).
+			r.failf("git-commit-refused", "%s: refused with %v, not a conflict", what, cerr)
 		}
 		if cerr != nil {
 			r.stats["git commit refused: staged"]++

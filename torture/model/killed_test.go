@@ -289,9 +289,9 @@ func (r *runner) afterKill(p *project, op *Op, kc killedCommit) {
 	r.verifyRecord(p, rec, capExp{files: kc.expFiles, unreadable: kc.m0.safety.unreadable}, kc.kind+" checkpoint")
 	r.checkKind(p, rec.id, kc.kind)
 	p.add(rec)
-	// What the completion found: the tree just before, under the rules
-	// the move restores by (on disk and the commit's).
-	fe := p.expectMove(dB, oBetween, rec, srec, scope{files: true, paths: kc.paths, movesHead: true}, nil, nil)
+	// What the completion found: the tree just before, under the rules on
+	// disk only, as the commit's own capture (M11; journal.go).
+	fe := p.expectMove(dB, oBetween, rec, srec, scope{files: true, paths: kc.paths, movesHead: true, diskRules: true}, nil, nil)
 	wantFound := !recordMatches(fe.safety, srec.files) && (kc.task || !recordMatches(fe.safety, rec.files))
 	switch {
 	case wantFound && rop.found.IsZero():
