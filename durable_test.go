@@ -116,11 +116,28 @@ func TestRestoreFsyncFailure(t *testing.T) {
 		if err != nil || st.Interrupted == nil {
 			t.Fatalf("status after the failed fsync: %+v, %v; want the move reported interrupted", st, err)
 		}
+		// The user goes on meanwhile; the next command completes the move
+		// and says where what it overwrote went (adversarial A8).
+		writeFile(t, filepath.Join(root, "mine"), "my work\n")
+		r.Close()
+		var done []snap.InterruptedMove
+		r, err = snap.Open(snap.Options{Dir: root, OnComplete: func(m snap.InterruptedMove) { done = append(done, m) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
 		if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{}); err != nil { // completes the move
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(root, "a")); string(b) != "v1\n" {
 			t.Fatalf("a after completion: %q", b)
+		}
+		if len(done) != 1 || done[0].Found.IsZero() {
+			t.Fatalf("OnComplete told %+v; want the completed rewind and the checkpoint of what it found", done)
+		}
+		var b strings.Builder
+		if err := r.Cat(ctx, done[0].Found, "mine", &b); err != nil || b.String() != "my work\n" {
+			t.Fatalf("the found checkpoint's mine: %q, %v", b.String(), err)
 		}
 	}
 }

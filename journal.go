@@ -144,6 +144,11 @@ type InterruptedMove struct {
 	Session string     `json:"session"`
 	Target  objects.ID `json:"target"`
 	Safety  objects.ID `json:"safety"`
+	// Found (Options.OnComplete only): the checkpoint of what was on disk
+	// when the move was completed, recorded first because it was neither
+	// where the move began nor where it went (work done since the
+	// interruption, which the completion overwrote); zero when none.
+	Found objects.ID `json:"found,omitzero"`
 }
 
 // Interrupted reports the move a killed or interrupted process left
@@ -255,5 +260,11 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	// its undo leaves it.)
 	m.Created, m.CreatedState = res.Created, res.createdState()
 	cache.SaveFS(r.fs, r.cachePath())
-	return r.finishMove(&m)
+	if err := r.finishMove(&m); err != nil {
+		return err
+	}
+	if r.onComplete != nil {
+		r.onComplete(InterruptedMove{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Found: m.Found})
+	}
+	return nil
 }

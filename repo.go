@@ -51,6 +51,12 @@ type Options struct {
 	// Clock is the time checkpoints and op-log records are stamped with,
 	// and retention measures by; nil is time.Now (tests pass a fake one).
 	Clock func() time.Time
+	// OnComplete, when set, is told of each move (a rewind, undo, edit
+	// commit...) that a killed or interrupted process left part way and
+	// this one completed before its own operation, with the checkpoint of
+	// what it found on disk, if it recorded one (InterruptedMove.Found):
+	// a front-end says so, since the completion overwrote that work.
+	OnComplete func(InterruptedMove)
 }
 
 // The environment every front-end honours (see Options.FromEnv, SessionFromEnv
@@ -112,6 +118,7 @@ type Repo struct {
 	// lockTimeout: Options.LockTimeout, defaulted.
 	lockTimeout time.Duration
 	clock       func() time.Time // Options.Clock, defaulted
+	onComplete  func(InterruptedMove)
 	config      Config
 	fs          fsys.FS  // never nil
 	sys         fsys.Sys // nil: the kernel
@@ -283,7 +290,7 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{Root: root, StoreDir: store, fs: vfs, sys: opts.Sys, lockTimeout: opts.LockTimeout, clock: opts.Clock}
+	r := &Repo{Root: root, StoreDir: store, fs: vfs, sys: opts.Sys, lockTimeout: opts.LockTimeout, clock: opts.Clock, onComplete: opts.OnComplete}
 	if r.lockTimeout <= 0 {
 		r.lockTimeout = DefaultLockTimeout
 	}

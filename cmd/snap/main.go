@@ -160,7 +160,18 @@ func (g globalOptions) session() string { return snap.SessionFromEnv(g.Session) 
 // repoOptions: SNAP_STORE and SNAP_LOCK_TIMEOUT (a hook that must not
 // block its agent sets a short one) as every front-end reads them.
 func (g globalOptions) repoOptions() snap.Options {
-	return snap.Options{Dir: g.Dir, Store: g.Store}.FromEnv()
+	o := snap.Options{Dir: g.Dir, Store: g.Store}.FromEnv()
+	if g.stderr != nil {
+		o.OnComplete = func(m snap.InterruptedMove) {
+			fmt.Fprintf(g.stderr, "snap: first completed the %s of session %s to %s that an interrupted snap left part way", m.Kind, m.Session, m.Target.Short())
+			if !m.Found.IsZero() {
+				fmt.Fprintf(g.stderr, "; what was on disk before (changed since the interruption) is checkpoint %s: 'snap -s %s rewind %s' brings it back",
+					m.Found.Short(), m.Session, m.Found.Short())
+			}
+			fmt.Fprintln(g.stderr)
+		}
+	}
+	return o
 }
 
 // open opens the project's store; the caller closes it. A rewind that a
