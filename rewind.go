@@ -254,7 +254,9 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		if _, err := w.Commit(); err != nil {
 			return nil, err
 		}
-		if err := r.refs.Update(refs.SessionHead(session), headID, cres.ID); err != nil {
+		// (Its record is the move's own, below; the wait for the locks
+		// ends with ctx: a Ctrl-C then leaves nothing moved.)
+		if err := r.refs.Commit(ctx, []refs.RefChange{{Name: refs.SessionHead(session), Old: headID, New: cres.ID}}, nil); err != nil {
 			return nil, fmt.Errorf("safety checkpoint: %w", err)
 		}
 		safety, current = cres.ID, cres.ID

@@ -32,8 +32,10 @@ func TestInterruptDuringLockWait(t *testing.T) {
 	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, lock := range []string{"oplog.lock", "refs.lock", "gc.lock"} {
-		t.Run(lock, func(t *testing.T) {
+	for _, c := range []struct{ lock, cmd string }{{"oplog.lock", "checkpoint"}, {"refs.lock", "checkpoint"}, {"gc.lock", "checkpoint"},
+		{"refs.lock", "rewind"}, {"oplog.lock", "rewind"}} { // a rewind's safety checkpoint waits too (adversarial A1)
+		lock := c.lock
+		t.Run(c.lock+"/"+c.cmd, func(t *testing.T) {
 			dir := t.TempDir()
 			run := func(args ...string) (string, string, error) {
 				cmd := exec.Command(bin, args...)
@@ -63,7 +65,11 @@ func TestInterruptDuringLockWait(t *testing.T) {
 			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(bin, "checkpoint", "-m", "x")
+			args := []string{"checkpoint", "-m", "x"}
+			if c.cmd == "rewind" {
+				args = []string{"rewind", "@"}
+			}
+			cmd := exec.Command(bin, args...)
 			cmd.Dir = dir
 			var errb bytes.Buffer
 			cmd.Stderr = &errb
@@ -90,6 +96,12 @@ func TestInterruptDuringLockWait(t *testing.T) {
 			unix.Flock(int(f.Fd()), unix.LOCK_UN)
 			if logAfter, _, _ := run("log", "--json"); logAfter != logBefore {
 				t.Errorf("the interrupted checkpoint recorded something:\nbefore %s\nafter %s", logBefore, logAfter)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".snap", "move-journal")); err == nil {
+				t.Errorf("the interrupted %s left a move journal: the next command would carry it out", c.cmd)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "a")); string(b) != "b\n" {
+				t.Errorf("the interrupted %s changed a: %q", c.cmd, b)
 			}
 			leftover, _ := filepath.Glob(filepath.Join(dir, ".snap", "refs", "*", "*", "*.lock"))
 			if len(leftover) > 0 {
