@@ -69,7 +69,7 @@ lint:
 # then the root package and the CLI measured together (the CLI's tests drive
 # the engine), the per-function report in $(TMP)/snap-cover.txt.
 test: deps fmt-check vet lint
-	SNAP_MCP_TS_CLIENT=1 SNAP_MCP_TS_DIR=$(TSDIR) $(GO) test -cover ./...
+	SNAP_MCP_TS_CLIENT=1 SNAP_MCP_TS_DIR=$(TSDIR) $(GO) test -timeout 20m -cover ./...
 	$(MAKE) cover
 	$(MAKE) test-race
 

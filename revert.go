@@ -54,8 +54,8 @@ type RevertResult struct {
 	Reverted   []string         `json:"reverted"`
 	Conflicts  []RevertConflict `json:"conflicts"`
 	Rewind     *RewindResult    `json:"rewind,omitempty"`
-	// Nothing: every path the change touched is already as before it;
-	// nothing was done (not an error).
+	// Nothing: the change touched no file, or every path it touched is
+	// already as before it; nothing was done (not an error).
 	Nothing bool `json:"nothing_to_revert,omitempty"`
 	DryRun  bool `json:"dry_run,omitempty"`
 }
@@ -115,6 +115,13 @@ func (r *Repo) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 		return nil, err
 	}
 	if len(changed) == 0 {
+		if len(o.Paths) == 0 {
+			// An empty change (a checkpoint of state documents only,
+			// FROM..FROM): nothing to revert, no error (adversarial A10).
+			// Under --path it is a path named wrong: ErrNoPath.
+			res.Nothing, res.DryRun = true, o.DryRun
+			return res, nil
+		}
 		return nil, fmt.Errorf("%w: %s changed no file%s", ErrNoPath, describeRange(o, to), pathsNote(o.Paths))
 	}
 	if err := r.checkNotArchived(session); err != nil {

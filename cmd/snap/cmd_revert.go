@@ -84,7 +84,7 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 	}
 	if perr := emit(out, o.JSON, res, func(w io.Writer) error {
 		if res.Nothing {
-			fmt.Fprintf(w, "nothing to revert: every path it changed is already as before the change%s\n", pathsOf(o.Paths))
+			fmt.Fprintf(w, "nothing to revert: the change touched no file%s, or each is already as before it\n", pathsOf(o.Paths))
 			return nil
 		}
 		verb := "reverted"

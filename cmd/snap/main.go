@@ -312,6 +312,10 @@ A typical session:
    snap rewind '#1'      # a safety checkpoint is taken first
    snap undo             # and everything is back
 
+(transcript.jsonl is the agent's transcript: to try these, make one first,
+echo '{"role":"user","content":"add a parser"}' > transcript.jsonl, and
+change a file, or the transcript, before the second checkpoint.)
+
 REF, wherever a checkpoint is named:
    @            the session head           @~N   N checkpoints before the head
    #N           N-th checkpoint of the session, as 'snap log' numbers them
@@ -320,8 +324,9 @@ REF, wherever a checkpoint is named:
    LABEL        a label set with 'snap label' or 'checkpoint --label'
    HEX          a checkpoint id or a unique prefix of at least 6 hex digits
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 partial (some paths failed), 4 no such
-checkpoint/ref, 10 no store, 11 store busy, 12 store corrupt.
+Exit codes: 0 ok, 1 error (a conflict among them), 2 usage, 3 partial (some
+paths failed), 4 no such checkpoint/ref, 10 no store, 11 store busy, 12 store
+corrupt, 130 interrupted (Ctrl-C).
 
 Environment: SNAP_SESSION, SNAP_STORE (see the global options);
 SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
