@@ -118,6 +118,11 @@ var (
 	// KEY, TOKEN, SECRET or PASSWORD in it, optionally quoted (also as
 	// \" inside a JSON string), = or :, and the value.
 	assigned = lazyRegexp(`(?i)[a-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|pwd)[a-z0-9_.-]*(?:\\*["'])?[ \t]*[=:][ \t]*(?:\\*["'])?([A-Za-z0-9+/_.~=-]{8,200})`)
+	// partialKey is snap:private-key-body: the body of a PEM private key
+	// whose END line is not there (yet), as a checkpoint taken while the
+	// key was being written holds it; gitleaks' private-key rule needs
+	// the END line. Its newlines may be JSON escapes (adversarial A3).
+	partialKey = lazyRegexp(`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----((?:\\[rn]|[\r\n]|[A-Za-z0-9+/=]){32,})`)
 	// assignedKeywords start every name assigned matches.
 	assignedKeywords = []string{"key", "token", "secret", "passw", "pwd"}
 )
@@ -490,6 +495,11 @@ func (s *scan) detect(text string, base int) []span {
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].rule.id < fs[j].rule.id })
 	for _, f := range fs {
 		add(strings.Trim(f.secret, "\n"), f.rule.id, "gitleaks:"+f.rule.id)
+	}
+	if strings.Contains(lower, "private key") {
+		for _, m := range partialKey().FindAllStringSubmatchIndex(text, -1) {
+			add(text[m[2]:m[3]], "private-key", "snap:private-key-body")
+		}
 	}
 	for _, w := range sites(text, lower, assignedKeywords, assignedOp) {
 		for _, m := range assigned().FindAllStringSubmatchIndex(text[w[0]:w[1]], -1) {

@@ -272,6 +272,9 @@ func TestSecretFileName(t *testing.T) {
 		".env": true, "app/.env.local": true, "prod.env": true, "certs/server.pem": true, "id_rsa": true,
 		".ssh/id_ed25519": true, "id_rsa.pub": false, "credentials.json": true, "gcp/credentials-prod.json": true,
 		"main.go": false, "environment.go": false, "README.md": false, "keys.go": false,
+		// Adversarial A6: any case; cloud CLIs' credential files; more kinds.
+		".ENV": true, "server.PEM": true, "ID_RSA": true, ".aws/credentials": true, "home/.aws/credentials": true,
+		".pgpass": true, "terraform.tfstate": true, "secrets.yaml": true, "ID_RSA.PUB": false, "aws/credentials.go": false,
 	} {
 		if _, got := SecretFileName(name); got != want {
 			t.Errorf("SecretFileName(%q) = %v, want %v", name, got, want)
@@ -413,6 +416,27 @@ func TestAllowMarkerIgnored(t *testing.T) {
 		}
 		if len(rep.Findings) == 0 || bytes.Contains(out, []byte(s[k])) {
 			t.Errorf("%s next to gitleaks:allow: %d findings, redacted %q", k, len(rep.Findings), out)
+		}
+	}
+}
+
+// Adversarial A3: a private key caught half written (its BEGIN line and
+// part of its body, no END line yet), in plain text and JSON-escaped.
+func TestPartialPrivateKey(t *testing.T) {
+	body := strings.Repeat("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", 3)
+	for _, doc := range []string{
+		"the deploy key:\n-----BEGIN RSA " + "PRIVATE KEY-----\n" + body + "\n" + body + "\n",
+		`{"role":"user","content":"-----BEGIN ` + `PRIVATE KEY-----\n` + body + `\n` + body + `"}` + "\n",
+	} {
+		out, rep, err := Bytes([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) == 0 || strings.Contains(string(out), body[:40]) {
+			t.Errorf("a half-written key: %d findings, out %q", len(rep.Findings), out)
+		}
+		if strings.HasPrefix(doc, "{") && !json.Valid(bytes.TrimSpace(out)) {
+			t.Errorf("the JSON line is no longer valid: %q", out)
 		}
 	}
 }
