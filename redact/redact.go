@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -473,8 +474,60 @@ func (s *scan) flushLong() {
 }
 
 // detect runs the rules on text (at offset base of the fragment) and
-// returns every occurrence in it of each secret they found.
+// returns every occurrence in it of each secret they found. A secret
+// written with JSON \uXXXX escapes ("\u0041KIA...", "ghp\u005f...") is
+// what any JSON reader shows: the rules run on the text with those escapes
+// decoded too, and each secret found there is redacted where it stands in
+// the raw text, escapes and all (adversarial A5).
 func (s *scan) detect(text string, base int) []span {
+	out := s.detectRaw(text, base)
+	if !strings.Contains(text, `\u`) {
+		return out
+	}
+	dec, offs := unescapeU(text)
+	if len(dec) == len(text) {
+		return out
+	}
+	for _, sp := range s.detectRaw(dec, 0) {
+		a, b := offs[sp.off], offs[sp.off+sp.n]
+		if strings.Contains(text[a:b], `\u`) { // (one written plainly is found above)
+			out = append(out, span{base + a, b - a, sp.kind, sp.rule})
+		}
+	}
+	return out
+}
+
+// unescapeU decodes the JSON \uXXXX escapes of text that stand for a
+// printable ASCII character (an escape of a backslash, \\, is skipped
+// whole); offs[i] is the offset in text of dec's byte i, and offs[len(dec)]
+// is len(text).
+func unescapeU(text string) (dec string, offs []int) {
+	var b strings.Builder
+	offs = make([]int, 0, len(text)+1)
+	for i := 0; i < len(text); {
+		if text[i] == '\\' && i+1 < len(text) {
+			if text[i+1] == 'u' && i+6 <= len(text) {
+				if v, err := strconv.ParseUint(text[i+2:i+6], 16, 16); err == nil && v >= 0x20 && v < 0x7f {
+					b.WriteByte(byte(v))
+					offs = append(offs, i)
+					i += 6
+					continue
+				}
+			}
+			b.WriteString(text[i : i+2]) // another escape, kept as it is
+			offs = append(offs, i, i+1)
+			i += 2
+			continue
+		}
+		b.WriteByte(text[i])
+		offs = append(offs, i)
+		i++
+	}
+	return b.String(), append(offs, len(text))
+}
+
+// detectRaw runs the rules on text as it is.
+func (s *scan) detectRaw(text string, base int) []span {
 	lower := strings.ToLower(text)
 	fs := s.rules.detect(text, lower)
 	var out []span

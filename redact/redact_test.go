@@ -440,3 +440,26 @@ func TestPartialPrivateKey(t *testing.T) {
 		}
 	}
 }
+
+// Adversarial A5: a secret written with JSON \u escapes is what a JSON
+// reader shows: it is redacted where it stands, escapes and all, and the
+// line stays valid JSON.
+func TestUnicodeEscapedSecret(t *testing.T) {
+	s := fakeSecrets()
+	aws, gh := s["aws-access-token"], s["github-pat"]
+	doc := `{"role":"user","content":"id \u0041` + aws[1:] + ` and ghp\u005f` + gh[4:] + ` \\u0041 stays"}` + "\n"
+	out, rep, err := Bytes([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ Content string }
+	if err := json.Unmarshal(bytes.TrimSpace(out), &v); err != nil {
+		t.Fatalf("not JSON any more: %v: %q", err, out)
+	}
+	if strings.Contains(v.Content, aws) || strings.Contains(v.Content, gh) || len(rep.Findings) < 2 {
+		t.Fatalf("escaped secrets left: %q (%d findings)", v.Content, len(rep.Findings))
+	}
+	if !strings.Contains(v.Content, `\u0041 stays`) {
+		t.Fatalf("an escaped backslash was taken for an escape: %q", v.Content)
+	}
+}
