@@ -81,7 +81,9 @@ func (s *Store) Append(op *Op) error {
 // the op-log lock (waiting as Append does, or until ctx is done: then
 // nothing has changed and the error wraps ctx.Err()), then sets each of
 // changes in order by compare-and-swap (Update, or Delete for a zero New),
-// then appends op (when not nil) as Append does, and lets go of the lock.
+// then appends op as Append does, and lets go of the lock. With a nil op
+// the refs are set without the op-log lock (the ref lock's wait still ends
+// with ctx).
 // When a change fails, those already made are put back (by
 // compare-and-swap too), nothing is appended, and the error is that
 // change's (errors.Is(err, ErrConflict) when the ref had moved). op.Refs is
@@ -96,6 +98,21 @@ func (s *Store) Commit(ctx context.Context, changes []RefChange, op *Op) error {
 		if err := ValidName(c.Name); err != nil {
 			return err
 		}
+	}
+	if op == nil {
+		// Refs only: no record, so no op-log lock (a rewind's safety
+		// checkpoint moves the head before its own record: it must not
+		// wait on, or fail with, the op log, or the checkpoint it made
+		// would be referenced by nothing).
+		for i, c := range changes {
+			if err := s.set(ctx, c.Name, c.Old, c.New); err != nil {
+				for j := i - 1; j >= 0; j-- {
+					s.set(context.Background(), changes[j].Name, changes[j].New, changes[j].Old) // best effort
+				}
+				return err
+			}
+		}
+		return nil
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
@@ -115,9 +132,6 @@ func (s *Store) Commit(ctx context.Context, changes []RefChange, op *Op) error {
 			}
 			return err
 		}
-	}
-	if op == nil {
-		return nil
 	}
 	if err := s.appendLocked(op); err != nil {
 		for j := len(changes) - 1; j >= 0; j-- {
