@@ -551,7 +551,9 @@ func (s *scan) detectRaw(text string, base int) []span {
 	}
 	if strings.Contains(lower, "private key") {
 		for _, m := range partialKey().FindAllStringSubmatchIndex(text, -1) {
-			add(text[m[2]:m[3]], "private-key", "snap:private-key-body")
+			if !strings.HasPrefix(text[m[3]:], "-----END") { // a whole key is gitleaks' private-key
+				add(text[m[2]:m[3]], "private-key", "snap:private-key-body")
+			}
 		}
 	}
 	for _, w := range sites(text, lower, assignedKeywords, assignedOp) {

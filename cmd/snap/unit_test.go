@@ -121,7 +121,7 @@ func TestClassify(t *testing.T) {
 		{"fsck", errCorruptFound, exitCorrupt, "store_corrupt"},
 		{"corrupt wins over partial", errors.Join(snap.ErrPartial, objects.ErrCorrupt), exitCorrupt, "store_corrupt"},
 		{"nothing to undo", snap.ErrNothingToUndo, exitError, "nothing_to_undo"},
-		{"interrupted", context.Canceled, exitError, "interrupted"},
+		{"interrupted", context.Canceled, exitInterrupted, "interrupted"},
 		{"other", errors.New("disk on fire"), exitError, "error"},
 	}
 	for _, tt := range tests {
