@@ -74,7 +74,7 @@ test: deps fmt-check vet lint
 	$(MAKE) test-race
 
 cover:
-	$(GO) test -coverpkg=github.com/snapcore-dev/snap,github.com/snapcore-dev/snap/cmd/snap \
+	$(GO) test -timeout 20m -coverpkg=github.com/snapcore-dev/snap,github.com/snapcore-dev/snap/cmd/snap \
 	  -coverprofile=$(TMP)/snap-cover.out . ./cmd/snap/ >/dev/null
 	$(GO) tool cover -func=$(TMP)/snap-cover.out > $(TMP)/snap-cover.txt
 	@echo "root package + cmd/snap: $$(tail -1 $(TMP)/snap-cover.txt | awk '{print $$NF}') of statements (per function: $(TMP)/snap-cover.txt)"
