@@ -2,9 +2,7 @@ package snap
 
 import (
 	"bytes"
-	"fmt"
 	"io"
-	"sort"
 
 	"github.com/snapcore-dev/snap/conversation"
 	"github.com/snapcore-dev/snap/objects"
@@ -29,16 +27,11 @@ type convDoc struct {
 
 // storedDoc opens stored content for reading at offsets.
 func (r *Repo) storedDoc(id objects.ID) (*convDoc, error) {
-	leaves, err := r.objects.Leaves(id)
+	cr, err := r.objects.OpenContent(id)
 	if err != nil {
 		return nil, err
 	}
-	cr := &contentReader{s: r.objects, leaves: leaves, offs: make([]int64, len(leaves)), cur: -1}
-	for i, l := range leaves {
-		cr.offs[i] = cr.size
-		cr.size += int64(l.Size)
-	}
-	return &convDoc{r: cr, size: cr.size, leaves: leaves, close: func() error { cr.stopAhead(); return nil }}, nil
+	return &convDoc{r: cr, size: cr.Size(), leaves: cr.Leaves(), close: cr.Close}, nil
 }
 
 // fileDoc opens a state document at its source path.
@@ -58,107 +51,6 @@ func fileDoc(path string) (*convDoc, error) {
 // memDoc is a document held in memory.
 func memDoc(data []byte) *convDoc {
 	return &convDoc{r: bytes.NewReader(data), size: int64(len(data)), close: func() error { return nil }}
-}
-
-// contentReader reads stored content at offsets, one chunk at a time,
-// verifying each chunk (its id, by Store.Read, and its size). Chunks are
-// read (decompressed) ahead, a few at a time, by a goroutine, so that a
-// reader going front to back, as a parse does, does not wait for them.
-type contentReader struct {
-	s      *objects.Store
-	leaves []objects.ChunkRef
-	offs   []int64 // where each leaf starts
-	size   int64
-	cur    int // the leaf in buf; -1: none
-	buf    []byte
-
-	ahead     chan leafData // leaves aheadNext, aheadNext+1, ...
-	aheadNext int
-	stop      chan struct{} // closed to stop the goroutine filling ahead
-}
-
-type leafData struct {
-	data []byte
-	err  error
-}
-
-// readAhead is how many chunks a contentReader reads ahead.
-const readAhead = 4
-
-func (c *contentReader) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	for n < len(p) {
-		if off >= c.size {
-			return n, io.EOF
-		}
-		i := sort.Search(len(c.offs), func(i int) bool { return c.offs[i] > off }) - 1
-		if i != c.cur {
-			data, err := c.leaf(i)
-			if err != nil {
-				return n, err
-			}
-			c.buf, c.cur = data, i
-		}
-		k := copy(p[n:], c.buf[off-c.offs[i]:])
-		n += k
-		off += int64(k)
-	}
-	return n, nil
-}
-
-// leaf returns the content of leaf i: the next one read ahead, or, when i
-// is not, from a new goroutine reading from i on.
-func (c *contentReader) leaf(i int) ([]byte, error) {
-	if c.ahead != nil && c.aheadNext == i {
-		if d, ok := <-c.ahead; ok {
-			c.aheadNext++
-			return d.data, d.err
-		}
-	}
-	c.stopAhead()
-	ch, stop := make(chan leafData, readAhead), make(chan struct{})
-	c.ahead, c.stop, c.aheadNext = ch, stop, i+1
-	go func() {
-		defer close(ch)
-		for j := i; j < len(c.leaves); j++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			data, err := c.readLeaf(j)
-			select {
-			case ch <- leafData{data, err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	d := <-ch // leaf i: there is one, and nothing stopped the goroutine yet
-	return d.data, d.err
-}
-
-// stopAhead stops reading ahead.
-func (c *contentReader) stopAhead() {
-	if c.stop != nil {
-		close(c.stop)
-		c.stop, c.ahead = nil, nil
-	}
-}
-
-func (c *contentReader) readLeaf(i int) ([]byte, error) {
-	l := c.leaves[i]
-	t, data, err := c.s.Read(l.ID)
-	if err != nil {
-		return nil, err
-	}
-	if t != objects.TypeBlob || uint64(len(data)) != l.Size {
-		return nil, fmt.Errorf("%w: chunk %s is a %s of %d bytes, its list says a blob of %d", ErrCorrupt, l.ID.Short(), t, len(data), l.Size)
-	}
-	return data, nil
 }
 
 // prefixReader reads the first n bytes of a document from head, which

@@ -694,8 +694,8 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 		return nil, err
 	}
 	m := &move{Kind: string(kind), Session: session, Target: headID, NewHead: headID,
-		Scope:       rewindScope{Files: true, Paths: res.Paths, MovesHead: true, Txn: p.Committing, Edits: committed},
-		fromPresent: true, summary: summary,
+		Scope:   rewindScope{Files: true, Paths: res.Paths, MovesHead: true, FromPresent: true, Txn: p.Committing, Edits: committed},
+		summary: summary,
 		build: func(m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
 			id, err := r.buildEditCommit(m, safety, now, p, next, step)
 			if err == nil && step != nil {

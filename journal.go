@@ -54,11 +54,6 @@ type move struct {
 	// becomes Target and NewHead. summary is that checkpoint's.
 	build   func(m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error)
 	summary string
-	// fromPresent: build makes the move's end from the present (an edit
-	// commit, a revert), not from an older checkpoint, so the safety
-	// capture honours the rules on disk only; a checkpoint's own rules
-	// apply to a move back to it (M11).
-	fromPresent bool
 	// Created, CreatedState: set from the restore, for the op log.
 	Created      []string        `json:"created,omitempty"`
 	CreatedState []StateRestored `json:"created_state,omitempty"`
@@ -211,10 +206,8 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	defer w.Abort()
 	cache := r.loadCache()
 	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources, foreign: r.isForeign(m.NewHead)}
-	if m.Scope.MovesHead {
-		// A move whose end was made from the present (an edit commit, a
-		// revert): the rules on disk only, as when it began (M11).
-		spec.rules = nil
+	if m.Scope.FromPresent {
+		spec.rules = nil // as when it began (M11)
 	}
 	if m.Scope.State && m.Scope.StateOut == "" && !m.Scope.Foreign {
 		spec.sources = tck.StateSources

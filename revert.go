@@ -160,8 +160,8 @@ func (r *Repo) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 		return nil, fmt.Errorf("%w: session %q has no checkpoints yet", ErrNoCheckpoint, session)
 	}
 	m := &move{Kind: string(OpRevert), Session: session, Target: headID, NewHead: headID,
-		Scope:       rewindScope{Files: true, Paths: changed, MovesHead: true},
-		fromPresent: true, summary: "revert " + describeRange(o, to),
+		Scope:   rewindScope{Files: true, Paths: changed, MovesHead: true, FromPresent: true},
+		summary: "revert " + describeRange(o, to),
 		build: func(m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
 			id, err := r.buildRevertChange(m, safety, now, fromTree, tck.Tree, changed, res)
 			if err == nil {

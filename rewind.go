@@ -79,6 +79,11 @@ type rewindScope struct {
 	// MovesHead: the head goes to the target even when Paths limit the
 	// restore (an edit commit), instead of staying as for 'rewind --path'.
 	MovesHead bool `json:"moves_head,omitempty"`
+	// FromPresent: the move's end is made from the present (an edit
+	// commit, a revert), not an older checkpoint, so its captures honour
+	// the rules on disk only (M11); its undo and redo, moves to older
+	// checkpoints, honour theirs.
+	FromPresent bool `json:"from_present,omitempty"`
 	// Docs limits the state documents restored to these names.
 	Docs []string `json:"docs,omitempty"`
 	// Edits: the staged edits the operation committed or dropped (an
@@ -191,7 +196,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	m.Scope.Foreign = r.isForeign(target)
 	scope.Foreign = m.Scope.Foreign
 	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources, foreign: r.isForeign(headID)}
-	if m.fromPresent {
+	if scope.FromPresent {
 		spec.rules = nil
 	}
 	if scope.State && scope.StateOut == "" && !scope.Foreign {
@@ -337,15 +342,7 @@ func inTree(tr objects.TreeReader, tree objects.ID, p string) bool {
 // finds their causes (syscall.ENOSPC, worktree.ErrUntracked, ...) and the
 // message says which call failed on which path.
 func partial(errs []worktree.PathError) error {
-	es := make([]error, len(errs))
-	for i, e := range errs {
-		if e.Err != nil {
-			es[i] = fmt.Errorf("%s: %w", e.Path, e.Err)
-		} else {
-			es[i] = fmt.Errorf("%s: %s", e.Path, e.Error)
-		}
-	}
-	return fmt.Errorf("%w: %w", ErrPartial, errors.Join(es...))
+	return fmt.Errorf("%w: %w", ErrPartial, worktree.JoinPathErrors(errs))
 }
 
 // restore puts the files and state documents of tck in place of the

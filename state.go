@@ -276,7 +276,7 @@ func (r *Repo) writeDoc(id objects.ID, dest string) error {
 	}
 	_, err = r.objects.WriteBlob(id, f)
 	if err == nil {
-		err = f.Sync() // durable before the move is recorded (design §5)
+		err = f.Sync() // durable before the move is recorded (design §4)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -82,7 +82,8 @@ func moveTree(r *Repo, ctx context.Context, session string, op refs.Op, undo boo
 	}
 	scope := detail.rewindScope
 	scope.UndoCreated, scope.UndoCreatedState, scope.UndoFrom = nil, nil, nil
-	scope.Txn = "" // the undo or redo is an operation of its own
+	scope.FromPresent = false // a move to an older checkpoint, under its rules
+	scope.Txn = ""            // the undo or redo is an operation of its own
 	target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}
 	if undo && (len(detail.Created) > 0 || len(detail.CreatedState) > 0) {
 		from := op.Target

@@ -104,15 +104,7 @@ func (s *Store) Commit(ctx context.Context, changes []RefChange, op *Op) error {
 		// checkpoint moves the head before its own record: it must not
 		// wait on, or fail with, the op log, or the checkpoint it made
 		// would be referenced by nothing).
-		for i, c := range changes {
-			if err := s.set(ctx, c.Name, c.Old, c.New); err != nil {
-				for j := i - 1; j >= 0; j-- {
-					s.set(context.Background(), changes[j].Name, changes[j].New, changes[j].Old) // best effort
-				}
-				return err
-			}
-		}
-		return nil
+		return s.setAll(ctx, changes)
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
@@ -125,21 +117,33 @@ func (s *Store) Commit(ctx context.Context, changes []RefChange, op *Op) error {
 		return fmt.Errorf("refs: waiting for the op log: %w", err)
 	}
 	defer lock.Close() // releases the flock
-	for i, c := range changes {
-		if err := s.set(ctx, c.Name, c.Old, c.New); err != nil {
-			for j := i - 1; j >= 0; j-- {
-				s.set(context.Background(), changes[j].Name, changes[j].New, changes[j].Old) // best effort
-			}
-			return err
-		}
+	if err := s.setAll(ctx, changes); err != nil {
+		return err
 	}
 	if err := s.appendLocked(op); err != nil {
-		for j := len(changes) - 1; j >= 0; j-- {
-			s.set(context.Background(), changes[j].Name, changes[j].New, changes[j].Old) // best effort: all or none
-		}
+		s.putBack(changes) // all or none
 		return err
 	}
 	return nil
+}
+
+// setAll sets changes in order; when one fails, those already set are put
+// back and its error is returned.
+func (s *Store) setAll(ctx context.Context, changes []RefChange) error {
+	for i, c := range changes {
+		if err := s.set(ctx, c.Name, c.Old, c.New); err != nil {
+			s.putBack(changes[:i])
+			return err
+		}
+	}
+	return nil
+}
+
+// putBack undoes changes, last first, by compare-and-swap (best effort).
+func (s *Store) putBack(changes []RefChange) {
+	for j := len(changes) - 1; j >= 0; j-- {
+		s.set(context.Background(), changes[j].Name, changes[j].New, changes[j].Old)
+	}
 }
 
 // set moves ref name from old to new (a zero new deletes it), by

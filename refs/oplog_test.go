@@ -2,6 +2,7 @@ package refs
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snapcore-dev/snap/objects"
 )
 
 func logPath(s *Store) string { return filepath.Join(s.dir, logName) }
@@ -444,4 +448,47 @@ func TestEmptyLogFile(t *testing.T) {
 	}
 	appendN(t, s, 2)
 	checkGapless(t, s, 2)
+}
+
+// Commit moves its refs all or none, records nothing when one fails, and
+// gives up a wait for the op-log lock when its context ends.
+func TestCommitAllOrNone(t *testing.T) {
+	s := newStore(t)
+	a, b, c := testID(1), testID(2), testID(3)
+	if err := s.Update("labels/x", objects.ID{}, a); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Commit(context.Background(), []RefChange{{Name: "labels/y", New: b}, {Name: "labels/x", Old: c, New: b}},
+		&Op{Kind: "label"})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("a conflicting second change: %v", err)
+	}
+	if _, err := s.Get("labels/y"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the first change stayed: %v", err)
+	}
+	if ops, _ := s.Ops(); len(ops) != 0 {
+		t.Fatalf("recorded %d ops", len(ops))
+	}
+	// The op-log lock held elsewhere: a cancelled context ends the wait.
+	f, err := os.OpenFile(filepath.Join(s.dir, logLockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = s.Commit(ctx, []RefChange{{Name: "labels/x", Old: a, New: b}}, &Op{Kind: "label"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a commit whose context ended while waiting: %v", err)
+	}
+	if got, _ := s.Get("labels/x"); got != a {
+		t.Fatalf("labels/x moved to %v", got)
+	}
+	// Refs only (no record) need no op-log lock.
+	if err := s.Commit(context.Background(), []RefChange{{Name: "labels/x", Old: a, New: c}}, nil); err != nil {
+		t.Fatal(err)
+	}
 }

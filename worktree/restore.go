@@ -81,6 +81,21 @@ type RestoreOptions struct {
 	probe func(sys fsys.Sys, dirfd int) (folding, error)
 }
 
+// JoinPathErrors is errs as one error (nil for none) whose message names
+// each path and whose chain holds each cause (errors.Is finds
+// syscall.ENOSPC, ErrUntracked, ...).
+func JoinPathErrors(errs []PathError) error {
+	es := make([]error, len(errs))
+	for i, e := range errs {
+		if e.Err != nil {
+			es[i] = fmt.Errorf("%s: %w", e.Path, e.Err)
+		} else {
+			es[i] = fmt.Errorf("%s: %s", e.Path, e.Error)
+		}
+	}
+	return errors.Join(es...)
+}
+
 // PathError is a path a restore refused or failed to write.
 type PathError struct {
 	Path  string `json:"path"`
@@ -166,7 +181,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 		if c.Old.Mode == 0 {
 			if ignored, top := r.ignoredAndAbsent(c.Path, c.New.Mode == objects.ModeDir); ignored {
 				ignoredAdds[c.Path] = top
-			} else if top := r.absentAbove(c.Path); top != "" && !inPaths(top, opts.Paths) {
+			} else if top := r.absentAbove(c.Path, opts.Paths); top != "" {
 				// A directory made above the paths restored: outside
 				// them, so its undo would leave it (M12) unless listed.
 				madeAbove[c.Path] = top
@@ -312,16 +327,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	}
 	if cerr == nil && !opts.DryRun && syncPolicy != "none" {
 		if err := r.durable(); err != nil {
-			// The paths that failed first, then this.
-			es := make([]error, 0, len(r.res.Errors)+1)
-			for _, e := range r.res.Errors {
-				if e.Err != nil {
-					es = append(es, fmt.Errorf("%s: %w", e.Path, e.Err))
-				} else {
-					es = append(es, fmt.Errorf("%s: %s", e.Path, e.Error))
-				}
-			}
-			cerr = errors.Join(append(es, err)...)
+			cerr = errors.Join(JoinPathErrors(r.res.Errors), err) // the paths that failed first, then this
 		}
 	}
 	return r.res, cerr
@@ -329,7 +335,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 
 // syncEachMax is the number of files a restore writes up to which it
 // fsyncs each (and then each directory it changed); past it, one
-// syncfs(2) of the project's file system is cheaper (design §5, measured
+// syncfs(2) of the project's file system is cheaper (design §4, measured
 // in bench/README.md, "Durable restores").
 const syncEachMax = 64
 
@@ -692,51 +698,57 @@ func (r *restorer) ignoredAndAbsent(p string, isDir bool) (ignored bool, top str
 	if !ignored {
 		return false, ""
 	}
-	fd, err := unix.Dup(r.rootfd)
-	if err != nil {
-		return false, ""
+	i, fd, err := r.walkAbove(comps)
+	if fd >= 0 {
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		return errors.Is(r.sys.Fstatat(fd, comps[len(comps)-1], &st, unix.AT_SYMLINK_NOFOLLOW), unix.ENOENT), ""
 	}
-	defer func() { unix.Close(fd) }()
-	for i, c := range comps {
-		if i == len(comps)-1 {
-			var st unix.Stat_t
-			return errors.Is(r.sys.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW), unix.ENOENT), ""
-		}
-		next, err := r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			// Missing, or a file or symlink the restore replaces with the
-			// directory (one it may not replace fails the write).
-			absent := errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
-			return absent, strings.Join(comps[:i+1], "/")
-		}
-		unix.Close(fd)
-		fd = next
-	}
-	return false, ""
+	// Missing, or a file or symlink the restore replaces with the
+	// directory (one it may not replace fails the write).
+	absent := errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+	return absent, strings.Join(comps[:i+1], "/")
 }
 
-// absentAbove is the shallowest directory above p that is missing from the
-// disk before the restore changes anything (so writing p makes it), or ""
-// when every directory above p is there (or one cannot be walked).
-func (r *restorer) absentAbove(p string) string {
-	comps := strings.Split(p, "/")
-	fd, err := unix.Dup(r.rootfd)
-	if err != nil {
+// absentAbove is, for a restore limited to paths, the shallowest
+// directory above p and outside them that is missing from the disk before
+// the restore changes anything (so writing p makes it); "" when there is
+// none, when every path is restored (no directory lies outside), or when
+// one cannot be walked.
+func (r *restorer) absentAbove(p string, paths []string) string {
+	if len(paths) == 0 {
 		return ""
 	}
-	defer func() { unix.Close(fd) }()
-	for i, c := range comps[:len(comps)-1] {
-		next, err := r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				return strings.Join(comps[:i+1], "/")
-			}
-			return ""
-		}
+	comps := strings.Split(p, "/")
+	i, fd, err := r.walkAbove(comps)
+	if fd >= 0 {
 		unix.Close(fd)
-		fd = next
+		return ""
+	}
+	if top := strings.Join(comps[:i+1], "/"); errors.Is(err, unix.ENOENT) && !inPaths(top, paths) {
+		return top
 	}
 	return ""
+}
+
+// walkAbove opens, from the root and following no symlink, the directories
+// comps[:len(comps)-1]: it returns the last one open (the caller closes
+// it), or -1 with the index of the component that could not be opened and
+// the error.
+func (r *restorer) walkAbove(comps []string) (int, int, error) {
+	fd, err := unix.Dup(r.rootfd)
+	if err != nil {
+		return 0, -1, err
+	}
+	for i, c := range comps[:len(comps)-1] {
+		next, err := r.sys.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return i, -1, err
+		}
+		fd = next
+	}
+	return 0, fd, nil
 }
 
 // undoCreated removes what the restore being undone created though the

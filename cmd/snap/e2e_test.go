@@ -15,19 +15,7 @@ import (
 // it: checkpoints with the transcript on stdin, log, rewind, undo, redo,
 // fsck.
 func TestEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not found")
-	}
-	isolate(t)
-	bin := filepath.Join(t.TempDir(), "snap")
-	build := exec.Command(goTool, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 
 	p := &project{t: t, dir: t.TempDir()}
 	t.Cleanup(p.fsck)
@@ -125,4 +113,24 @@ func TestEndToEnd(t *testing.T) {
 	if out := mustSnap("", "fsck"); !strings.Contains(out, "ok") {
 		t.Errorf("fsck: %s", out)
 	}
+}
+
+// buildBinary builds snap into the test's temporary directory, in an
+// isolated environment (isolate); it skips the test with -short or
+// without the go tool.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not found")
+	}
+	isolate(t)
+	bin := filepath.Join(t.TempDir(), "snap")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

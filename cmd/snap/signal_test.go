@@ -20,18 +20,7 @@ import (
 // turn (flock, as another snap process would), and the real binary gets a
 // SIGINT while it waits.
 func TestInterruptDuringLockWait(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not found")
-	}
-	isolate(t)
-	bin := filepath.Join(t.TempDir(), "snap")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	for _, c := range []struct{ lock, cmd string }{{"oplog.lock", "checkpoint"}, {"refs.lock", "checkpoint"}, {"gc.lock", "checkpoint"},
 		{"refs.lock", "rewind"}} { // a rewind's safety checkpoint waits too (adversarial A1)
 		lock := c.lock
