@@ -329,8 +329,8 @@ func TestBeginTaskParentAsTheCLI(t *testing.T) {
 	if isErr {
 		t.Fatalf("parent_task_id 0: %s", msg)
 	}
-	if task, _ := out["task"].(map[string]any); task["parent"] != nil && task["parent"] != float64(0) {
-		t.Fatalf("parent_task_id 0 began a task under %v, want the top level", task["parent"])
+	if task, ok := out["task"].(map[string]any); !ok || task["id"] != float64(2) || task["parent"] != nil && task["parent"] != float64(0) {
+		t.Fatalf("parent_task_id 0 began %v, want task 2 at the top level", out["task"])
 	}
 	out, _, _ = begin(map[string]any{"goal": "child"})
 	if task, _ := out["task"].(map[string]any); task["parent"] != float64(2) {
