@@ -313,7 +313,7 @@ type captureSpec struct {
 	maxSize int64 // 0: the store's setting
 	// rules are stored trees whose ignore files apply too (a rewind's
 	// target): what they ignore is neither recorded nor touched.
-	rules []objects.ID
+	rules []worktree.IgnoreTree
 	// task: a task operation, applied to the parent's task document.
 	task *taskStep
 }

@@ -205,14 +205,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	w := r.objects.NewWriter()
 	defer w.Abort()
 	cache := r.loadCache()
-	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources, foreign: r.isForeign(m.NewHead)}
-	if m.Scope.FromPresent {
-		spec.rules = nil // as when it began (M11)
-	}
-	if m.Scope.State && m.Scope.StateOut == "" && !m.Scope.Foreign {
-		spec.sources = tck.StateSources
-	}
-	now, err := r.capture(ctx, w, cache, spec)
+	now, err := r.capture(ctx, w, cache, safetySpec(head, tck, m.Scope, r.isForeign(m.NewHead))) // as when it began (M11)
 	if err != nil {
 		return err
 	}

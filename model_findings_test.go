@@ -185,3 +185,33 @@ func TestUndoAfterRedoOfEditCommit(t *testing.T) {
 		t.Fatalf("the undo of the redo gave x = %q, want the state just before the redo (mine)", b)
 	}
 }
+
+// A14 (torture/adversarial/2026-11-27): the undo of a rewind deleted a file
+// that was there before the rewind, excluded by .git/info/exclude then and
+// not any more. The exclude rules are no part of any tree, so a move
+// records those in force when it began, and its undo reads its target's
+// rules beneath them.
+func TestUndoKeepsFileExcludedWhenTheRewindBegan(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a"), "1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "a"), "2\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	exclude := filepath.Join(root, ".git", "info", "exclude")
+	writeFile(t, exclude, "F\n")
+	writeFile(t, filepath.Join(root, "F"), "precious\n")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1"}); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, exclude, "") // the user stops excluding F
+	res, err := r.Undo(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "F")); err != nil || string(b) != "precious\n" {
+		t.Fatalf("the undo of the rewind lost F: %q, %v (deleted %v)", b, err, res.Rewind.Deleted)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a")); string(b) != "2\n" {
+		t.Fatalf("a after the undo: %q", b)
+	}
+}

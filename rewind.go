@@ -99,6 +99,13 @@ type rewindScope struct {
 	// Foreign: the target was taken in another store; its state documents
 	// are written only to the paths this machine's head reads them from.
 	Foreign bool `json:"foreign,omitempty"`
+	// Excludes: the exclude rules in force when the move began (git's
+	// global excludes file and .git/info/exclude, which no tree holds), so
+	// the rules its safety checkpoint was taken under; TargetExcludes: an
+	// undo's, those of the move it undoes, under which its target's rules
+	// are read (A14). Nil: not recorded (an older store), those in force.
+	Excludes       *string `json:"excludes,omitempty"`
+	TargetExcludes *string `json:"target_excludes,omitempty"`
 	// recovering: completing a move a killed process began (its writes
 	// are made durable too, even when nothing is left to write).
 	recovering bool
@@ -153,6 +160,22 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 	return r.run(ctx, m, false)
 }
 
+// safetySpec is how a move's safety capture is taken: under the target's
+// ignore rules as well as today's (unless the target is made from the
+// present), so that what either ignores is neither pulled into the store
+// nor touched; with the documents at the target's sources when the state
+// moves too.
+func safetySpec(head, tck *objects.Checkpoint, scope rewindScope, foreign bool) captureSpec {
+	spec := captureSpec{parent: head, exclude: tck.StateSources, foreign: foreign}
+	if !scope.FromPresent {
+		spec.rules = []worktree.IgnoreTree{{Tree: tck.Tree, Excludes: scope.TargetExcludes}}
+	}
+	if scope.State && scope.StateOut == "" && !scope.Foreign {
+		spec.sources = tck.StateSources
+	}
+	return spec
+}
+
 // run is the shared core of rewind, undo and redo: take a safety
 // checkpoint, journal the move, restore m.Target within m.Scope, move the
 // head to m.NewHead and record the operation. The safety checkpoint is the
@@ -195,17 +218,9 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	// documents go only where this machine's head reads them (restoreState).
 	m.Scope.Foreign = r.isForeign(target)
 	scope.Foreign = m.Scope.Foreign
-	spec := captureSpec{parent: head, rules: []objects.ID{tck.Tree}, exclude: tck.StateSources, foreign: r.isForeign(headID)}
-	if scope.FromPresent {
-		spec.rules = nil
-	}
-	if scope.State && scope.StateOut == "" && !scope.Foreign {
-		spec.sources = tck.StateSources
-	}
-	// Captured under the target's ignore rules as well as today's (unless
-	// the target is made from the present): what either ignores is
-	// neither pulled into the store nor touched.
-	now, err := r.capture(ctx, w, cache, spec)
+	ex := worktree.Excludes(r.Root)
+	m.Scope.Excludes = &ex
+	now, err := r.capture(ctx, w, cache, safetySpec(head, tck, scope, r.isForeign(headID)))
 	if err != nil {
 		return nil, fmt.Errorf("safety checkpoint: %w", err)
 	}

@@ -82,6 +82,12 @@ func moveTree(r *Repo, ctx context.Context, session string, op refs.Op, undo boo
 	}
 	scope := detail.rewindScope
 	scope.UndoCreated, scope.UndoCreatedState, scope.UndoFrom = nil, nil, nil
+	scope.Excludes, scope.TargetExcludes = nil, nil
+	if undo {
+		// Back to the safety checkpoint, under the exclude rules it was
+		// taken under: what they ignored then was no part of it (A14).
+		scope.TargetExcludes = detail.Excludes
+	}
 	scope.FromPresent = false // a move to an older checkpoint, under its rules
 	scope.Txn = ""            // the undo or redo is an operation of its own
 	target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}

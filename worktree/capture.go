@@ -57,11 +57,21 @@ type Options struct {
 	// rules too, so that it neither records nor touches what the target
 	// ignores (an .env the target's .gitignore names, say), whatever the
 	// ignore files on disk say now.
-	IgnoreTrees []objects.ID
+	IgnoreTrees []IgnoreTree
 	// Exclude lists paths (slash-separated, relative to Root) that are
 	// never captured, as the store is not: state documents kept inside the
 	// project.
 	Exclude []string
+}
+
+// IgnoreTree is a stored root tree whose ignore files apply to a capture
+// (Options.IgnoreTrees), read beneath exclude rules as git reads a
+// checkout: Excludes, the rules in force when the tree was the working
+// tree (an undo's target: they were recorded when the move it undoes
+// began), or, when nil, those in force now.
+type IgnoreTree struct {
+	Tree     objects.ID
+	Excludes *string
 }
 
 // Skipped is a path that was not captured, and why. A directory's path
@@ -263,16 +273,20 @@ func (c *capturer) carry(dir, name string, kind int) (objects.TreeEntry, bool) {
 }
 
 // rootIgnores is the rule set of the root: .git/info/exclude (and git's
-// global excludes file), and for each of opts.IgnoreTrees the same root
-// rules, as that tree checked out would have them: its own ignore files
+// global excludes file), and for each of opts.IgnoreTrees the root rules
+// of its time (the same, unless recorded), as that tree checked out would
+// have them: its own ignore files
 // are added beneath them directory by directory. (Starting a stored stack
 // empty let a tree's '!y' un-ignore what the exclude file ignores: M13.)
 func (c *capturer) rootIgnores() *ignoreSet {
 	root := rootIgnorer(c.opts.Root)
 	set := &ignoreSet{disk: root}
-	for _, id := range c.opts.IgnoreTrees {
+	for _, it := range c.opts.IgnoreTrees {
 		st := storedIgnore{ig: root}
-		if t, err := c.w.ReadTree(id); err == nil {
+		if it.Excludes != nil {
+			st.ig = excludesIgnorer(*it.Excludes)
+		}
+		if t, err := c.w.ReadTree(it.Tree); err == nil {
 			st.tree = t
 		}
 		set.stored = append(set.stored, st)

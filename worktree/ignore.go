@@ -48,6 +48,15 @@ func newIgnorer(patterns []pattern, lits map[string][]literalPattern) *ignorer {
 // see excludesFile), then the project's .git/info/exclude, which wins over
 // it, as in git.
 func rootIgnorer(root string) *ignorer {
+	return excludesIgnorer(Excludes(root))
+}
+
+// Excludes is the text of the exclude rules in force at the project root
+// now, as rootIgnorer reads them: git's global excludes file, then
+// .git/info/exclude. Neither is part of the tree, so a move records them
+// (design §5): its undo restores the tree under the rules that were in
+// force when the move began (IgnoreTree.Excludes).
+func Excludes(root string) string {
 	var data []byte
 	if f := excludesFile(root); f != "" {
 		if d, err := readSmall(f); err == nil && len(d) > 0 {
@@ -57,10 +66,15 @@ func rootIgnorer(root string) *ignorer {
 	if d, err := readSmall(filepath.Join(root, ".git", "info", "exclude")); err == nil {
 		data = append(data, d...)
 	}
-	if len(data) == 0 {
+	return string(data)
+}
+
+// excludesIgnorer is the rule set of exclude rules' text.
+func excludesIgnorer(text string) *ignorer {
+	if text == "" {
 		return newIgnorer(nil, nil)
 	}
-	ps, lits := parsePatterns(data, nil, map[string][]literalPattern{})
+	ps, lits := parsePatterns([]byte(text), nil, map[string][]literalPattern{})
 	return newIgnorer(ps, lits)
 }
 

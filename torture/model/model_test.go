@@ -62,6 +62,10 @@ type scope struct {
 	// the target's (M11). Never stored with an op: its undo and redo
 	// move to older checkpoints, under their rules.
 	diskRules bool
+	// targetExclude, when set: the exclude rules the target's own are read
+	// beneath (an undo's: those on disk when the move it undoes began,
+	// which snap records with the move, A14); otherwise those on disk.
+	targetExclude *string
 }
 
 func (s scope) String() string {
@@ -140,6 +144,10 @@ type stackOp struct {
 	// redo drops again (when they are still what is pending).
 	what  string
 	edits *pendingEdits
+	// exclude: .git/info/exclude on disk when the last application of the
+	// move began (what its undo reads the safety checkpoint's rules
+	// beneath).
+	exclude string
 }
 
 // project is one project directory with its own store, and the model of
@@ -292,10 +300,19 @@ func diskRules(d tree) *ruleSet {
 // d: its own ignore files (.gitignore and .snapignore: .git/info/exclude is
 // not recorded) beneath d's exclude file, as git would read them (M13).
 func recordRules(rec, d tree) *ruleSet {
-	exclude := ""
+	return recordRulesUnder(rec, excludeOf(d))
+}
+
+// excludeOf is d's .git/info/exclude as a capture reads it.
+func excludeOf(d tree) string {
 	if e, ok := d[".git/info/exclude"]; ok && (e.K == 'f' || e.K == 'x') && readable(e) {
-		exclude = e.Data
+		return e.Data
 	}
+	return ""
+}
+
+// recordRulesUnder: the rules of checkpoint rec beneath exclude rules.
+func recordRulesUnder(rec tree, exclude string) *ruleSet {
 	return newRuleSet(exclude, func(p string) (string, bool) {
 		e, ok := rec[p]
 		if !ok || (e.K != 'f' && e.K != 'x') {
@@ -732,6 +749,9 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 	me := moveExp{mayFail: map[string]bool{}, protected: map[string]bool{}, docWrites: map[string]bool{}, why: map[string]string{},
 		optionalDirs: map[string]bool{}, created: created}
 	rt := recordRules(T.files, d0)
+	if sc.targetExclude != nil {
+		rt = recordRulesUnder(T.files, *sc.targetExclude)
+	}
 	// The safety capture, under T's rules too: the head's documents read
 	// again, and those at the target's sources.
 	var extra map[string]string

@@ -709,7 +709,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 		return
 	}
 	so := &stackOp{kind: "rewind", step: r.step, session: op.Session, newHead: tgt.id, target: tgt.id, scope: sc,
-		before: d0, after: d1, outBefore: o0, outAfter: o1}
+		before: d0, after: d1, outBefore: o0, outAfter: o1, exclude: excludeOf(d0)}
 	if h != nil {
 		so.oldHead = h.id
 	}
@@ -1091,7 +1091,11 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	if undo {
 		created, createdDocs = top.created, top.createdDocs
 	}
-	me := p.expectMove(d0, o0, tgt, h, top.scope, created, createdDocs)
+	sc := top.scope
+	if undo {
+		sc.targetExclude = &top.exclude // A14
+	}
+	me := p.expectMove(d0, o0, tgt, h, sc, created, createdDocs)
 	if missing := me.missingPaths(top.scope, tgt); missing != "" {
 		_, err := call()
 		if !errors.Is(err, snap.ErrNoPath) {
@@ -1161,6 +1165,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 			top.oldHead = h.id
 		}
 		top.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), top.scope.paths)
+		top.exclude = excludeOf(d0)
 		top.createdDocs = p.createdDocs(me, tgt, top.scope, d0, o0, d1, o1)
 	}
 	// The last application of the rewind, for the exact checks.
