@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -279,6 +280,12 @@ func (r *Repo) planRevert(w *objects.Writer, nowTree, fromTree, toTree objects.I
 		switch {
 		case same(cur, hasCur, orig, hadOrig):
 			continue // already as before the change
+		case !hasCur && !hadBase && r.onDisk(p):
+			// Not captured (ignored or unreadable now) yet there: a
+			// restore would refuse to overwrite it after recording the
+			// revert, so the plan says it first (adversarial A7).
+			conflict("the change deleted it; it exists again now, not captured (ignored or unreadable)")
+			continue
 		case same(cur, hasCur, base, hadBase):
 			// Untouched since the change: simply the state before it.
 			if hadOrig {
@@ -377,4 +384,11 @@ func merge3(a, o, b []byte) ([]byte, []ConflictHunk) {
 			Original: strings.Join(c.O, ""), Reverted: strings.Join(c.B, "")})
 	}
 	return []byte(out.String()), hunks
+}
+
+// onDisk reports whether something exists at project path p (slashes),
+// whatever the captures say of it.
+func (r *Repo) onDisk(p string) bool {
+	_, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(p)))
+	return err == nil
 }
