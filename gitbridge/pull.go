@@ -95,8 +95,18 @@ func (b *Bridge) Push(ctx context.Context, o RemoteOptions) (*PushResult, error)
 		// this very session here (we rewound past it: it stays reachable
 		// there through the abandoned refs pushed with it).
 		force := ""
-		if b.ours(ctx, s.Session, before[SessionRefs+s.Session]) {
+		switch b.ours(ctx, s.Session, before[SessionRefs+s.Session]) {
+		case abandonedHere:
 			force = "+"
+		case inHistoryHere:
+			// A checkpoint of our history, but not in the history of our
+			// export: the same checkpoints exported otherwise (with or
+			// without --include-secret-files, or by other redaction rules).
+			// Replacing them would move the head of everyone who pulled
+			// them (adversarial A12).
+			if !b.isAncestor(before[SessionRefs+s.Session], plumbing.NewHash(s.Commit)) {
+				return nil, fmt.Errorf("%w: push to %s: session %s there holds checkpoints of ours exported otherwise (with or without --include-secret-files, or by another version's redaction rules); pushing would replace them for everyone who pulled them: push with the options used before, or under another session name", snap.ErrConflict, res.Remote, s.Session)
+			}
 		}
 		specs = append(specs,
 			config.RefSpec(force+SessionRefs+s.Session+":"+SessionRefs+s.Session),
@@ -131,31 +141,59 @@ func (b *Bridge) Push(ctx context.Context, o RemoteOptions) (*PushResult, error)
 	return res, nil
 }
 
-// ours reports whether commit h is the export of a checkpoint of session
-// here (the remote head a rewind here left behind).
-func (b *Bridge) ours(ctx context.Context, session string, h plumbing.Hash) bool {
-	if h.IsZero() {
+// isAncestor reports whether commit a is b or one of its ancestors, both
+// in the local repository.
+func (b *Bridge) isAncestor(a, h plumbing.Hash) bool {
+	if a == h {
+		return true
+	}
+	ca, err := object.GetCommit(b.git.Storer, a)
+	if err != nil {
 		return false
+	}
+	cb, err := object.GetCommit(b.git.Storer, h)
+	if err != nil {
+		return false
+	}
+	ok, err := ca.IsAncestor(cb)
+	return err == nil && ok
+}
+
+// Where a remote session head's checkpoint is in this store (ours).
+const (
+	notHere       = iota
+	abandonedHere // on a branch a rewind here abandoned: we rewound past it
+	inHistoryHere // the head here or one of its ancestors
+)
+
+// ours says whether commit h is the export of a checkpoint of session here,
+// and where that checkpoint is.
+func (b *Bridge) ours(ctx context.Context, session string, h plumbing.Hash) int {
+	if h.IsZero() {
+		return notHere
 	}
 	c, err := object.GetCommit(b.git.Storer, h)
 	if err != nil {
-		return false
+		return notHere
 	}
 	id, err := snap.ParseID(trailer(c.Message, TrailerCheckpoint))
 	if err != nil {
-		return false
+		return notHere
 	}
 	from := flagsOf(c.Message).from // a redacted export of ours
 	entries, err := b.snap.Log(ctx, snap.LogOptions{Session: session})
 	if err != nil {
-		return false
+		return notHere
 	}
 	for _, e := range entries {
 		if e.ID == id || e.ID == from {
-			return true
+			if e.Abandoned {
+				return abandonedHere
+			}
+			return inHistoryHere
 		}
 	}
-	return false
+	return notHere
 }
 
 func (b *Bridge) hasRefs(prefix string) bool {

@@ -385,3 +385,36 @@ func TestPushAfterRewind(t *testing.T) {
 	}
 	git(t, remote, "fsck", "--strict", "--no-dangling")
 }
+
+// A12 (torture/adversarial/2026-11-27): a push with --include-secret-files
+// exports the same checkpoints as other commits (the held-back .env in
+// their trees); it replaced the remote head a plain push had set, moving
+// the head of everyone who had pulled. It is refused now, and the remote
+// keeps its head.
+func TestPushOfOtherExportRefused(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	a, root, _ := machineA(t)
+	snaptest.WriteFiles(t, root, map[string]string{".env": "API_TOKEN=dev-only-value\n"})
+	if _, err := a.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	remote := t.TempDir()
+	git(t, remote, "init", "-q", "--bare")
+	b, _ := gitbridge.Open(a, "")
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	head := strings.TrimSpace(git(t, remote, "rev-parse", "refs/snap/sessions/s1"))
+	_, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}, IncludeSecretFiles: true})
+	if !errors.Is(err, snap.ErrConflict) || !strings.Contains(err.Error(), "exported otherwise") {
+		t.Fatalf("push --include-secret-files over a plain push: %v, want a conflict", err)
+	}
+	if now := strings.TrimSpace(git(t, remote, "rev-parse", "refs/snap/sessions/s1")); now != head {
+		t.Fatalf("the remote head moved from %s to %s", head, now)
+	}
+	// The same options as before push as before (nothing new).
+	if res, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"s1"}}); err != nil || !res.UpToDate {
+		t.Fatalf("a plain push again: %+v, %v", res, err)
+	}
+}
