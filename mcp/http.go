@@ -20,11 +20,11 @@ const Path = "/mcp"
 // HTTPHandler serves srv over MCP's streamable HTTP transport at [Path].
 // Every request must carry "Authorization: Bearer TOKEN" (compared in
 // constant time); others get 401 and reach no tool. token must not be empty.
-// The SDK's DNS-rebinding protection stays on: a request to a loopback
-// address naming another host is refused. A request with an Origin header
-// (one a browser sends for a web page's request) that is not the server's
-// own loopback origin is refused with 403 before anything else (see
-// ownOrigin); a request without one (a non-browser client) is served.
+// Before anything else, a request is refused with 403 unless its Host
+// header names this very server (DNS-rebinding protection: see ownHost),
+// and, when it has an Origin header (one a browser sends for a web page's
+// request), unless that is the server's own loopback origin; a request
+// without Origin (a non-browser client) is served.
 func HTTPHandler(srv *sdk.Server, token string) http.Handler {
 	if token == "" {
 		panic("mcp: HTTPHandler needs a token")
@@ -36,9 +36,16 @@ func HTTPHandler(srv *sdk.Server, token string) http.Handler {
 		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
 	}
 	mux := http.NewServeMux()
-	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	// The SDK's own Host check is the looser one (any loopback name, any
+	// port, case-sensitive): ownHost replaces it (adversarial A13).
+	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
+		&sdk.StreamableHTTPOptions{DisableLocalhostProtection: true})
 	mux.Handle(Path, auth.RequireBearerToken(verify, nil)(mcpHandler))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ownHost(r, r.Host) {
+			http.Error(w, fmt.Sprintf("forbidden: the Host header %q names another server than this one", r.Host), http.StatusForbidden)
+			return
+		}
 		if origins, ok := r.Header["Origin"]; ok && (len(origins) != 1 || !ownOrigin(r, origins[0])) {
 			http.Error(w, "forbidden: the Origin header names another site than this server", http.StatusForbidden)
 			return
@@ -47,12 +54,11 @@ func HTTPHandler(srv *sdk.Server, token string) http.Handler {
 	})
 }
 
-// ownOrigin reports whether origin is the server's own: http://127.0.0.1,
-// http://localhost or http://[::1] with the port of the connection's local
-// address (the bound port). The MCP streamable HTTP transport asks servers
-// to validate Origin: a web page the user visits may post to a loopback
-// port, and only an origin on this very server is the server's own.
-func ownOrigin(r *http.Request, origin string) bool {
+// ownHost reports whether hostport names this server: 127.0.0.1,
+// localhost or [::1] (any case) with the port of the connection's local
+// address (the bound port). A page on another name that resolves to
+// 127.0.0.1 (DNS rebinding) sends its own name, and is refused.
+func ownHost(r *http.Request, hostport string) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok || local == nil {
 		return false
@@ -62,11 +68,20 @@ func ownOrigin(r *http.Request, origin string) bool {
 		return false
 	}
 	for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
-		if strings.EqualFold(origin, "http://"+host+":"+port) {
+		if strings.EqualFold(hostport, host+":"+port) {
 			return true
 		}
 	}
 	return false
+}
+
+// ownOrigin reports whether origin is the server's own: http:// and a
+// host ownHost accepts. The MCP streamable HTTP transport asks servers to
+// validate Origin: a web page the user visits may post to a loopback
+// port, and only an origin on this very server is the server's own.
+func ownOrigin(r *http.Request, origin string) bool {
+	scheme, hostport, ok := strings.Cut(origin, "://")
+	return ok && strings.EqualFold(scheme, "http") && ownHost(r, hostport)
 }
 
 // ListenLoopback listens on addr (host:port; port 0 picks a free one),

@@ -217,3 +217,42 @@ func TestHTTPOrigin(t *testing.T) {
 		}
 	}
 }
+
+// The Host header must name this server: a loopback name (any case) with
+// the bound port (adversarial A13: the check was the SDK's, case-sensitive
+// and blind to the port). A DNS-rebinding page sends its own name.
+func TestHTTPHost(t *testing.T) {
+	repo, _ := snaptest.NewRepo(t)
+	ts := httptest.NewServer(mcp.HTTPHandler(mcp.New(repo, mcp.Options{Session: "web", Version: "test"}), "s3cret"))
+	defer ts.Close()
+	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
+	const initReq = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	status := func(host string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", ts.URL+mcp.Path, strings.NewReader(initReq))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, h := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port} {
+		if got := status(h); got != http.StatusOK {
+			t.Errorf("Host %q: status %d, want 200", h, got)
+		}
+	}
+	other := "1"
+	if port == "1" {
+		other = "2"
+	}
+	for _, h := range []string{"127.0.0.1", "127.0.0.1:" + other, "evil.example:" + port, "localhost.:" + port, "127.1:" + port} {
+		if got := status(h); got != http.StatusForbidden {
+			t.Errorf("Host %q: status %d, want 403", h, got)
+		}
+	}
+}

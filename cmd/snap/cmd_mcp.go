@@ -50,9 +50,10 @@ address is refused: the server acts on your files with your rights). Every
 request must carry "Authorization: Bearer TOKEN": the token is
 $SNAP_MCP_TOKEN when set, else the one in .snap/mcp-token (made on first use,
 mode 0600, kept across runs so a client's configuration stays valid). A
-request with an Origin header other than the server's own
-(http://127.0.0.1:PORT, http://localhost:PORT, http://[::1]:PORT) is refused
-with 403: a web page in a browser never reaches the tools. Port 0
+request whose Host is not 127.0.0.1:PORT, localhost:PORT or [::1]:PORT, or
+with an Origin header other than the server's own (http:// and one of
+those), is refused with 403: a web page in a browser never reaches the
+tools. Port 0
 picks a free port; the address is printed (with --json: {"url", "token_file"}).
 It runs until interrupted.
 
