@@ -8,6 +8,7 @@ package snap_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	snap "github.com/snapcore-dev/snap"
@@ -213,5 +214,39 @@ func TestUndoKeepsFileExcludedWhenTheRewindBegan(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "a")); string(b) != "2\n" {
 		t.Fatalf("a after the undo: %q", b)
+	}
+}
+
+// M18 (seed 507): the undo of a rewind left src/main.go as the rewind
+// wrote it. The safety checkpoint's .gitignore had grown past
+// max-file-size, so its capture skipped it and carried its previous
+// version ('src/*.go'), and the undo read its target's rules from that
+// stale copy: src/main.go counted as ignored by the target and was left
+// alone. A stored tree's ignore file that its capture skipped is not read
+// (the restore keeps it as it is on disk, whose rules apply anyway).
+func TestUndoIgnoresStaleCopyOfSkippedIgnoreFile(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	if err := r.ConfigSet(ctx, "capture.max-file-size", "100"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "src", "main.go"), "package main\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, ".gitignore"), "src/*.go\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	big := "# " + strings.Repeat("x", 200) + "\n"
+	writeFile(t, filepath.Join(root, ".gitignore"), big) // skipped from now on: its previous version is kept
+	writeFile(t, filepath.Join(root, "src", "main.go"), "package main\nalpha\n")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@~1"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Undo(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "src", "main.go")); string(b) != "package main\nalpha\n" {
+		t.Fatalf("src/main.go after the undo: %q (restored %v, skipped %v)", b, res.Rewind.Restored, res.Rewind.Skipped)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, ".gitignore")); string(b) != big {
+		t.Fatalf(".gitignore after the undo: %q", b)
 	}
 }

@@ -168,7 +168,7 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 func safetySpec(head, tck *objects.Checkpoint, scope rewindScope, foreign bool) captureSpec {
 	spec := captureSpec{parent: head, exclude: tck.StateSources, foreign: foreign}
 	if !scope.FromPresent {
-		spec.rules = []worktree.IgnoreTree{{Tree: tck.Tree, Excludes: scope.TargetExcludes}}
+		spec.rules = []worktree.IgnoreTree{{Tree: tck.Tree, Excludes: scope.TargetExcludes, Skipped: tck.Skipped}}
 	}
 	if scope.State && scope.StateOut == "" && !scope.Foreign {
 		spec.sources = tck.StateSources

@@ -72,6 +72,10 @@ type Options struct {
 type IgnoreTree struct {
 	Tree     objects.ID
 	Excludes *string
+	// Skipped: the paths the tree's capture could not read
+	// (objects.Checkpoint.Skipped); an ignore file among them is not read
+	// from the tree, which holds an older version of it (M18).
+	Skipped []string
 }
 
 // Skipped is a path that was not captured, and why. A directory's path
@@ -282,7 +286,7 @@ func (c *capturer) rootIgnores() *ignoreSet {
 	root := rootIgnorer(c.opts.Root)
 	set := &ignoreSet{disk: root}
 	for _, it := range c.opts.IgnoreTrees {
-		st := storedIgnore{ig: root}
+		st := storedIgnore{ig: root, skipped: it.Skipped}
 		if it.Excludes != nil {
 			st.ig = excludesIgnorer(*it.Excludes)
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -273,6 +274,10 @@ type ignoreSet struct {
 type storedIgnore struct {
 	ig   *ignorer
 	tree *objects.Tree // the directory in the stored tree; nil when it has none there
+	// skipped: what the tree's capture could not read (IgnoreTree.Skipped):
+	// an ignore file among them holds its previous content, not the one
+	// that was in force (M18).
+	skipped []string
 }
 
 // ignored reports whether the rules on disk ignore the path, and, when
@@ -293,10 +298,15 @@ func (s *ignoreSet) ignored(path []string, isDir bool) (byDisk, byStored bool) {
 // (a rewind target's) ignore.
 const storedOnly = "ignored under the rewind target's rules"
 
-// storedIgnoreFiles reads the ignore files a stored directory holds.
-func storedIgnoreFiles(r blobReader, t *objects.Tree) [][]byte {
+// storedIgnoreFiles reads the ignore files stored directory t (at comps)
+// holds, but those its capture skipped (kept: see storedIgnore.skipped;
+// the restore leaves them as they are on disk, whose rules apply anyway).
+func storedIgnoreFiles(r blobReader, t *objects.Tree, comps, skipped []string) [][]byte {
 	var out [][]byte
 	for _, name := range ignoreFiles {
+		if len(skipped) > 0 && kept(path.Join(append(slices.Clone(comps), name)...), skipped) {
+			continue
+		}
 		e, ok := t.Find(name)
 		if !ok || (e.Mode != objects.ModeFile && e.Mode != objects.ModeExec) || e.Size > 1<<20 {
 			continue
@@ -337,7 +347,7 @@ func (s *ignoreSet) enter(r blobReader, fd int, comps, names []string) *ignoreSe
 	for i, st := range s.stored {
 		stored[i] = st
 		if st.tree != nil {
-			if files := storedIgnoreFiles(r, st.tree); files != nil {
+			if files := storedIgnoreFiles(r, st.tree, comps, st.skipped); files != nil {
 				stored[i].ig = st.ig.child(comps, files)
 			}
 		}
@@ -353,7 +363,7 @@ func (s *ignoreSet) sub(r blobReader, name string) *ignoreSet {
 	}
 	stored := make([]storedIgnore, len(s.stored))
 	for i, st := range s.stored {
-		stored[i] = storedIgnore{ig: st.ig}
+		stored[i] = storedIgnore{ig: st.ig, skipped: st.skipped}
 		if st.tree != nil {
 			if e, ok := st.tree.Find(name); ok && e.Mode == objects.ModeDir {
 				if t, err := r.ReadTree(e.ID); err == nil {

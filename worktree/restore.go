@@ -904,7 +904,7 @@ func (r *restorer) storedRulesIn(comps []string) *ignorer {
 	}
 	if !id.IsZero() {
 		if t, err := r.src.ReadTree(id); err == nil {
-			if files := storedIgnoreFiles(r.src, t); files != nil {
+			if files := storedIgnoreFiles(r.src, t, comps, r.opts.Keep); files != nil {
 				ig = parent.child(slices.Clone(comps), files)
 			}
 		}

@@ -300,7 +300,7 @@ func diskRules(d tree) *ruleSet {
 // d: its own ignore files (.gitignore and .snapignore: .git/info/exclude is
 // not recorded) beneath d's exclude file, as git would read them (M13).
 func recordRules(rec, d tree) *ruleSet {
-	return recordRulesUnder(rec, excludeOf(d))
+	return recordRulesUnder(rec, excludeOf(d), nil)
 }
 
 // excludeOf is d's .git/info/exclude as a capture reads it.
@@ -311,15 +311,29 @@ func excludeOf(d tree) string {
 	return ""
 }
 
-// recordRulesUnder: the rules of checkpoint rec beneath exclude rules.
-func recordRulesUnder(rec tree, exclude string) *ruleSet {
+// recordRulesUnder: the rules of checkpoint rec beneath exclude rules;
+// an ignore file among skipped (what its capture could not read: rec holds
+// an older version) is not read (M18).
+func recordRulesUnder(rec tree, exclude string, skipped []string) *ruleSet {
 	return newRuleSet(exclude, func(p string) (string, bool) {
 		e, ok := rec[p]
-		if !ok || (e.K != 'f' && e.K != 'x') {
+		if !ok || (e.K != 'f' && e.K != 'x') || underAny(p, skipped) {
 			return "", false
 		}
 		return e.Data, true
 	}, rec.isDir)
+}
+
+// underAny reports whether p is one of paths or lies beneath one (a
+// directory's ends in "/").
+func underAny(p string, paths []string) bool {
+	for _, q := range paths {
+		q = strings.TrimSuffix(q, "/")
+		if p == q || strings.HasPrefix(p, q+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func readable(e ent) bool { return !e.NoRead || !canUnread }
@@ -748,10 +762,11 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 	}
 	me := moveExp{mayFail: map[string]bool{}, protected: map[string]bool{}, docWrites: map[string]bool{}, why: map[string]string{},
 		optionalDirs: map[string]bool{}, created: created}
-	rt := recordRules(T.files, d0)
+	ex := excludeOf(d0)
 	if sc.targetExclude != nil {
-		rt = recordRulesUnder(T.files, *sc.targetExclude)
+		ex = *sc.targetExclude
 	}
+	rt := recordRulesUnder(T.files, ex, T.skipped)
 	// The safety capture, under T's rules too: the head's documents read
 	// again, and those at the target's sources.
 	var extra map[string]string
