@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/redact"
 )
 
 // Ref namespaces the bridge writes (all under refs/snap/).
@@ -67,8 +69,11 @@ type ExportResult struct {
 	// Secrets: the secrets redacted from the commits this export wrote
 	// (each once; never the secret itself). HeldBack: secret-named files
 	// left out of them; SecretFilesIncluded: those exported on request.
-	Secrets             []Secret `json:"secrets"`
-	HeldBack            []string `json:"held_back"`
+	Secrets  []Secret `json:"secrets"`
+	HeldBack []string `json:"held_back"`
+	// SessionsHeldBack: sessions --all left out because their name, which
+	// names their refs, holds what looks like a secret.
+	SessionsHeldBack    int      `json:"sessions_held_back,omitempty"`
 	SecretFilesIncluded []string `json:"secret_files_included,omitempty"`
 }
 
@@ -103,6 +108,15 @@ func (b *Bridge) Export(ctx context.Context, o ExportOptions) (*ExportResult, er
 	defer ex.sec.close()
 	res := &ExportResult{Repo: b.Dir, Sessions: []SessionExport{}, RefsUpdated: []string{}, Secrets: []Secret{}, HeldBack: []string{}}
 	for _, s := range sessions {
+		// A session's name is its refs' name: it cannot be redacted
+		// (adversarial A4).
+		if _, rep, err := redact.Name(s); err == nil && !rep.Clean() {
+			if !o.All {
+				return nil, fmt.Errorf("%w: the name of session %s… holds what looks like a secret (%s): it would be the name of its refs on the remote; export other sessions, or continue this one's work in a session named otherwise", snap.ErrUsage, rep.Findings[0].Masked, rep.Findings[0].Kind)
+			}
+			res.SessionsHeldBack++
+			continue
+		}
 		entries, err := b.snap.Log(ctx, snap.LogOptions{Session: s})
 		if err != nil {
 			return nil, err
@@ -350,11 +364,12 @@ func (ex *exporter) export(id snap.ID) (*exported, error) {
 		return nil, err
 	}
 	out.State = state
-	if out.Summary, err = ex.sec.text(node.Summary, id.Short()+":summary"); err != nil {
+	if err := ex.sec.record(&out, id.Short()); err != nil {
 		return nil, err
 	}
 	x := &exported{id: id, node: node}
-	if !slices.Equal(out.Parents, node.Parents) || out.Tree != node.Tree || out.State != node.State || out.Summary != node.Summary {
+	if !slices.Equal(out.Parents, node.Parents) || out.Tree != node.Tree || out.State != node.State || out.Summary != node.Summary ||
+		out.MessageID != node.MessageID || !slices.Equal(out.Labels, node.Labels) || !maps.Equal(out.StateSources, node.StateSources) {
 		im, err := ex.sec.importer()
 		if err != nil {
 			return nil, err

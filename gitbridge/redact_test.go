@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -276,4 +278,66 @@ func TestPushRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNone(t, "a default push after an export with secret files", allObjects(t, other), secrets)
+}
+
+// A4 (torture/adversarial/2026-11-27): a push redacted the documents and
+// the summary, but not the record's other texts (message id, labels, the
+// paths documents were read from), the file names, or the session names. Now
+// the record's texts are redacted, a file whose name holds a secret is held
+// back, and --all leaves out a session whose name holds one: no object or
+// ref of the remote holds the key, and redact --check reports each.
+func TestPushRedactsMetadata(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	key := madeUpSecrets()["aws"]
+	a, root := snaptest.NewRepo(t)
+	git(t, root, "init", "-q", "-b", "main")
+	snaptest.WriteFiles(t, root, map[string]string{"main.go": "package main\n", "notes-" + key + ".txt": "x\n"})
+	dir := filepath.Join(t.TempDir(), "tok-"+key)
+	os.MkdirAll(dir, 0o755)
+	conv := filepath.Join(dir, "conv.jsonl")
+	os.WriteFile(conv, []byte(userLine(0, "hi")), 0o644)
+	id, err := a.Checkpoint(ctx, snap.CheckpointOptions{Session: "s1", MessageID: "msg_" + key, Labels: []string{"lbl-" + key},
+		State: []snap.StateDoc{{Name: snap.ConversationDoc, Source: conv}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Checkpoint(ctx, snap.CheckpointOptions{Session: "sess-" + key, AllowEmpty: true}); err != nil {
+		t.Fatal(err)
+	}
+	node, _, err := a.ReadNode(ctx, id.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, err := gitbridge.RecordSecrets(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fields {
+		got = append(got, f.Field)
+	}
+	if want := []string{"message_id", "label", "state_sources:conversation"}; !slices.Equal(got, want) {
+		t.Errorf("RecordSecrets: %q, want %q", got, want)
+	}
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	git(t, "", "init", "-q", "--bare", remote)
+	b, err := gitbridge.Open(a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, Sessions: []string{"sess-" + key}}); !errors.Is(err, snap.ErrUsage) || strings.Contains(err.Error(), key) {
+		t.Fatalf("push of a session whose name holds a key: %v, want a usage error that does not repeat it", err)
+	}
+	res, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: remote, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Export.SessionsHeldBack != 1 || !slices.Equal(res.Export.HeldBack, []string{"notes-" + key + ".txt"}) {
+		t.Errorf("held back: %d sessions, files %q", res.Export.SessionsHeldBack, res.Export.HeldBack)
+	}
+	if all := allObjects(t, remote) + git(t, remote, "for-each-ref"); strings.Contains(all, key) {
+		i := strings.Index(all, key)
+		t.Fatalf("the remote holds the key: ...%s...", all[max(0, i-80):i])
+	}
 }

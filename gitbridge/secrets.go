@@ -217,6 +217,51 @@ func (s *secrets) text(t, where string) (string, error) {
 	return string(out), nil
 }
 
+// name redacts an identifier or a path (redact.Name).
+func (s *secrets) name(t, where string) (string, error) {
+	out, rep, err := redact.Name(t)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range rep.Findings {
+		s.note(f, where)
+	}
+	return out, nil
+}
+
+// record redacts the texts of a checkpoint's record that an export carries
+// besides its documents: the summary, the message id, the labels and the
+// paths its documents were read from (adversarial A4). short names the
+// checkpoint where a finding is reported.
+func (s *secrets) record(n *snap.Node, short string) error {
+	var err error
+	if n.Summary, err = s.text(n.Summary, short+":summary"); err != nil {
+		return err
+	}
+	if n.MessageID, err = s.name(n.MessageID, short+":message_id"); err != nil {
+		return err
+	}
+	if len(n.Labels) > 0 {
+		labels := make([]string, len(n.Labels))
+		for i, l := range n.Labels {
+			if labels[i], err = s.name(l, short+":label"); err != nil {
+				return err
+			}
+		}
+		n.Labels = labels
+	}
+	if len(n.StateSources) > 0 {
+		src := make(map[string]string, len(n.StateSources))
+		for name, p := range n.StateSources {
+			if src[name], err = s.name(p, short+":state_sources:"+name); err != nil {
+				return err
+			}
+		}
+		n.StateSources = src
+	}
+	return nil
+}
+
 // quiet redacts a short text without reporting what it found (a text an
 // earlier export reported).
 func (s *secrets) quiet(t string) (string, error) {
@@ -272,7 +317,7 @@ func (k *kept) add(sub kept) {
 // false when it is held back (a secret's name, git does not track it, and
 // the export was not asked to include such files), counted in k.
 func (s *secrets) file(k *kept, p string, size int64) bool {
-	if _, ok := redact.SecretFileName(p); !ok {
+	if _, ok := secretName(p); !ok {
 		return true
 	}
 	k.secret = true
@@ -401,11 +446,67 @@ func SecretFiles(ctx context.Context, r *snap.Repo, id snap.ID) ([]SecretFile, e
 				if err := walk(e.ID, p); err != nil {
 					return err
 				}
-			} else if pat, ok := redact.SecretFileName(p); ok {
+			} else if pat, ok := secretName(p); ok {
 				out = append(out, SecretFile{Path: p, Pattern: pat, Tracked: tracked[p]})
 			}
 		}
 		return nil
 	}
 	return out, walk(node.Tree, "")
+}
+
+// secretName reports whether the file at p is held back unless git tracks
+// it, and why: its name marks it as a secret (redact.SecretFileName: the
+// pattern), or its path holds what looks like one, a token pasted into a
+// name (adversarial A4: "a secret in its name (KIND)").
+func secretName(p string) (string, bool) {
+	if pat, ok := redact.SecretFileName(p); ok {
+		return pat, true
+	}
+	if _, rep, err := redact.Name(p); err == nil && !rep.Clean() {
+		return "a secret in its name (" + rep.Findings[0].Kind + ")", true
+	}
+	return "", false
+}
+
+// RecordFinding is what an export would redact in one text of a
+// checkpoint's record.
+type RecordFinding struct {
+	Field    string           `json:"field"` // summary, message_id, label, state_sources:NAME
+	Findings []redact.Finding `json:"findings"`
+}
+
+// RecordSecrets lists what an export redacts in checkpoint n's record
+// (secrets.record): the summary, the message id, the labels, the paths its
+// documents were read from.
+func RecordSecrets(n *snap.Node) ([]RecordFinding, error) {
+	var out []RecordFinding
+	add := func(field, t string, scan func(string) (string, *redact.Report, error)) error {
+		_, rep, err := scan(t)
+		if err == nil && !rep.Clean() {
+			out = append(out, RecordFinding{Field: field, Findings: rep.Findings})
+		}
+		return err
+	}
+	text := func(t string) (string, *redact.Report, error) {
+		b, rep, err := redact.Bytes([]byte(t))
+		return string(b), rep, err
+	}
+	if err := add("summary", n.Summary, text); err != nil {
+		return nil, err
+	}
+	if err := add("message_id", n.MessageID, redact.Name); err != nil {
+		return nil, err
+	}
+	for _, l := range n.Labels {
+		if err := add("label", l, redact.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range sortedKeys(n.StateSources) {
+		if err := add("state_sources:"+name, n.StateSources[name], redact.Name); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

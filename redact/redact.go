@@ -290,20 +290,32 @@ func assignedOp(text, lower string, p int) int {
 
 // Scan reads a document and returns what Apply would redact in it.
 func Scan(rd io.Reader) (*Report, error) {
-	s, err := newScan(rd)
+	return scanSized(rd, readBuf)
+}
+
+// scanSized is Scan with a read buffer of size bytes (a short text needs
+// no 64 KiB buffer: its allocation was most of the cost of Name).
+func scanSized(rd io.Reader, size int) (*Report, error) {
+	s, err := newScan(rd, size)
 	if err != nil {
 		return nil, err
 	}
 	return s.run()
 }
 
-func newScan(rd io.Reader) (*scan, error) {
+// readBuf is the read buffer of a scan: a longer line is read in pieces.
+const readBuf = 64 << 10
+
+func newScan(rd io.Reader, size int) (*scan, error) {
 	rs, err := loadRules()
 	if err != nil {
 		return nil, err
 	}
-	return &scan{rules: rs, known: map[string]Finding{}, br: bufio.NewReaderSize(rd, 64<<10), h: sha256.New(), lineNo: 1}, nil
+	return &scan{rules: rs, known: map[string]Finding{}, br: bufio.NewReaderSize(rd, size), h: sha256.New(), lineNo: 1}, nil
 }
+
+// bufFor is the read buffer for a text of n bytes held in memory.
+func bufFor(n int) int { return min(max(n+1, 16), readBuf) }
 
 // ScanAfter is Scan for a document that may begin with the document prev
 // reported on (a transcript that grew): when it does, up to the last
@@ -318,7 +330,7 @@ func ScanAfter(prev *Report, open func() (io.ReadCloser, error)) (*Report, error
 	defer rd.Close()
 	if prev != nil && prev.resume != nil {
 		r := prev.resume
-		s, err := newScan(rd)
+		s, err := newScan(rd, readBuf)
 		if err != nil {
 			return nil, err
 		}
@@ -344,7 +356,7 @@ func ScanAfter(prev *Report, open func() (io.ReadCloser, error)) (*Report, error
 
 // Bytes redacts a document held in memory.
 func Bytes(in []byte) ([]byte, *Report, error) {
-	rep, err := Scan(bytes.NewReader(in))
+	rep, err := scanSized(bytes.NewReader(in), bufFor(len(in)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -357,6 +369,23 @@ func Bytes(in []byte) ([]byte, *Report, error) {
 		return nil, nil, err
 	}
 	return out.Bytes(), rep, nil
+}
+
+// Name redacts a short identifier: a message id, a label, a session or
+// file name, a path. gitleaks' rules want a word boundary before a key, and
+// an identifier joins its words with '_' (msg_AKIA… is no match as it
+// stands), so each '_' is read as a space; the placeholders replace the
+// secrets in s itself.
+func Name(s string) (string, *Report, error) {
+	rep, err := scanSized(strings.NewReader(strings.ReplaceAll(s, "_", " ")), bufFor(len(s)))
+	if err != nil || rep.Clean() {
+		return s, rep, err
+	}
+	var out strings.Builder
+	if _, err := rep.Apply(strings.NewReader(s), &out); err != nil {
+		return "", nil, err
+	}
+	return out.String(), rep, nil
 }
 
 type scan struct {

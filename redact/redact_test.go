@@ -463,3 +463,23 @@ func TestUnicodeEscapedSecret(t *testing.T) {
 		t.Fatalf("an escaped backslash was taken for an escape: %q", v.Content)
 	}
 }
+
+// Name reads '_' as a space: gitleaks' rules want a word boundary before a
+// key, which an identifier's '_' is not (adversarial A4).
+func TestName(t *testing.T) {
+	key := "AKIA" + "QYLPMN5HFIQR7XYZ"
+	for in, want := range map[string]string{
+		"msg_" + key:           "msg_[REDACTED:aws-access-token]",
+		"lbl-" + key + "_x":    "lbl-[REDACTED:aws-access-token]_x",
+		"/home/u/tok-" + key:   "/home/u/tok-[REDACTED:aws-access-token]",
+		"plain_name-of.a/file": "plain_name-of.a/file",
+	} {
+		got, rep, err := Name(in)
+		if err != nil || got != want {
+			t.Errorf("Name(%q) = %q, %v; want %q", in, got, err, want)
+		}
+		if (got != in) == rep.Clean() {
+			t.Errorf("Name(%q): report clean=%v though the text changed=%v", in, rep.Clean(), got != in)
+		}
+	}
+}

@@ -250,6 +250,9 @@ func writeRedactions(w io.Writer, res *gitbridge.ExportResult) {
 		}
 		fmt.Fprintf(w, "redacted %s (%s); 'snap redact --check' shows where\n", plural(n, "secret"), strings.Join(list, ", "))
 	}
+	if n := res.SessionsHeldBack; n > 0 {
+		fmt.Fprintf(w, "held back %s whose name holds what looks like a secret (the name would be a ref's on the remote)\n", plural(n, "session"))
+	}
 	if n := len(res.HeldBack); n > 0 {
 		fmt.Fprintf(w, "held back %s git does not track: %s (--include-secret-files exports them)\n", plural(n, "secret file"), strings.Join(res.HeldBack, ", "))
 	}

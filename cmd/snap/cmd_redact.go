@@ -20,7 +20,9 @@ type redactOptions struct {
 
 // redactDoc is what --check found in one document.
 type redactDoc struct {
-	Name     string           `json:"name"` // the state document, "summary", or the FILE as given
+	// Name: the state document, a text of the checkpoint's record
+	// (summary, message_id, label, state_sources:NAME), or the FILE as given.
+	Name     string           `json:"name"`
 	Size     int64            `json:"size"`
 	Findings []redact.Finding `json:"findings"`
 }
@@ -55,8 +57,10 @@ and that git does not track are held back unless --include-secret-files is
 given to export or push.
 
 'snap redact --check' shows, for checkpoint REF (default: the session head),
-what an export would redact in each state document and in the summary, and
-why (kind, rule, line), and the secret files it would hold back; with a FILE
+what an export would redact in each state document and in the checkpoint's
+record (summary, message id, labels, the paths documents were read from), and
+why (kind, rule, line), and the secret files it would hold back (a file name
+holding what looks like a secret counts as one); with a FILE
 that exists, what it would redact in that file. A finding shows the kind, the
 rule, where it is, a fingerprint (the same secret, the same fingerprint) and
 at most a 4-character prefix, never the secret. Nothing is changed.
@@ -139,11 +143,13 @@ func runRedactCheck(ctx context.Context, o redactOptions, out io.Writer) error {
 		rep.Documents = append(rep.Documents, redactDoc{Name: e.Name, Size: r.Size, Findings: findings(r)})
 		rep.Secrets += len(r.Findings)
 	}
-	if _, r, err := redact.Bytes([]byte(node.Summary)); err != nil {
+	fields, err := gitbridge.RecordSecrets(node)
+	if err != nil {
 		return err
-	} else if !r.Clean() {
-		rep.Documents = append(rep.Documents, redactDoc{Name: "summary", Size: r.Size, Findings: findings(r)})
-		rep.Secrets += len(r.Findings)
+	}
+	for _, f := range fields {
+		rep.Documents = append(rep.Documents, redactDoc{Name: f.Field, Findings: f.Findings})
+		rep.Secrets += len(f.Findings)
 	}
 	if rep.SecretFiles, err = gitbridge.SecretFiles(ctx, repo, id); err != nil {
 		return err
