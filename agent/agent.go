@@ -3,6 +3,27 @@
 // engine and never blocks or breaks the agent. The adapters
 // (agent/claudecode, ...) only turn their agent's payloads into Events and
 // edit their agent's settings files.
+//
+// # The hooks snap owns in a settings file
+//
+// InstallHooks adds, for each event, one entry of its own to the event's
+// list: {"matcher": M, "hooks": [{"type": "command", "command": C}]}, where
+// M is the adapter's matcher for the event (no "matcher" member when it
+// has none) and C is the command line of this install ("snap hook NAME",
+// or the running program's path when the snap on PATH is another one).
+// That shape is snap's mark: an entry is snap's when it is exactly that,
+// the same members with the same values (whatever its layout or member
+// order), and only such an entry is ever removed. Every other hook that
+// runs snap's hook (RunsSnapHook: a program named snap, then "hook NAME")
+// is the user's: one with a timeout, a matcher of its own, another path to
+// snap, or sharing its entry with another command. It is never rewritten
+// or removed, and its event counts as installed: install adds no second
+// hook beside it (that would record two checkpoints per event) and reports
+// it (InstallResult.Kept). An entry written by snap at another path (the
+// program moved, or was run from elsewhere) is therefore left alone as
+// well: it still counts as installed, and an uninstall run by that program
+// removes it. An entry the user wrote that is exactly snap's cannot be told
+// from snap's, and is taken for it.
 package agent
 
 import (

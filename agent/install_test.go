@@ -2,20 +2,26 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap"
 )
 
 var testSpecs = []HookSpec{{Event: "PreToolUse", Matcher: "Edit|Bash"}, {Event: "Stop"}}
 
-func TestIsOurs(t *testing.T) {
+func TestRunsSnapHook(t *testing.T) {
 	for cmd, want := range map[string]bool{
 		"snap hook claude-code":                      true,
 		"/usr/local/bin/snap hook claude-code":       true,
@@ -29,8 +35,8 @@ func TestIsOurs(t *testing.T) {
 		"'/unterminated/snap hook claude-code":       false,
 		"'/x/snap'hook claude-code":                  false,
 	} {
-		if got := IsOurs(cmd, "claude-code"); got != want {
-			t.Errorf("IsOurs(%q) = %v, want %v", cmd, got, want)
+		if got := RunsSnapHook(cmd, "claude-code"); got != want {
+			t.Errorf("RunsSnapHook(%q) = %v, want %v", cmd, got, want)
 		}
 	}
 }
@@ -46,7 +52,7 @@ func TestQuoteCommandRuns(t *testing.T) {
 	if err != nil || string(out) != "ran hook claude-code\n" {
 		t.Fatalf("%s: %v %q", cmd, err, out)
 	}
-	if !IsOurs(cmd, "claude-code") {
+	if !RunsSnapHook(cmd, "claude-code") {
 		t.Fatalf("%s is not recognised as snap's", cmd)
 	}
 }
@@ -61,7 +67,7 @@ func TestInstallRefusesWhatItWouldLose(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "settings.json")
 			os.WriteFile(p, []byte(content), 0o644)
-			if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, false); err == nil {
+			if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{}); err == nil {
 				t.Fatal("installed")
 			}
 			if b, _ := os.ReadFile(p); string(b) != content {
@@ -72,55 +78,285 @@ func TestInstallRefusesWhatItWouldLose(t *testing.T) {
 }
 
 // Another tool's hook that merely ends like snap's is neither taken for
-// snap's at install nor removed at uninstall; a stale path of snap's own
-// is updated; characters like & stay as they are.
+// snap's at install nor removed at uninstall; a hook running snap at
+// another path (a moved snap, or the user's own) counts as installed and is
+// neither rewritten nor removed; characters like & stay as they are.
 func TestInstallOnlyTouchesSnapsHooks(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "settings.json")
 	orig := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"npx @acme/audit-trail hook claude-code"}]},` +
 		`{"hooks":[{"type":"command","command":"/opt/old/snap hook claude-code"}]}],` +
 		`"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"make lint && echo ok > /dev/null"}]}]}}`
 	os.WriteFile(p, []byte(orig), 0o644)
-	res, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, false)
+	res, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(res.Events, ",") != "PreToolUse,Stop" {
-		t.Fatalf("events %v", res.Events)
+	if strings.Join(res.Events, ",") != "PreToolUse" || strings.Join(res.Kept, ",") != "Stop" {
+		t.Fatalf("events %v, kept %v", res.Events, res.Kept)
 	}
 	b, _ := os.ReadFile(p)
-	if !strings.Contains(string(b), "make lint && echo ok > /dev/null") || !strings.Contains(string(b), "npx @acme/audit-trail") || strings.Contains(string(b), "/opt/old/snap") {
+	if !strings.Contains(string(b), "make lint && echo ok > /dev/null") || !strings.Contains(string(b), "npx @acme/audit-trail") ||
+		!strings.Contains(string(b), `{"hooks":[{"type":"command","command":"/opt/old/snap hook claude-code"}]}]`) {
 		t.Fatalf("after install:\n%s", b)
 	}
-	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, true); err != nil {
+	res, err = InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{Uninstall: true})
+	if err != nil || strings.Join(res.Kept, ",") != "Stop" {
+		t.Fatal(res, err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != orig {
+		t.Fatalf("after uninstall:\n%s\nwant\n%s", b, orig)
+	}
+}
+
+// claudeSpecs are Claude Code's hooks (agent/claudecode.Hooks).
+var claudeSpecs = []HookSpec{
+	{Event: "SessionStart"}, {Event: "UserPromptSubmit"},
+	{Event: "PreToolUse", Matcher: "*"}, {Event: "PostToolUse", Matcher: "*"},
+	{Event: "Stop"}, {Event: "SubagentStop"}, {Event: "PreCompact"},
+}
+
+// snapHooks counts, per event, the hooks in a settings text that run
+// snap's hook for claude-code.
+func snapHooks(t *testing.T, text []byte) map[string]int {
+	t.Helper()
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Command string }
+		}
+	}
+	if err := json.Unmarshal(text, &s); err != nil {
+		t.Fatalf("%v:\n%s", err, text)
+	}
+	n := map[string]int{}
+	for event, entries := range s.Hooks {
+		for _, e := range entries {
+			for _, h := range e.Hooks {
+				if RunsSnapHook(h.Command, "claude-code") {
+					n[event]++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// Adversarial report A2: hooks the user wrote that run snap (a timeout, a
+// matcher of their own, another path to snap, in an entry shared with
+// another command) are the user's. Install rewrites none of them and adds
+// no second hook beside one (it reports them as kept); uninstall removes
+// none of them; and install then uninstall gives back the original bytes,
+// also for "hooks": null, empty containers and an empty file. Installing
+// again over snap's own install changes nothing.
+func TestInstallKeepsUsersOwnSnapHooks(t *testing.T) {
+	const cmd = "/tmp/a2/snap hook claude-code" // this install's command line
+	for _, c := range []struct {
+		name, text string
+		kept       string // the events whose hook is the user's
+	}{
+		{"timeout", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"snap hook claude-code","timeout":99}]}]}}`, "Stop"},
+		{"matcher Bash", `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"snap hook claude-code"}]}]}}`, "PreToolUse"},
+		{"absolute path", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"/usr/local/bin/snap hook claude-code"}]}]}}`, "Stop"},
+		{"bare snap, snap's shape", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"snap hook claude-code"}]}]}}`, "Stop"},
+		{"shared with fmt", `{"hooks":{"PostToolUse":[{"matcher":"Edit","hooks":[{"type":"command","command":"snap hook claude-code"},{"type":"command","command":"fmt"}]}]}}`, "PostToolUse"},
+		{"snap's matcher, another member", `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"` + cmd + `"}],"note":"mine"}]}}`, "PreToolUse"},
+		{"several, multi-line", "{\n  \"hooks\": {\n    \"Stop\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"snap hook claude-code\", \"timeout\": 5}]}\n    ],\n" +
+			"    \"SessionStart\": [{\"matcher\": \"startup\", \"hooks\": [{\"command\": \"'/opt/my tools/snap' hook claude-code\", \"type\": \"command\"}]}]\n  }\n}\n", "SessionStart,Stop"},
+		{"hooks null", `{"a":1,  "hooks" : null}`, ""},
+		{"hooks empty", `{"a":1, "hooks": { }}`, ""},
+		{"event empty and null", "{\n  \"hooks\": {\"Stop\": [], \"PreCompact\": null}\n}\n", ""},
+		{"empty file", ``, ""},
+		{"blank file", "\n\n", ""},
+		{"empty object", `{}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "settings.local.json")
+			os.WriteFile(p, []byte(c.text), 0o644)
+			before := snapHooks(t, []byte(strings.TrimSpace(c.text)+map[bool]string{true: "{}"}[strings.TrimSpace(c.text) == ""]))
+			res, err := InstallHooks(p, "claude-code", cmd, claudeSpecs, InstallOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(res.Kept, ","); got != c.kept {
+				t.Errorf("kept %q, want %q", got, c.kept)
+			}
+			if len(res.Events)+len(res.Kept) != len(claudeSpecs) {
+				t.Errorf("added %v and kept %v: want every event once", res.Events, res.Kept)
+			}
+			installed, _ := os.ReadFile(p)
+			after := snapHooks(t, installed)
+			for _, s := range claudeSpecs {
+				if want := max(before[s.Event], 1); after[s.Event] != want {
+					t.Errorf("%s: %d hooks run snap, want %d:\n%s", s.Event, after[s.Event], want, installed)
+				}
+			}
+			// The user's hooks keep their bytes (command path, timeout).
+			var orig struct{ Hooks map[string]json.RawMessage }
+			json.Unmarshal([]byte(c.text), &orig)
+			for event, raw := range orig.Hooks {
+				if string(raw) != "null" && !strings.Contains(string(installed), strings.TrimSuffix(strings.TrimSpace(string(raw)), "]")) {
+					t.Errorf("%s: the user's hooks changed:\n%s\nwas\n%s", event, installed, raw)
+				}
+			}
+			if res, err := InstallHooks(p, "claude-code", cmd, claudeSpecs, InstallOptions{}); err != nil || res.Changed {
+				t.Fatalf("second install: %+v %v", res, err)
+			}
+			if again, _ := os.ReadFile(p); string(again) != string(installed) {
+				t.Fatalf("second install changed the bytes:\n%s", again)
+			}
+			res, err = InstallHooks(p, "claude-code", cmd, claudeSpecs, InstallOptions{Uninstall: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(res.Kept, ","); got != c.kept {
+				t.Errorf("uninstall kept %q, want %q", got, c.kept)
+			}
+			if b, err := os.ReadFile(p); err != nil || string(b) != c.text {
+				t.Fatalf("after uninstall (%v):\n%q\nwant the original:\n%q", err, b, c.text)
+			}
+			if res, err := InstallHooks(p, "claude-code", cmd, claudeSpecs, InstallOptions{Uninstall: true}); err != nil || res.Changed {
+				t.Fatalf("second uninstall: %+v %v", res, err)
+			}
+		})
+	}
+}
+
+// Snap's own entries are recognised whatever their layout, and only they:
+// removing them from a file something else changed since (so the backup
+// does not match) still leaves every hook of the user's, byte for byte.
+func TestUninstallAfterOtherChanges(t *testing.T) {
+	const cmd = "snap hook claude-code"
+	orig := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"snap hook claude-code","timeout":99}]}]}}`
+	p := filepath.Join(t.TempDir(), "settings.json")
+	os.WriteFile(p, []byte(orig), 0o644)
+	if _, err := InstallHooks(p, "claude-code", cmd, claudeSpecs, InstallOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	// Another tool rewrites the file in its own layout and adds a key.
+	var v map[string]any
+	json.Unmarshal(b, &v)
+	v["model"] = "opus"
+	b, _ = json.MarshalIndent(v, "", "\t")
+	os.WriteFile(p, b, 0o644)
+	res, err := InstallHooks(p, "claude-code", cmd, claudeSpecs, InstallOptions{Uninstall: true})
+	if err != nil || len(res.Events) != len(claudeSpecs)-1 || strings.Join(res.Kept, ",") != "Stop" {
+		t.Fatal(res, err)
 	}
 	b, _ = os.ReadFile(p)
 	var got, want any
 	json.Unmarshal(b, &got)
-	json.Unmarshal([]byte(`{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"npx @acme/audit-trail hook claude-code"}]}],`+
-		`"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"make lint && echo ok > /dev/null"}]}]}}`), &want)
+	json.Unmarshal([]byte(`{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"snap hook claude-code","timeout":99}]}]}}`), &want)
 	if g, w := mustMarshal(got), mustMarshal(want); g != w {
-		t.Fatalf("after uninstall:\n%s\nwant\n%s", g, w)
+		t.Fatalf("after uninstall:\n%s\nwant\n%s", b, w)
 	}
 }
 
-// A settings file that is a symlink (dotfiles) is written where it points.
-func TestInstallThroughSymlink(t *testing.T) {
+// A settings file that is a symlink (dotfiles, or a cloned repository's
+// link to any file of the user's) is refused, dangling or not, for install
+// and uninstall: the error says where it points, nothing is written
+// through it, and no backup is made, there or beside the link.
+func TestInstallRefusesSymlink(t *testing.T) {
+	installed := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"snap hook claude-code"}]}]}}`
+	for _, c := range []struct {
+		name, target string // target "": dangling
+		uninstall    bool
+	}{
+		{"install", `{"model":"opus"}`, false},
+		{"uninstall", installed, true},
+		{"dangling", "", false},
+		{"dangling uninstall", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			target := filepath.Join(dir, "dotfiles", "settings.json")
+			os.MkdirAll(filepath.Dir(target), 0o755)
+			if c.target != "" {
+				os.WriteFile(target, []byte(c.target), 0o644)
+			}
+			link := filepath.Join(dir, "proj", ".claude", "settings.json")
+			os.MkdirAll(filepath.Dir(link), 0o755)
+			if err := os.Symlink("../../dotfiles/settings.json", link); err != nil {
+				t.Fatal(err)
+			}
+			_, err := InstallHooks(link, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{Uninstall: c.uninstall, Force: true})
+			if !errors.Is(err, snap.ErrUsage) || !strings.Contains(fmt.Sprint(err), "symbolic link to ../../dotfiles/settings.json ("+target+")") {
+				t.Fatalf("want a usage error naming the target, got %v", err)
+			}
+			if c.target == "" && !strings.Contains(err.Error(), "does not exist") {
+				t.Errorf("a dangling link is not said to be one: %v", err)
+			}
+			if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Fatal("the symlink was replaced")
+			}
+			if c.target == "" {
+				if _, err := os.Lstat(target); err == nil {
+					t.Fatal("the link's target was made")
+				}
+			} else if b, _ := os.ReadFile(target); string(b) != c.target {
+				t.Fatalf("target changed: %s", b)
+			}
+			if es, _ := os.ReadDir(filepath.Dir(link)); len(es) != 1 {
+				t.Fatalf("files made beside the link: %v", es)
+			}
+			if es, _ := os.ReadDir(filepath.Dir(target)); len(es) != min(len(c.target), 1) {
+				t.Fatalf("files made beside the target: %v", es)
+			}
+		})
+	}
+}
+
+// A settings file that is read-only to its owner is refused (install and
+// uninstall alike), even for root, unless Force; Force keeps its mode.
+func TestInstallRefusesReadOnly(t *testing.T) {
 	dir := t.TempDir()
-	target := filepath.Join(dir, "dotfiles", "settings.json")
-	os.MkdirAll(filepath.Dir(target), 0o755)
-	os.WriteFile(target, []byte(`{"model":"opus"}`), 0o644)
-	link := filepath.Join(dir, ".claude", "settings.json")
-	os.MkdirAll(filepath.Dir(link), 0o755)
-	os.Symlink(target, link)
-	if _, err := InstallHooks(link, "claude-code", "snap hook claude-code", testSpecs, false); err != nil {
+	p := filepath.Join(dir, "settings.json")
+	orig := `{"readonly": "on purpose"}` + "\n"
+	os.WriteFile(p, []byte(orig), 0o644)
+	os.Chmod(p, 0o444)
+	_, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{})
+	if !errors.Is(err, snap.ErrUsage) || !strings.Contains(err.Error(), "read-only") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("want a usage error about a read-only file, got %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != orig {
+		t.Fatalf("changed: %s", b)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Fatalf("files made: %v", es)
+	}
+	res, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{Force: true})
+	if err != nil || !res.Changed {
+		t.Fatal(res, err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o444 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	// Nothing to change: no refusal.
+	if res, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{}); err != nil || res.Changed {
+		t.Fatal(res, err)
+	}
+	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{Uninstall: true}); !errors.Is(err, snap.ErrUsage) {
+		t.Fatalf("uninstall: want a usage error, got %v", err)
+	}
+	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{Uninstall: true, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Fatal("the symlink was replaced")
+	if b, _ := os.ReadFile(p); string(b) != orig {
+		t.Fatalf("after uninstall: %s", b)
 	}
-	if b, _ := os.ReadFile(target); !strings.Contains(string(b), "snap hook claude-code") || !strings.Contains(string(b), "opus") {
-		t.Fatalf("target: %s", b)
+}
+
+// Anything but a regular file or a symlink is refused (a FIFO would block
+// the read).
+func TestInstallRefusesNonRegular(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "settings.json")
+	if err := unix.Mkfifo(p, 0o644); err != nil {
+		t.Skip(err)
+	}
+	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{}); !errors.Is(err, snap.ErrUsage) {
+		t.Fatalf("want a usage error, got %v", err)
+	}
+	if _, err := Installed(p, "claude-code", testSpecs); err == nil {
+		t.Fatal("status: no error")
 	}
 }
 
@@ -167,7 +403,7 @@ func TestInstallKeepsTheText(t *testing.T) {
 	specs := []HookSpec{{Event: "PreToolUse", Matcher: "Edit|Bash"}, {Event: "PostToolUse", Matcher: ".*"}, {Event: "Stop"}}
 	p := filepath.Join(t.TempDir(), "settings.json")
 	os.WriteFile(p, []byte(n8Settings), 0o644)
-	res, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, false)
+	res, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, InstallOptions{})
 	if err != nil || !res.Changed {
 		t.Fatal(res, err)
 	}
@@ -188,10 +424,10 @@ func TestInstallKeepsTheText(t *testing.T) {
 	if backup, _ := os.ReadFile(res.Backup); string(backup) != n8Settings {
 		t.Fatalf("backup %s: %q", res.Backup, backup)
 	}
-	if res, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, false); err != nil || res.Changed {
+	if res, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, InstallOptions{}); err != nil || res.Changed {
 		t.Fatalf("second install: %+v %v", res, err)
 	}
-	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, true); err != nil {
+	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, InstallOptions{Uninstall: true}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != n8Settings {
@@ -201,10 +437,10 @@ func TestInstallKeepsTheText(t *testing.T) {
 		t.Fatalf("the uninstall overwrote the backup: %q", backup)
 	}
 	// A later install (another program path) keeps the first backup.
-	if _, err := InstallHooks(p, "claude-code", "/opt/snap hook claude-code", specs, false); err != nil {
+	if _, err := InstallHooks(p, "claude-code", "/opt/snap hook claude-code", specs, InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, false); err != nil {
+	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if backup, _ := os.ReadFile(res.Backup); string(backup) != n8Settings {
@@ -216,7 +452,7 @@ func TestInstallKeepsTheText(t *testing.T) {
 // leaves nothing in it (no backup: there was no file).
 func TestInstallNewFileRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), ".claude", "settings.local.json")
-	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, false); err != nil {
+	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(p)
@@ -227,7 +463,7 @@ func TestInstallNewFileRoundTrip(t *testing.T) {
 	if _, err := os.Stat(p + ".snap-backup"); err == nil {
 		t.Fatal("a backup of no file")
 	}
-	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, true); err != nil {
+	if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", testSpecs, InstallOptions{Uninstall: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err == nil {
@@ -249,12 +485,17 @@ func TestInstallRoundTripProperty(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for i := range n {
-		text, foreign := randomSettings(rng)
+		text, foreign, exact := randomSettings(rng)
 		p := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		res, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, false)
+		blank := strings.TrimSpace(text) == ""
+		before := map[string]int{}
+		if !blank {
+			before = snapHooks(t, []byte(text))
+		}
+		res, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, InstallOptions{})
 		if err != nil {
 			t.Fatalf("case %d: install: %v\n%s", i, err, text)
 		}
@@ -263,39 +504,60 @@ func TestInstallRoundTripProperty(t *testing.T) {
 		if err := json.Unmarshal(after, &top); err != nil {
 			t.Fatalf("case %d: install wrote no JSON object (%v):\n%s\nfrom\n%s", i, err, after, text)
 		}
-		if got, _ := Installed(p, "claude-code", specs); len(got) != len(specs) || !res.Changed {
-			t.Fatalf("case %d: installed %v:\n%s", i, got, after)
+		if got, _ := Installed(p, "claude-code", specs); len(got) != len(specs) || res.Changed != (len(res.Events) > 0) || len(res.Events)+len(res.Kept) != len(specs) {
+			t.Fatalf("case %d: installed %v, result %+v:\n%s", i, got, res, after)
+		}
+		// One hook runs snap on each event: snap's, or the user's own.
+		for event, n := range snapHooks(t, after) {
+			if want := max(before[event], 1); slices.ContainsFunc(specs, func(s HookSpec) bool { return s.Event == event }) && n != want {
+				t.Fatalf("case %d: %s: %d hooks run snap, want %d:\n%s", i, event, n, want, after)
+			}
 		}
 		// Everything before and after the hooks member is the same bytes.
 		if pre, post, ok := aroundHooks(text); ok {
 			if !strings.HasPrefix(string(after), pre) || !strings.HasSuffix(string(after), post) {
 				t.Fatalf("case %d: the text outside \"hooks\" changed:\n%s\nfrom\n%s", i, after, text)
 			}
-		} else if last := strings.LastIndex(text, "}"); !strings.HasPrefix(string(after), strings.TrimRight(text[:last], " \t\r\n")) {
+		} else if last := strings.LastIndex(text, "}"); !blank && !strings.HasPrefix(string(after), strings.TrimRight(text[:last], " \t\r\n")) {
 			t.Fatalf("case %d: the text before the new \"hooks\" changed:\n%s\nfrom\n%s", i, after, text)
 		}
-		if got := foreignCommands(t, after); !slices.Equal(got, foreign) {
+		if got := foreignCommands(t, after, specs); !slices.Equal(got, foreign) {
 			t.Fatalf("case %d: foreign hooks after install %v, want %v:\n%s", i, got, foreign, after)
 		}
-		if res, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, false); err != nil || res.Changed {
+		// Taking snap's entries out of the text is the inverse of adding
+		// them (the backup is not needed for that).
+		if exact {
+			back, removed, _, err := removeHooks(after, "claude-code", "snap hook claude-code", specs)
+			if err != nil || string(back) != text || !slices.Equal(removed, res.Events) {
+				t.Fatalf("case %d: removeHooks(%v, removed %v):\n%s\nwant the original:\n%s", i, err, removed, back, text)
+			}
+		}
+		if res, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, InstallOptions{}); err != nil || res.Changed {
 			t.Fatalf("case %d: second install changed the file: %v", i, err)
 		}
-		if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, true); err != nil {
+		if again, _ := os.ReadFile(p); string(again) != string(after) {
+			t.Fatalf("case %d: second install changed the bytes", i)
+		}
+		if _, err := InstallHooks(p, "claude-code", "snap hook claude-code", specs, InstallOptions{Uninstall: true}); err != nil {
 			t.Fatalf("case %d: uninstall: %v", i, err)
 		}
 		back, _ := os.ReadFile(p)
 		if string(back) != text {
 			t.Fatalf("case %d: install+uninstall:\n%s\nwant the original:\n%s\n(installed:\n%s)", i, back, text, after)
 		}
-		if backup, _ := os.ReadFile(p + ".snap-backup"); string(backup) != text {
+		if backup, err := os.ReadFile(p + ".snap-backup"); res.Changed && string(backup) != text || !res.Changed && err == nil {
 			t.Fatalf("case %d: backup %q", i, backup)
 		}
 	}
 }
 
-// randomSettings is a settings text in a random style, and the commands of
-// the foreign hooks it holds, sorted.
-func randomSettings(rng *rand.Rand) (string, []string) {
+// randomSettings is a settings text in a random style, the commands of the
+// hooks it holds, sorted (some run snap, the user's own), and whether
+// taking snap's entries out of the installed text gives back its bytes
+// (no: it holds an empty or null "hooks" or event list, or is blank, which
+// only the backup can tell from nothing).
+func randomSettings(rng *rand.Rand) (text string, foreign []string, exact bool) {
+	exact = true
 	type style struct{ indent, colon, comma string }
 	styles := []style{{"  ", ": ", ", "}, {"    ", ": ", ", "}, {"\t", ": ", ", "}, {"", ":", ","}, {"", ": ", ", "}, {" ", " : ", " , "}}
 	st := styles[rng.IntN(len(styles))]
@@ -352,16 +614,26 @@ func randomSettings(rng *rand.Rand) (string, []string) {
 			return o
 		}
 	}
-	var foreign []string
 	handler := func() any {
 		c := fmt.Sprintf("tool-%d --flag \u003cx\u003e", len(foreign))
+		var extra [][2]any
+		// A hook of the user's own that runs snap (never in the exact
+		// shape of snap's entry): with a timeout, or another path.
+		switch rng.IntN(8) {
+		case 0:
+			c, extra = "snap hook claude-code", [][2]any{{`"timeout"`, `99`}}
+		case 1:
+			c = "/usr/local/bin/snap hook claude-code"
+		case 2:
+			c = "'/opt/my tools/snap' hook claude-code"
+		}
 		foreign = append(foreign, c)
 		cs, _ := json.Marshal(c)
 		kv := [][2]any{{`"type"`, `"command"`}, {`"command"`, string(cs)}}
 		if rng.IntN(2) == 0 {
 			kv[0], kv[1] = kv[1], kv[0]
 		}
-		return kv
+		return append(kv, extra...)
 	}
 	var top [][2]any
 	keys := []string{`"model"`, `"permissions"`, `"env"`, `"apiKeyHelper"`, `"statusLine"`, `"caf\u00e9"`, `"includeCoAuthoredBy"`}
@@ -374,6 +646,16 @@ func randomSettings(rng *rand.Rand) (string, []string) {
 		events := []string{`"Notification"`, `"PreToolUse"`, `"Stop"`, `"SessionEnd"`, `"PostToolUse"`}
 		rng.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
 		for _, e := range events[:1+rng.IntN(len(events))] {
+			switch rng.IntN(12) {
+			case 0:
+				hooks = append(hooks, [2]any{e, "null"})
+				exact = false
+				continue
+			case 1:
+				hooks = append(hooks, [2]any{e, []any{}})
+				exact = false
+				continue
+			}
 			var entries []any
 			for range 1 + rng.IntN(2) {
 				var hs []any
@@ -388,15 +670,25 @@ func randomSettings(rng *rand.Rand) (string, []string) {
 			}
 			hooks = append(hooks, [2]any{e, entries})
 		}
+		var value any = hooks
+		switch rng.IntN(10) {
+		case 0:
+			value, foreign, exact = "null", nil, false
+		case 1:
+			value, foreign, exact = [][2]any{}, nil, false
+		}
 		at := rng.IntN(len(top) + 1)
-		top = slices.Insert(top, at, [2]any{`"hooks"`, hooks})
+		top = slices.Insert(top, at, [2]any{`"hooks"`, value})
 	}
-	text := render(top, 0)
+	text = render(top, 0)
 	if rng.IntN(3) != 0 {
 		text += nl
 	}
+	if rng.IntN(25) == 0 { // an empty or blank file
+		text, foreign, exact = []string{"", nl, "  " + nl + nl}[rng.IntN(3)], nil, false
+	}
 	sort.Strings(foreign)
-	return text, foreign
+	return text, foreign, exact
 }
 
 // aroundHooks is the text before the top-level "hooks" key and after its
@@ -420,25 +712,31 @@ func aroundHooks(text string) (string, string, bool) {
 	return text[:i], text[j+1+int(d.InputOffset()):], true
 }
 
-// foreignCommands are the hook commands in a settings text that are not
-// snap's, sorted.
-func foreignCommands(t *testing.T, text []byte) []string {
+// foreignCommands are the hook commands in a settings text that are not in
+// snap's own entries for specs, sorted.
+func foreignCommands(t *testing.T, text []byte, specs []HookSpec) []string {
 	t.Helper()
-	var s struct {
-		Hooks map[string][]struct {
-			Hooks []struct{ Command string }
-		}
-	}
+	var s struct{ Hooks map[string][]map[string]any }
 	if err := json.Unmarshal(text, &s); err != nil {
 		t.Fatalf("%v:\n%s", err, text)
 	}
 	var out []string
-	for _, entries := range s.Hooks {
+	for event, entries := range s.Hooks {
 		for _, e := range entries {
-			for _, h := range e.Hooks {
-				if !IsOurs(h.Command, "claude-code") {
-					out = append(out, h.Command)
+			i := slices.IndexFunc(specs, func(s HookSpec) bool { return s.Event == event })
+			if i >= 0 {
+				own := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "snap hook claude-code"}}}
+				if specs[i].Matcher != "" {
+					own["matcher"] = specs[i].Matcher
 				}
+				if reflect.DeepEqual(e, own) {
+					continue
+				}
+			}
+			hs, _ := e["hooks"].([]any)
+			for _, h := range hs {
+				c, _ := h.(map[string]any)["command"].(string)
+				out = append(out, c)
 			}
 		}
 	}

@@ -324,103 +324,171 @@ func hooksObject(specs []HookSpec, command string) jsonObject {
 	return o
 }
 
-// ourHook is one of snap's hooks in an event's list: the entry (its index
-// in the list), the entry's "hooks" list and the hook's index in it, the
-// span of its command's value, the command, and whether every hook of
-// the entry is snap's.
-type ourHook struct {
-	entry    int
-	list     jsonContainer
-	hook     int
-	command  jsonItem
-	cmd      string
-	entryAll bool
+// jsonString is the value of it when it is a JSON string.
+func jsonString(text []byte, it jsonItem) (string, bool) {
+	var s string
+	if text[it.valStart] != '"' || json.Unmarshal(text[it.valStart:it.end], &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
-// ourHooks finds snap's hooks (IsOurs(name)) in the event list at
-// text[at]. Entries or hooks that are not objects, and "hooks" that are
-// not lists, are another tool's business: left alone.
-func ourHooks(text []byte, at int, name string) ([]ourHook, error) {
-	list, err := parseContainer(text, at)
+// ownEntry reports whether the element e of an event's list is snap's own
+// entry for s: exactly what hookEntry(s, command) writes, whatever its
+// layout and member order (see the package doc): the matcher of s (none
+// when s has none), and one hook with only "type": "command" and
+// "command": command.
+func ownEntry(text []byte, e jsonItem, s HookSpec, command string) bool {
+	if text[e.valStart] != '{' {
+		return false
+	}
+	entry, err := parseContainer(text, e.valStart)
 	if err != nil {
-		return nil, err
+		return false
 	}
-	var out []ourHook
-	for ei, e := range list.items {
-		if text[e.valStart] != '{' {
-			continue
-		}
-		entry, err := parseContainer(text, e.valStart)
-		if err != nil {
-			return nil, err
-		}
-		hi, err := entry.member("hooks")
-		if err != nil {
-			return nil, err
-		}
-		if hi < 0 || text[entry.items[hi].valStart] != '[' {
-			continue
-		}
-		hooks, err := parseContainer(text, entry.items[hi].valStart)
-		if err != nil {
-			return nil, err
-		}
-		var found []ourHook
-		for j, h := range hooks.items {
-			if text[h.valStart] != '{' {
-				continue
-			}
-			hook, err := parseContainer(text, h.valStart)
-			if err != nil {
-				return nil, err
-			}
-			ci, err := hook.member("command")
-			if err != nil {
-				return nil, err
-			}
-			var cmd string
-			if ci < 0 || json.Unmarshal(text[hook.items[ci].valStart:hook.items[ci].end], &cmd) != nil || !IsOurs(cmd, name) {
-				continue
-			}
-			found = append(found, ourHook{entry: ei, list: hooks, hook: j, command: hook.items[ci], cmd: cmd})
-		}
-		for i := range found {
-			found[i].entryAll = len(found) == len(hooks.items)
-		}
-		out = append(out, found...)
+	want := 1
+	if s.Matcher != "" {
+		want = 2
 	}
-	return out, nil
+	if len(entry.items) != want {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, it := range entry.items {
+		if seen[it.key] {
+			return false
+		}
+		seen[it.key] = true
+		switch it.key {
+		case "matcher":
+			if m, ok := jsonString(text, it); !ok || s.Matcher == "" || m != s.Matcher {
+				return false
+			}
+		case "hooks":
+			if text[it.valStart] != '[' {
+				return false
+			}
+			list, err := parseContainer(text, it.valStart)
+			if err != nil || len(list.items) != 1 || text[list.items[0].valStart] != '{' {
+				return false
+			}
+			hook, err := parseContainer(text, list.items[0].valStart)
+			if err != nil || len(hook.items) != 2 {
+				return false
+			}
+			got := map[string]string{}
+			for _, f := range hook.items {
+				v, ok := jsonString(text, f)
+				if _, dup := got[f.key]; !ok || dup {
+					return false
+				}
+				got[f.key] = v
+			}
+			if got["type"] != "command" || got["command"] != command {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
-// addHooks is text with snap's hooks for specs added (a stale program path
-// in them updated), and the events it changed. No text: a new file.
-func addHooks(text []byte, name, command string, specs []HookSpec) ([]byte, []string, error) {
-	events := []string{}
+// runsSnap reports whether an entry of an event's list holds a hook that
+// runs snap's hook for adapter name (RunsSnapHook). Entries or hooks that
+// are not objects, and "hooks" that are not lists, are another tool's
+// business.
+func runsSnap(text []byte, e jsonItem, name string) (bool, error) {
+	if text[e.valStart] != '{' {
+		return false, nil
+	}
+	entry, err := parseContainer(text, e.valStart)
+	if err != nil {
+		return false, err
+	}
+	hi, err := entry.member("hooks")
+	if err != nil || hi < 0 || text[entry.items[hi].valStart] != '[' {
+		return false, err
+	}
+	hooks, err := parseContainer(text, entry.items[hi].valStart)
+	if err != nil {
+		return false, err
+	}
+	for _, h := range hooks.items {
+		if text[h.valStart] != '{' {
+			continue
+		}
+		hook, err := parseContainer(text, h.valStart)
+		if err != nil {
+			return false, err
+		}
+		ci, err := hook.member("command")
+		if err != nil {
+			return false, err
+		}
+		if ci < 0 {
+			continue
+		}
+		if cmd, ok := jsonString(text, hook.items[ci]); ok && RunsSnapHook(cmd, name) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// eventHooks reads the event list at text[at]: the indices of snap's own
+// entries for s in it (ownEntry), and whether another entry holds a hook
+// that runs snap for the agent (the user's own).
+func eventHooks(text []byte, at int, s HookSpec, name, command string) (list jsonContainer, own []int, users bool, err error) {
+	if list, err = parseContainer(text, at); err != nil {
+		return list, nil, false, err
+	}
+	for i, e := range list.items {
+		if ownEntry(text, e, s, command) {
+			own = append(own, i)
+			continue
+		}
+		runs, err := runsSnap(text, e, name)
+		if err != nil {
+			return list, nil, false, err
+		}
+		users = users || runs
+	}
+	return list, own, users, nil
+}
+
+// addHooks is text with snap's entries for specs added (no text: a new
+// file), the events it added them to, and the events where a hook of the
+// user's own already runs snap (kept: left as it is, and no second hook
+// added beside it). An event that has snap's own entry, or any hook
+// running snap, is installed already: nothing is rewritten.
+func addHooks(text []byte, name, command string, specs []HookSpec) (out []byte, added, kept []string, err error) {
+	added, kept = []string{}, []string{}
 	if text == nil {
 		st := styleOf(nil, jsonContainer{})
 		for _, s := range specs {
-			events = append(events, s.Event)
+			added = append(added, s.Event)
 		}
-		return []byte(st.render(jsonObject{{"hooks", hooksObject(specs, command)}}, "", true) + st.nl), events, nil
+		return []byte(st.render(jsonObject{{"hooks", hooksObject(specs, command)}}, "", true) + st.nl), added, kept, nil
 	}
 	top, hi, err := settingsTop(text)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	st := styleOf(text, top)
 	if hi < 0 || text[top.items[hi].valStart] == 'n' { // none, or null
 		for _, s := range specs {
-			events = append(events, s.Event)
+			added = append(added, s.Event)
 		}
 		if hi < 0 {
-			return st.insertItem(text, top, "hooks", hooksObject(specs, command)), events, nil
+			return st.insertItem(text, top, "hooks", hooksObject(specs, command)), added, kept, nil
 		}
-		return st.replaceValue(text, top.items[hi], hooksObject(specs, command)), events, nil
+		return st.replaceValue(text, top.items[hi], hooksObject(specs, command)), added, kept, nil
 	}
 	for _, s := range specs {
 		hooks, ei, _, err := settingsEvent(text, s.Event)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		switch {
 		case ei < 0:
@@ -428,88 +496,70 @@ func addHooks(text []byte, name, command string, specs []HookSpec) ([]byte, []st
 		case text[hooks.items[ei].valStart] == 'n': // null
 			text = st.replaceValue(text, hooks.items[ei], []any{hookEntry(s, command)})
 		default:
-			ours, err := ourHooks(text, hooks.items[ei].valStart, name)
+			list, own, users, err := eventHooks(text, hooks.items[ei].valStart, s, name, command)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			if len(ours) == 0 {
-				list, err := parseContainer(text, hooks.items[ei].valStart)
-				if err != nil {
-					return nil, nil, err
-				}
-				text = st.insertItem(text, list, "", hookEntry(s, command))
-				break
+			if users {
+				kept = append(kept, s.Event)
 			}
-			// Ours already; a stale program path (snap moved) is
-			// updated, from the last so the spans before stay valid.
-			stale := false
-			for i := len(ours) - 1; i >= 0; i-- {
-				if ours[i].cmd != command {
-					text = splice(text, ours[i].command.valStart, ours[i].command.end, quote(command))
-					stale = true
-				}
-			}
-			if !stale {
+			if len(own) > 0 || users {
 				continue
 			}
+			text = st.insertItem(text, list, "", hookEntry(s, command))
 		}
-		events = append(events, s.Event)
+		added = append(added, s.Event)
 	}
-	return text, events, nil
+	return text, added, kept, nil
 }
 
-// removeHooks is text without snap's hooks for specs, and the events it
-// changed: an entry left with no hook goes, an event left with no entry
-// goes, and "hooks" left empty goes.
-func removeHooks(text []byte, name string, specs []HookSpec) ([]byte, []string, error) {
-	events := []string{}
+// removeHooks is text without snap's own entries for specs (ownEntry), the
+// events it removed them from, and the events where a hook of the user's
+// own that runs snap is left (kept). An event left with no entry goes,
+// and "hooks" left empty goes.
+func removeHooks(text []byte, name, command string, specs []HookSpec) (out []byte, removed, kept []string, err error) {
+	removed, kept = []string{}, []string{}
 	if text == nil {
-		return nil, events, nil
+		return nil, removed, kept, nil
 	}
 	for _, s := range specs {
-		removed := false
+		gone := false
 		for {
 			hooks, ei, ok, err := settingsEvent(text, s.Event)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if !ok || ei < 0 || text[hooks.items[ei].valStart] != '[' {
 				break
 			}
-			list, err := parseContainer(text, hooks.items[ei].valStart)
+			list, own, users, err := eventHooks(text, hooks.items[ei].valStart, s, name, command)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			if removed && len(list.items) == 0 {
-				text = removeItem(text, hooks, ei)
+			if len(own) == 0 {
+				if users {
+					kept = append(kept, s.Event)
+				}
+				if gone && len(list.items) == 0 {
+					text = removeItem(text, hooks, ei)
+				}
 				break
 			}
-			ours, err := ourHooks(text, hooks.items[ei].valStart, name)
-			if err != nil {
-				return nil, nil, err
-			}
-			if len(ours) == 0 {
-				break
-			}
-			if ours[0].entryAll {
-				text = removeItem(text, list, ours[0].entry)
-			} else {
-				text = removeItem(text, ours[0].list, ours[0].hook)
-			}
-			removed = true
+			text = removeItem(text, list, own[0])
+			gone = true
 		}
-		if removed {
-			events = append(events, s.Event)
+		if gone {
+			removed = append(removed, s.Event)
 		}
 	}
-	if len(events) > 0 {
+	if len(removed) > 0 {
 		top, hi, err := settingsTop(text)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if hi >= 0 && emptyObject(text[top.items[hi].valStart:top.items[hi].end]) {
 			text = removeItem(text, top, hi)
 		}
 	}
-	return text, events, nil
+	return text, removed, kept, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -160,6 +161,22 @@ the hooks snap added, giving back the original text when nothing else
 changed the file (a file snap made is removed when nothing else is left in
 it). --status says what is installed where.
 
+Snap's hooks are the entries it writes: {"matcher": M, "hooks": [{"type":
+"command", "command": "snap hook AGENT"}]} (M the event's matcher, none for
+events without one; the command names snap's path when the snap on PATH is
+another program), exactly so. Any other hook that runs 'snap hook AGENT'
+(any path to a program named snap) is yours: one with a timeout or a
+matcher of its own, or in an entry shared with another command. Install
+never rewrites it, counts its event as installed (no second hook there,
+which would record two checkpoints per event) and says so; --uninstall
+leaves it. An entry snap wrote from another path (snap since moved) is
+left alone the same way: --uninstall run by that program removes it.
+
+A settings file that is a symbolic link is refused (snap names where it
+points: edit that file yourself, or replace the link with a file); so is a
+file that is read-only to you (no write permission for its owner), unless
+--force.
+
 Examples:
    snap install claude-code
    snap install claude-code --project
@@ -173,6 +190,7 @@ Examples:
 			&cli.BoolFlag{Name: "local", Usage: "the project's settings for you only (claude-code; its default)"},
 			&cli.BoolFlag{Name: "uninstall", Usage: "remove snap's hooks"},
 			&cli.BoolFlag{Name: "status", Usage: "say where snap's hooks are installed"},
+			&cli.BoolFlag{Name: "force", Usage: "write a settings file that is read-only to you (its mode is kept)"},
 		),
 		Action: func(c *cli.Context) error {
 			g := globals(c)
@@ -236,7 +254,7 @@ Examples:
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			res, err := agent.InstallHooks(p, name, hookCommandLine(name), a.hooks, c.Bool("uninstall"))
+			res, err := agent.InstallHooks(p, name, hookCommandLine(name), a.hooks, agent.InstallOptions{Uninstall: c.Bool("uninstall"), Force: c.Bool("force")})
 			if err != nil {
 				return err
 			}
@@ -245,11 +263,16 @@ Examples:
 				if c.Bool("uninstall") {
 					verb = "removed"
 				}
+				var err error
 				if !res.Changed {
-					_, err := fmt.Fprintf(w, "%s: nothing to change (%s)\n", p, map[bool]string{true: "not installed", false: "already installed"}[c.Bool("uninstall")])
-					return err
+					_, err = fmt.Fprintf(w, "%s: nothing to change (%s)\n", p, map[bool]string{true: "not installed", false: "already installed"}[c.Bool("uninstall")])
+				} else {
+					_, err = fmt.Fprintf(w, "%s snap's hooks for %d events in %s\n", verb, len(res.Events), p)
 				}
-				_, err := fmt.Fprintf(w, "%s snap's hooks for %d events in %s\n", verb, len(res.Events), p)
+				if err == nil && len(res.Kept) > 0 {
+					_, err = fmt.Fprintf(w, "%s %s: your own hook running snap, left as it is\n",
+						map[bool]string{true: "not removed from", false: "already present on"}[c.Bool("uninstall")], strings.Join(res.Kept, ", "))
+				}
 				return err
 			})
 		},
