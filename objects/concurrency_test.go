@@ -105,7 +105,7 @@ func TestConcurrentPutOneWriter(t *testing.T) {
 			t.Fatalf("chunked blob: %v", err)
 		}
 	}
-	pf, err := loadPack(fsys.OS, onlyPackForTest(t, dir), true)
+	pf, err := loadPackPath(fsys.OS, onlyPackForTest(t, dir), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func commitSampleForTest(t *testing.T) (dir, path string, pack []byte, types map
 		t.Fatal(err)
 	}
 	var raw, z int
-	pf, err := loadPack(fsys.OS, path, true)
+	pf, err := loadPackPath(fsys.OS, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func recordAtForTest(entries []indexEntry, off uint64) (indexEntry, bool) {
 // indexed the pack must never return wrong bytes either.
 func TestCorruptPackByteFlips(t *testing.T) {
 	dir, path, pack, types, datas := commitSampleForTest(t)
-	pf, err := loadPack(fsys.OS, path, true)
+	pf, err := loadPackPath(fsys.OS, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}

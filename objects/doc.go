@@ -101,8 +101,11 @@
 //
 // # I/O errors
 //
-// Every file operation goes through the fsys.FS given to OpenFS (Open uses
-// the real one). A Commit or Repack that fails before its rename leaves
+// Packs are blobs of a storage.Blobs (package storage): OpenFS keeps them
+// in the store directory through storage/fsstore, OpenBlobs in any other
+// implementation (storage/memstore). With the file-system one, every file
+// operation goes through the fsys.FS given to OpenFS (Open uses the real
+// one). A Commit or Repack that fails before its rename leaves
 // at most its temporary file in tmp/ (removed on the spot, or by gc after
 // the grace period when that removal fails too) and changes nothing
 // visible; a Commit that fails after the rename (fsyncing packs/) leaves an

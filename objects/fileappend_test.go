@@ -136,7 +136,7 @@ func writtenByForTest(t *testing.T, w *Writer) writtenForTest {
 		if err := w.bw.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(w.f.Name())
+		b, err := os.ReadFile(w.f.(interface{ Name() string }).Name()) // the file-system store's temporary file
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,9 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +13,8 @@ import (
 	"time"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/snapcore-dev/snap/storage"
 )
 
 // Pack file layout (all integers little-endian):
@@ -179,12 +178,6 @@ func checkRecordHeader(h []byte, e indexEntry) error {
 	return nil
 }
 
-// tempPackPattern is the os.CreateTemp pattern of this process's temporary
-// packs: the pid in the name lets gc remove those of dead processes at once.
-func tempPackPattern(kind string) string {
-	return fmt.Sprintf("%s%d-%s*", packTempPrefix, os.Getpid(), kind)
-}
-
 // TempPackPID returns the pid of the process that wrote the temporary pack
 // file name, or 0 when the name does not say.
 func TempPackPID(name string) int {
@@ -201,42 +194,13 @@ func TempPackPID(name string) int {
 // of a process that no longer exists. It returns how many files and bytes
 // it removed (with dryRun, would remove).
 func (s *Store) RemoveStaleTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, err error) {
-	dir := filepath.Join(s.dir, TmpDir)
-	des, err := s.fs.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, 0, nil
+	tr, ok := s.blobs.(storage.TempRemover)
+	if !ok {
+		return 0, 0, nil // a store whose writers leave nothing behind
 	}
-	if err != nil {
-		return 0, 0, err
-	}
-	removed := false
-	for _, de := range des {
-		if !de.Type().IsRegular() {
-			continue
-		}
-		fi, err := de.Info()
-		if err != nil {
-			continue // gone meanwhile
-		}
-		pid := TempPackPID(de.Name())
+	return tr.RemoveTemps(func(name string, modTime time.Time) bool {
+		pid := TempPackPID(name)
 		deadWriter := pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-		if fi.ModTime().After(cutoff) && !deadWriter {
-			continue
-		}
-		if !dryRun {
-			if err := s.fs.Remove(filepath.Join(dir, de.Name())); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return n, bytes, err
-			}
-			removed = true
-		}
-		n++
-		bytes += fi.Size()
-	}
-	if removed {
-		return n, bytes, s.fs.SyncDir(dir)
-	}
-	return n, bytes, nil
+		return !modTime.After(cutoff) || deadWriter
+	}, dryRun)
 }

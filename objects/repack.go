@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/storage"
 )
 
 // This file holds what gc and fsck need from the object layer: per-pack
@@ -65,7 +65,7 @@ func (s *Store) PackInfo() []PackInfo {
 	sort.Slice(packs, func(i, j int) bool { return packs[i].name < packs[j].name })
 	out := make([]PackInfo, 0, len(packs))
 	for _, p := range packs {
-		fi, err := s.fs.Stat(p.path)
+		fi, err := s.blobs.Stat(p.name)
 		if err != nil {
 			continue
 		}
@@ -73,7 +73,7 @@ func (s *Store) PackInfo() []PackInfo {
 		if err != nil {
 			continue
 		}
-		out = append(out, PackInfo{Name: p.name, Size: p.size, ModTime: fi.ModTime(), Objects: n})
+		out = append(out, PackInfo{Name: p.name, Size: p.size, ModTime: fi.ModTime, Objects: n})
 	}
 	return out
 }
@@ -128,7 +128,7 @@ func (s *Store) indexedPack(name string) (*packFile, error) {
 // The in-memory index keeps only one copy of each object; this is how the
 // other copies are found.
 func packEntriesOf(p *packFile) ([]indexEntry, error) {
-	q, err := loadPack(p.fs, p.path, true)
+	q, err := loadPack(p.blobs, p.name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -451,13 +451,12 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 		return "", 0, nil
 	}
 	var entries []indexEntry
-	var f fsys.File
+	var f storage.BlobWriter
 	var bw *bufio.Writer
 	off := uint64(packHeaderSize)
 	defer func() {
 		if f != nil { // not committed
-			f.Close()
-			s.fs.Remove(f.Name())
+			f.Abort()
 		}
 	}()
 	for _, o := range w.objects {
@@ -490,7 +489,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			return "", 0, fmt.Errorf("repack: no intact copy to keep: %w", lastErr)
 		}
 		if f == nil {
-			f, err = s.fs.CreateTemp(filepath.Join(s.dir, TmpDir), tempPackPattern("repack-"))
+			f, err = s.blobs.Create("repack-")
 			if err != nil {
 				return "", 0, fmt.Errorf("repack: %w", err)
 			}
@@ -512,7 +511,6 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 	if f != nil {
 		index, footer := encodeIndex(entries, off)
 		newPack = hex.EncodeToString(footer[12:44]) + packFileSuffix
-		final := filepath.Join(s.dir, PacksDir, newPack)
 		err := func() error {
 			if _, err := bw.Write(index); err != nil {
 				return err
@@ -523,25 +521,15 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			if err := bw.Flush(); err != nil {
 				return err
 			}
-			if err := f.Sync(); err != nil {
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			if err := s.fs.Rename(f.Name(), final); err != nil {
-				return err
-			}
-			return s.fs.SyncDir(filepath.Join(s.dir, PacksDir))
+			return f.Commit(newPack)
 		}()
 		if err != nil {
-			f.Close()
-			s.fs.Remove(f.Name())
+			f.Abort()
 			f = nil
 			return "", 0, fmt.Errorf("repack: commit pack: %w", err)
 		}
 		f = nil
-		newP = newPackFile(s.fs, final, int64(off)+int64(len(index))+int64(len(footer)), entries) // encodeIndex sorted entries
+		newP = newPackFile(s.blobs, newPack, int64(off)+int64(len(index))+int64(len(footer)), entries) // encodeIndex sorted entries
 		newP.checked = true
 	}
 
@@ -570,22 +558,21 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 	s.reorderLocked()
 	s.mu.Unlock()
 
-	var errs []error
-	for _, p := range remove {
-		if err := s.fs.Remove(p.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-			continue
-		}
-		freed += p.size
+	names := make([]string, len(remove))
+	sizes := map[string]int64{}
+	for i, p := range remove {
+		names[i] = p.name
+		sizes[p.name] = p.size
+	}
+	removed, err := s.blobs.Delete(names...)
+	for _, name := range removed {
+		freed += sizes[name]
 	}
 	if added {
 		freed -= newP.size
 	}
-	if err := s.fs.SyncDir(filepath.Join(s.dir, PacksDir)); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return newPack, freed, fmt.Errorf("repack: new pack %s committed, removing old packs: %w", newPack, errors.Join(errs...))
+	if err != nil {
+		return newPack, freed, fmt.Errorf("repack: new pack %s committed, removing old packs: %w", newPack, err)
 	}
 	return newPack, freed, nil
 }

@@ -17,17 +17,20 @@ import (
 	"sync/atomic"
 
 	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/storage"
+	"github.com/snapcore-dev/snap/storage/fsstore"
 )
 
-// Store is the object store: immutable pack files under dir/packs, read
+// Store is the object store: immutable pack files (blobs of a
+// storage.Blobs: under dir/packs for a store on disk), read
 // through their indexes, kept in memory as read (sorted by id, with a
 // 256-way fan-out) and searched pack by pack: opening costs one read and
 // checksum of each index, not a hash table of every object. It is safe for
 // concurrent use by many goroutines and many processes: writers only ever
 // add new packs (by rename), so a reader sees a pack whole or not at all.
 type Store struct {
-	dir string
-	fs  fsys.FS // every file operation goes through it
+	dir   string        // "" for a store not on disk
+	blobs storage.Blobs // every pack operation goes through it
 
 	mu       sync.RWMutex
 	packs    map[string]*packFile // by file name
@@ -43,23 +46,22 @@ type location struct {
 }
 
 type packFile struct {
-	fs      fsys.FS
+	blobs   storage.Blobs
 	name    string
-	path    string
 	size    int64
 	entries []indexEntry // its index, sorted by id
 	fanout  [257]int32   // entries[fanout[b]:fanout[b+1]] are the ids starting with byte b
 	checked bool         // the index passed the strict checks (see decodePackIndex)
 
 	mu sync.Mutex
-	f  fsys.File // opened on first read; a pack removed by gc stays readable through it
+	f  storage.BlobReader // opened on first read; a pack removed by gc stays readable through it
 }
 
-func (p *packFile) file() (fsys.File, error) {
+func (p *packFile) file() (storage.BlobReader, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.f == nil {
-		f, err := p.fs.Open(p.path)
+		f, err := p.blobs.Open(p.name)
 		if err != nil {
 			return nil, err
 		}
@@ -92,13 +94,19 @@ func Open(dir string) (*Store, error) { return OpenFS(dir, nil) }
 // fsyncing, renaming and removing packs and temporary files) made through
 // fs; nil means fsys.OS. Fault-injection tests pass an fsys.Faulty.
 func OpenFS(dir string, vfs fsys.FS) (*Store, error) {
-	vfs = fsys.Or(vfs)
-	for _, d := range []string{PacksDir, TmpDir} {
-		if err := vfs.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, err
-		}
+	blobs, err := fsstore.NewBlobs(vfs, filepath.Join(dir, PacksDir), filepath.Join(dir, TmpDir), packTempPrefix)
+	if err != nil {
+		return nil, err
 	}
-	s := &Store{dir: dir, fs: vfs, packs: map[string]*packFile{}, loadErrs: map[string]error{}}
+	return open(dir, blobs)
+}
+
+// OpenBlobs opens an object store whose packs are the blobs of b (an
+// in-memory store, or any other storage.Blobs); its Dir is "".
+func OpenBlobs(b storage.Blobs) (*Store, error) { return open("", b) }
+
+func open(dir string, blobs storage.Blobs) (*Store, error) {
+	s := &Store{dir: dir, blobs: blobs, packs: map[string]*packFile{}, loadErrs: map[string]error{}}
 	s.mu.Lock()
 	_, err := s.reloadLocked() // packs that cannot be read now are tried again by the next Reload
 	s.mu.Unlock()
@@ -108,8 +116,11 @@ func OpenFS(dir string, vfs fsys.FS) (*Store, error) {
 	return s, nil
 }
 
-// Dir returns the store directory.
+// Dir returns the store directory ("" for a store not on disk).
 func (s *Store) Dir() string { return s.dir }
+
+// Blobs returns the storage the packs are kept in.
+func (s *Store) Blobs() storage.Blobs { return s.blobs }
 
 // Close releases open pack files.
 func (s *Store) Close() error {
@@ -143,7 +154,7 @@ func (s *Store) Reload() error {
 // reloadLocked is Reload; err is a failure to list packs/, packErrs the
 // packs that could not be read.
 func (s *Store) reloadLocked() (packErrs, err error) {
-	names, err := listPacks(s.fs, filepath.Join(s.dir, PacksDir))
+	names, err := listPacks(s.blobs)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +184,7 @@ func (s *Store) reloadLocked() (packErrs, err error) {
 		if err, ok := s.loadErrs[name]; ok && errors.Is(err, ErrCorrupt) {
 			continue // damaged: reading it again changes nothing
 		}
-		p, err := loadPack(s.fs, filepath.Join(s.dir, PacksDir, name), false)
+		p, err := loadPack(s.blobs, name, false)
 		if errors.Is(err, fs.ErrNotExist) {
 			delete(s.loadErrs, name) // removed since listed (by a gc)
 			continue
@@ -222,8 +233,8 @@ func (s *Store) reorderLocked() {
 }
 
 // newPackFile describes an indexed pack; entries must be sorted by id.
-func newPackFile(vfs fsys.FS, path string, size int64, entries []indexEntry) *packFile {
-	p := &packFile{fs: vfs, name: filepath.Base(path), path: path, size: size, entries: entries}
+func newPackFile(blobs storage.Blobs, name string, size int64, entries []indexEntry) *packFile {
+	p := &packFile{blobs: blobs, name: name, size: size, entries: entries}
 	b := 0
 	for i, e := range entries {
 		for ; b <= int(e.id[0]); b++ {
@@ -258,15 +269,15 @@ func (p *packFile) find(id ID) (indexEntry, bool) {
 	return indexEntry{}, false
 }
 
-func listPacks(vfs fsys.FS, dir string) ([]string, error) {
-	des, err := vfs.ReadDir(dir)
+func listPacks(blobs storage.Blobs) ([]string, error) {
+	all, err := blobs.List("")
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, de := range des {
-		if strings.HasSuffix(de.Name(), packFileSuffix) && de.Type().IsRegular() {
-			names = append(names, de.Name())
+	names := all[:0]
+	for _, name := range all {
+		if strings.HasSuffix(name, packFileSuffix) {
+			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
@@ -275,17 +286,17 @@ func listPacks(vfs fsys.FS, dir string) ([]string, error) {
 
 // loadPack reads and validates a pack's footer and index (strict: see
 // decodePackIndex).
-func loadPack(vfs fsys.FS, path string, strict bool) (*packFile, error) {
-	f, err := vfs.Open(path)
+func loadPack(blobs storage.Blobs, name string, strict bool) (*packFile, error) {
+	path := name // for messages: filepath.Base(path) is the pack's name
+	f, err := blobs.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		return nil, err
 	}
-	size := fi.Size()
 	if size < packHeaderSize+packFooterSize {
 		return nil, fmt.Errorf("%w: pack %s truncated (%d bytes)", ErrCorrupt, filepath.Base(path), size)
 	}
@@ -312,7 +323,7 @@ func loadPack(vfs fsys.FS, path string, strict bool) (*packFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
-	p := newPackFile(vfs, path, size, entries)
+	p := newPackFile(blobs, name, size, entries)
 	p.checked = strict
 	return p, nil
 }
@@ -334,7 +345,7 @@ func (s *Store) CheckIndexes() error {
 	s.mu.RUnlock()
 	var errs []error
 	for _, p := range todo {
-		_, err := loadPack(p.fs, p.path, true)
+		_, err := loadPack(p.blobs, p.name, true)
 		s.mu.Lock()
 		switch {
 		case err == nil:
@@ -611,7 +622,7 @@ type Writer struct {
 	s *Store
 
 	mu        sync.Mutex
-	f         fsys.File
+	f         storage.BlobWriter
 	bw        *bufio.Writer
 	off       uint64
 	entries   []indexEntry
@@ -688,7 +699,7 @@ func (w *Writer) put(t Type, data []byte, bases ...ID) (ID, error) {
 		return ID{}, w.err
 	}
 	if w.f == nil {
-		f, err := w.s.fs.CreateTemp(filepath.Join(w.s.dir, TmpDir), tempPackPattern(""))
+		f, err := w.s.blobs.Create("")
 		if err != nil {
 			w.err = err
 			return ID{}, err
@@ -793,24 +804,14 @@ func (w *Writer) Commit() (string, error) {
 		if err := w.bw.Flush(); err != nil {
 			return err
 		}
-		if err := w.f.Sync(); err != nil {
-			return err
-		}
-		if err := w.f.Close(); err != nil {
-			return err
-		}
-		final := filepath.Join(w.s.dir, PacksDir, name)
-		if err := w.s.fs.Rename(w.f.Name(), final); err != nil {
-			return err
-		}
-		return w.s.fs.SyncDir(filepath.Join(w.s.dir, PacksDir))
+		return w.f.Commit(name)
 	}()
 	if err != nil {
 		w.err = err
 		w.abortLocked()
 		return "", fmt.Errorf("commit pack: %w", err)
 	}
-	p := newPackFile(w.s.fs, filepath.Join(w.s.dir, PacksDir, name), int64(w.off)+int64(len(index))+int64(len(footer)), w.entries)
+	p := newPackFile(w.s.blobs, name, int64(w.off)+int64(len(index))+int64(len(footer)), w.entries)
 	p.checked = true // its index is what this writer just encoded
 	w.s.mu.Lock()
 	if _, ok := w.s.packs[name]; !ok {
@@ -834,8 +835,7 @@ func (w *Writer) Abort() {
 
 func (w *Writer) abortLocked() {
 	if w.f != nil {
-		w.f.Close()
-		w.s.fs.Remove(w.f.Name())
+		w.f.Abort()
 		w.f = nil
 	}
 	w.entries = nil

@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/storage/fsstore"
 )
 
 // Helpers shared by the tests of this package. Their names end in ForTest so
@@ -131,4 +134,14 @@ func repeatForTest(s string, n int) string {
 // damaged storage may give.
 func isCorruptOrNotFound(err error) bool {
 	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound)
+}
+
+// loadPackPath loads the pack file at path (loadPack names a blob of a
+// storage.Blobs; tests name files).
+func loadPackPath(vfs fsys.FS, path string, strict bool) (*packFile, error) {
+	blobs, err := fsstore.NewBlobs(vfs, filepath.Dir(path), filepath.Dir(path), packTempPrefix)
+	if err != nil {
+		return nil, err
+	}
+	return loadPack(blobs, filepath.Base(path), strict)
 }
