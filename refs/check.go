@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"strings"
 
-	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/storage"
 )
 
 // Check verifies the refs directory and the op log and returns every problem
@@ -27,7 +26,7 @@ import (
 func (s *Store) Check() []error {
 	var probs []error
 
-	data, err := s.fs.ReadFile(filepath.Join(s.dir, logName))
+	data, err := s.be.ReadFile(logName)
 	switch {
 	case err == nil:
 		scan := parseLog(data)
@@ -40,30 +39,15 @@ func (s *Store) Check() []error {
 		probs = append(probs, fmt.Errorf("refs: check: %w", err))
 	}
 
-	err = fsys.WalkDir(s.fs, s.refsDir, func(path string, d fs.DirEntry, err error) error {
+	err = s.be.WalkRefs("", func(name string, isDir bool, err error) error {
 		if err != nil {
-			if path == s.refsDir && errors.Is(err, fs.ErrNotExist) {
-				probs = append(probs, &CorruptError{Path: "refs", Reason: "refs directory is missing"})
-				return nil
-			}
 			probs = append(probs, fmt.Errorf("refs: check: %w", err))
 			return nil
 		}
-		if path == s.refsDir {
-			if !d.IsDir() {
-				probs = append(probs, &CorruptError{Path: "refs", Reason: "not a directory"})
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(s.refsDir, path)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
 		shown := "refs/" + name
 		switch {
-		case d.IsDir():
-			if reason := componentProblem(d.Name()); reason != "" {
+		case isDir:
+			if reason := componentProblem(name[strings.LastIndexByte(name, '/')+1:]); reason != "" {
 				probs = append(probs, &CorruptError{Path: shown, Reason: "directory with an illegal ref name: " + reason})
 				return fs.SkipDir
 			}
@@ -84,6 +68,14 @@ func (s *Store) Check() []error {
 		}
 		return nil
 	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		probs = append(probs, &CorruptError{Path: "refs", Reason: "refs directory is missing"})
+		err = nil
+	case errors.Is(err, storage.ErrNotDir):
+		probs = append(probs, &CorruptError{Path: "refs", Reason: "not a directory"})
+		err = nil
+	}
 	if err != nil {
 		probs = append(probs, fmt.Errorf("refs: check: %w", err))
 	}

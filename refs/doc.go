@@ -99,6 +99,15 @@
 // Verified records whose seq breaks the invariant (counting bad records as
 // above) are reported as *CorruptError too, once per break.
 //
+// # Storage
+//
+// What this package keeps goes through a storage.Refs (package storage):
+// OpenFS uses storage/fsstore, the layout above; OpenStorage takes any
+// implementation (storage/memstore). The ref encoding, the compare of
+// Update and Delete, the op-log record format and its torn-tail rule are
+// this package's; the storage carries bytes, atomicity and durability,
+// and the store's lock table (Store.Locks).
+//
 // # File system
 //
 // Every file operation goes through the fsys.FS given to OpenFS (Open uses

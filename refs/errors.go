@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/storage"
 )
 
 // Sentinel errors of the refs layer. Every error returned by this package
@@ -17,7 +18,7 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrBusy: a ref's lock file stayed in place for the whole lock timeout:
 	// another writer holds it, or a crashed writer left it behind.
-	ErrBusy = errors.New("store busy")
+	ErrBusy = storage.ErrBusy
 	// ErrBadName: a ref name, name component, op kind or session name is not
 	// legal (see ValidComponent and ValidName), or collides with existing refs.
 	ErrBadName = errors.New("invalid ref name")
@@ -28,7 +29,7 @@ var (
 	// (an I/O error fsyncing a directory or removing the lock file):
 	// readers see the new value, which a crash may still undo. The error
 	// also wraps the I/O error.
-	ErrNotDurable = errors.New("ref changed but not durable")
+	ErrNotDurable = storage.ErrNotDurable
 )
 
 // ConflictError is returned when a compare-and-swap fails. It matches

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/snapcore-dev/snap/objects"
@@ -42,7 +40,7 @@ func (s *Store) AddForeign(ids []objects.ID) error { return s.addIDs(foreignName
 // idList reads a list of ids, one per line; a torn last line (a crash
 // mid-append) is ignored.
 func (s *Store) idList(name string) (map[objects.ID]bool, error) {
-	data, err := s.fs.ReadFile(filepath.Join(s.dir, name))
+	data, err := s.be.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[objects.ID]bool{}, nil
 	}
@@ -78,32 +76,7 @@ func (s *Store) addIDs(name string, ids []objects.ID) error {
 	for _, id := range sorted {
 		fmt.Fprintln(&buf, id.String())
 	}
-	path := filepath.Join(s.dir, name)
-	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
 	// A torn line left by a crash is completed with a newline first, so
 	// the new ids start on a line of their own.
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		last := make([]byte, 1)
-		if r, err := s.fs.Open(path); err == nil {
-			r.ReadAt(last, fi.Size()-1)
-			r.Close()
-		}
-		if last[0] != '\n' {
-			buf = *bytes.NewBuffer(append([]byte("\n"), buf.Bytes()...))
-		}
-	}
-	_, err = f.Write(buf.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return s.fs.SyncDir(s.dir)
+	return s.be.AppendLines(name, buf.Bytes())
 }

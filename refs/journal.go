@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 
-	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -41,7 +39,7 @@ func (j *Journal) IDs() []objects.ID {
 // data and journal when there is none. A record that does not decode is
 // ErrCorrupt: WriteJournal replaces the file atomically.
 func (s *Store) ReadJournal() ([]byte, *Journal, error) {
-	data, err := s.fs.ReadFile(filepath.Join(s.dir, JournalName))
+	data, err := s.be.ReadFile(JournalName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -62,27 +60,22 @@ func (s *Store) WriteJournal(record []byte) error {
 	if err := json.Unmarshal(record, &j); err != nil {
 		return fmt.Errorf("journal record: %w", err)
 	}
-	return fsys.WriteFileAtomic(s.fs, filepath.Join(s.dir, JournalName), record)
+	return s.be.WriteFile(JournalName, record)
 }
 
 // RemoveJournal removes the journal (none is no error).
 func (s *Store) RemoveJournal() error {
-	if err := s.fs.Remove(filepath.Join(s.dir, JournalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
+	return s.be.Remove(JournalName)
 }
 
 // JournalPending reports whether a journal exists (fsck warns of it).
 func (s *Store) JournalPending() bool {
-	_, err := s.fs.Stat(filepath.Join(s.dir, JournalName))
-	return err == nil
+	return s.be.Exists(JournalName)
 }
 
 // AbandonJournal sets the journal aside (JournalName+".abandoned") when the
 // operation it records can never be completed (its checkpoints are gone):
 // kept for inspection, no longer a pending move.
 func (s *Store) AbandonJournal() error {
-	p := filepath.Join(s.dir, JournalName)
-	return s.fs.Rename(p, p+".abandoned")
+	return s.be.Rename(JournalName, JournalName+".abandoned")
 }

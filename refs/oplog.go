@@ -9,18 +9,16 @@ import (
 	"hash/crc64"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/snapcore-dev/snap/internal/flock"
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/storage"
 )
 
 const (
 	logName     = "oplog"
-	logLockName = "oplog.lock"
+	logLockName = storage.OplogLock
 	sumLen      = 16 // hex digits of the CRC-64 after the TAB
 	// defaultOplogTimeout bounds how long Append waits for another
 	// appender (an append takes milliseconds): then ErrBusy.
@@ -108,8 +106,7 @@ func (s *Store) Commit(ctx context.Context, changes []RefChange, op *Op) error {
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
-	lock, err := flock.Lock{Path: filepath.Join(s.dir, logLockName), Timeout: s.oplogTimeout, Busy: ErrBusy,
-		Holder: "another snap process recording an operation"}.Acquire(ctx)
+	lock, err := s.be.Locks().Lock(ctx, logLockName, storage.Exclusive, s.oplogTimeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted while waiting for another snap process to finish recording an operation; nothing was recorded: %w", err)
@@ -182,47 +179,19 @@ func (s *Store) appendLocked(op *Op) error {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
 	}
-	f, err := s.fs.OpenFile(filepath.Join(s.dir, logName), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("refs: append: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("refs: append: %w", err)
-	}
-	size := fi.Size()
-	lastSeq, tailOff, err := scanTail(f, size)
-	if err != nil {
-		return fmt.Errorf("refs: append: %w", err)
-	}
-	if tailOff < size {
-		if err := f.Truncate(tailOff); err != nil {
-			return fmt.Errorf("refs: append: truncate torn tail: %w", err)
+	// The store truncates the torn tail, writes the record, makes it
+	// durable, and takes it back on failure (see storage.Refs.AppendLog).
+	err := s.be.AppendLog(logName, func(r io.ReaderAt, size int64) (int64, []byte, error) {
+		lastSeq, tailOff, err := scanTail(r, size)
+		if err != nil {
+			return 0, nil, err
 		}
-	}
-	rec.Seq = lastSeq + 1
-	line, err := encodeRecord(&rec)
+		rec.Seq = lastSeq + 1
+		line, err := encodeRecord(&rec)
+		return tailOff, line, err
+	})
 	if err != nil {
 		return fmt.Errorf("refs: append: %w", err)
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Truncate(tailOff) // best effort; a partial record is a torn tail anyway
-		return fmt.Errorf("refs: append: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		// The record is in the file but may not be durable: take it back,
-		// so that an error means no record (best effort: should this
-		// fail too, the record stays).
-		f.Truncate(tailOff)
-		return fmt.Errorf("refs: append: %w", err)
-	}
-	if size == 0 {
-		// The log file may be new: make its directory entry durable.
-		if err := s.fs.SyncDir(s.dir); err != nil {
-			f.Truncate(tailOff) // as above
-			return fmt.Errorf("refs: append: %w", err)
-		}
 	}
 	*op = rec
 	return nil
@@ -238,7 +207,7 @@ func (s *Store) appendLocked(op *Op) error {
 // ErrCorrupt)); these are exactly the op-log errors Check reports. Any other
 // error (I/O) comes with nil ops.
 func (s *Store) Ops() ([]Op, error) {
-	data, err := s.fs.ReadFile(filepath.Join(s.dir, logName))
+	data, err := s.be.ReadFile(logName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

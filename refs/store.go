@@ -5,18 +5,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/storage"
+	"github.com/snapcore-dev/snap/storage/fsstore"
 )
 
 // defaultLockTimeout bounds how long Update and Delete wait for another
@@ -24,18 +23,19 @@ import (
 const defaultLockTimeout = 5 * time.Second
 
 // refsLockName is the file whose flock(2) serialises ref writers.
-const refsLockName = "refs.lock"
+const refsLockName = storage.RefsLock
 
 // refFileSize is the exact size of a ref file: 64 hex digits and "\n".
 const refFileSize = 2*objects.IDSize + 1
 
-// Store gives access to the refs and the op log of one store directory.
-// A Store is safe for concurrent use by many goroutines, and any number of
-// processes may use the same store directory at once (see doc.go).
+// Store gives access to the refs and the op log of one store: a store
+// directory (Open, OpenFS) or any storage.Refs (OpenStorage). A Store is
+// safe for concurrent use by many goroutines, and any number of processes
+// may use the same store directory at once (see doc.go).
 type Store struct {
-	dir     string
+	be      storage.Refs // every read and write of refs, the op log and the lists
+	dir     string       // the store directory; "" when not on disk
 	refsDir string
-	fs      fsys.FS // every file operation but flock(2) goes through it
 
 	lockTimeout  time.Duration // see defaultLockTimeout; tests shorten it
 	oplogTimeout time.Duration // see defaultOplogTimeout; tests shorten it
@@ -57,33 +57,24 @@ func Open(dir string) (*Store, error) { return OpenFS(dir, nil) }
 // calls on refs.lock and oplog.lock are always made directly: locks are not
 // data.
 func OpenFS(dir string, vfs fsys.FS) (*Store, error) {
-	vfs = fsys.Or(vfs)
-	fi, err := vfs.Stat(dir)
+	be, err := fsstore.OpenRefs(vfs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("refs: open: %w", err)
 	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("refs: open %s: not a directory", dir)
-	}
-	s := &Store{dir: dir, refsDir: filepath.Join(dir, "refs"), fs: vfs, lockTimeout: defaultLockTimeout, oplogTimeout: defaultOplogTimeout}
-	switch err := vfs.Mkdir(s.refsDir, 0o755); {
-	case err == nil:
-		if err := vfs.SyncDir(dir); err != nil {
-			return nil, fmt.Errorf("refs: open: %w", err)
-		}
-	case errors.Is(err, fs.ErrExist):
-		fi, err := vfs.Stat(s.refsDir)
-		if err != nil {
-			return nil, fmt.Errorf("refs: open: %w", err)
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("refs: open %s: not a directory", s.refsDir)
-		}
-	default:
-		return nil, fmt.Errorf("refs: open: %w", err)
-	}
+	s := OpenStorage(be)
+	s.dir, s.refsDir = dir, filepath.Join(dir, "refs")
 	return s, nil
 }
+
+// OpenStorage returns the Store kept in be (an in-memory store, or any
+// other storage.Refs).
+func OpenStorage(be storage.Refs) *Store {
+	return &Store{be: be, lockTimeout: defaultLockTimeout, oplogTimeout: defaultOplogTimeout}
+}
+
+// Locks returns the store's lock table: the locks of package storage
+// (gc.lock, move.lock, ...) live with the store that holds the refs.
+func (s *Store) Locks() storage.Locker { return s.be.Locks() }
 
 // Get returns the id the ref name points at. It fails with ErrNotFound when
 // the ref does not exist and with ErrCorrupt when its file is damaged.
@@ -149,25 +140,15 @@ func (s *Store) List(prefix string) ([]Ref, error) {
 		return nil, err
 	}
 	base := prefix[:strings.LastIndexByte(prefix, '/')+1] // "" or ends in "/"
-	root := filepath.Join(s.refsDir, filepath.FromSlash(base))
 	var refs []Ref
 	var bad []error
-	err := fsys.WalkDir(s.fs, root, func(path string, d fs.DirEntry, err error) error {
+	var inner error // an error below base (the walk stops)
+	err := s.be.WalkRefs(base, func(name string, isDir bool, err error) error {
 		if err != nil {
-			if path == root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll
-			}
+			inner = err
 			return err
 		}
-		rel, err := filepath.Rel(s.refsDir, path)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
-		if d.IsDir() {
-			if path == root {
-				return nil
-			}
+		if isDir {
 			dirPrefix := name + "/"
 			if ValidName(name) != nil ||
 				!strings.HasPrefix(dirPrefix, prefix) && !strings.HasPrefix(prefix, dirPrefix) {
@@ -186,10 +167,14 @@ func (s *Store) List(prefix string) ([]Ref, error) {
 		case errors.Is(err, ErrCorrupt):
 			bad = append(bad, err)
 		default:
+			inner = err
 			return err
 		}
 		return nil
 	})
+	if err != nil && inner == nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, storage.ErrNotDir)) {
+		err = nil // no refs under base
+	}
 	if err != nil {
 		return nil, fmt.Errorf("refs: list %q: %w", prefix, err)
 	}
@@ -205,30 +190,32 @@ var (
 // read returns the value of ref name, errNoRef, errIsDir, a *CorruptError,
 // or an I/O error.
 func (s *Store) read(name string) (objects.ID, error) {
-	f, err := s.fs.OpenFile(s.refPath(name), os.O_RDONLY|oNoFollow, 0)
+	b, err := s.be.ReadRef(name)
 	if err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			return objects.ID{}, errNoRef
-		case isSymlinkLoop(err):
-			return objects.ID{}, &CorruptError{Path: "refs/" + name, Reason: "ref is a symlink"}
-		}
-		return objects.ID{}, fmt.Errorf("refs: read %q: %w", name, err)
+		return objects.ID{}, s.readErr(name, err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return objects.ID{}, fmt.Errorf("refs: read %q: %w", name, err)
+	return parseRefFile(name, b)
+}
+
+// readErr maps an error of storage.Refs.ReadRef to read's.
+func (s *Store) readErr(name string, err error) error {
+	var bad *storage.BadEntryError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errNoRef
+	case errors.Is(err, storage.ErrRefDir):
+		return errIsDir
+	case errors.As(err, &bad):
+		return &CorruptError{Path: "refs/" + name, Reason: bad.Reason}
 	}
-	if fi.IsDir() {
-		return objects.ID{}, errIsDir
-	}
-	if !fi.Mode().IsRegular() {
-		return objects.ID{}, &CorruptError{Path: "refs/" + name, Reason: "ref is not a regular file"}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, refFileSize+1))
-	if err != nil {
-		return objects.ID{}, fmt.Errorf("refs: read %q: %w", name, err)
+	return fmt.Errorf("refs: read %q: %w", name, err)
+}
+
+// parseRefFile decodes the content of ref name's file, or describes its
+// damage.
+func parseRefFile(name string, b []byte) (objects.ID, error) {
+	if len(b) > refFileSize+1 {
+		b = b[:refFileSize+1] // as much as a reader of 66 bytes sees
 	}
 	id, reason := parseRef(b)
 	if reason != "" {
@@ -254,158 +241,52 @@ func parseRef(b []byte) (id objects.ID, reason string) {
 	return id, ""
 }
 
-func (s *Store) refPath(name string) string {
-	return filepath.Join(s.refsDir, filepath.FromSlash(name))
-}
-
 // cas is the locked compare-and-swap behind Update (new non-zero) and Delete
 // (new zero). name has been validated.
 func (s *Store) cas(ctx context.Context, verb, name string, old, new objects.ID) error {
-	path := s.refPath(name)
-	parent := filepath.Dir(path)
-	if new.IsZero() {
-		// Delete never creates directories.
-		fi, err := s.fs.Stat(parent)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return fmt.Errorf("refs: %s %q: %w", verb, name, err) // not absence: I/O
-		}
-		if err != nil || !fi.IsDir() {
-			return &ConflictError{Name: name, Expected: old}
-		}
-	} else if err := s.mkdirs(name, parent); err != nil {
-		return err
-	}
-
-	// Ref writers are serialised by a flock(2) on refs.lock, which the
-	// kernel drops if its holder dies. So a <ref>.lock file found while
-	// holding it was left by a crashed writer, and is replaced.
-	guard, err := flockWithin(ctx, filepath.Join(s.dir, refsLockName), s.lockTimeout)
-	if err != nil {
-		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
-	}
-	defer guard.Close()
-	lockPath := path + ".lock"
-	lock, err := s.createLock(lockPath)
-	if err != nil {
-		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
-	}
-	locked := true
-	defer func() {
-		if locked {
-			lock.Close()
-			s.fs.Remove(lockPath)
-		}
-	}()
-
-	cur, err := s.read(name)
-	switch {
-	case errors.Is(err, errNoRef):
+	var cur objects.ID
+	var conflict, bad error // from the callback: returned as they are
+	err := s.be.UpdateRef(ctx, name, !new.IsZero(), s.lockTimeout, func(b []byte, err error) ([]byte, error) {
 		cur = objects.ID{}
-	case errors.Is(err, errIsDir):
-		return fmt.Errorf("refs: %s %q: %w: name is a directory holding other refs", verb, name, ErrBadName)
-	case err != nil:
-		return err
-	}
-	if cur != old {
-		return &ConflictError{Name: name, Expected: old, Actual: cur}
-	}
-
-	if new.IsZero() {
-		if err := s.fs.Remove(path); err != nil {
-			return fmt.Errorf("refs: %s %q: %w", verb, name, err)
-		}
-		lock.Close()
-		locked = false
-		if err := s.fs.Remove(lockPath); err != nil {
-			// A stale lock file is harmless: the next writer replaces it.
-			return fmt.Errorf("refs: %s %q: %w: %w", verb, name, ErrNotDurable, err)
-		}
-		return s.syncRefDirs(verb, name, parent, false)
-	}
-
-	buf := make([]byte, 0, refFileSize)
-	buf = hex.AppendEncode(buf, new[:])
-	buf = append(buf, '\n')
-	if _, err := lock.Write(buf); err != nil {
-		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
-	}
-	if err := lock.Sync(); err != nil {
-		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
-	}
-	if err := lock.Close(); err != nil {
-		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
-	}
-	if err := s.fs.Rename(lockPath, path); err != nil {
-		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
-	}
-	locked = false
-	return s.syncRefDirs(verb, name, parent, cur.IsZero())
-}
-
-// syncRefDirs makes a ref's changed directory entry durable: it fsyncs
-// parent and, when the ref is new (ancestors), every directory above it up
-// to refs/. An error here comes after the change is in place: it wraps
-// ErrNotDurable.
-func (s *Store) syncRefDirs(verb, name, parent string, ancestors bool) error {
-	if err := s.fs.SyncDir(parent); err != nil {
-		return fmt.Errorf("refs: %s %q: %w: %w", verb, name, ErrNotDurable, err)
-	}
-	if ancestors {
-		// A new ref may live in directories whose own entries are not yet
-		// durable (created just now, here or by a concurrent writer): sync
-		// every ancestor up to refs/.
-		for d := parent; d != s.refsDir; {
-			d = filepath.Dir(d)
-			if err := s.fs.SyncDir(d); err != nil {
-				return fmt.Errorf("refs: %s %q: %w: %w", verb, name, ErrNotDurable, err)
+		switch {
+		case err == nil:
+			id, err := parseRefFile(name, b)
+			if err != nil {
+				bad = err
+				return nil, err
 			}
+			cur = id
+		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, storage.ErrRefDir):
+			bad = fmt.Errorf("refs: %s %q: %w: name is a directory holding other refs", verb, name, ErrBadName)
+			return nil, bad
+		default:
+			bad = s.readErr(name, err)
+			return nil, bad
 		}
-	}
-	return nil
-}
-
-// mkdirs creates the directories leading to ref name (parent is its parent
-// directory). A component that exists as a ref file is a name collision.
-func (s *Store) mkdirs(name, parent string) error {
-	if parent == s.refsDir {
+		if cur != old {
+			conflict = &ConflictError{Name: name, Expected: old, Actual: cur}
+			return nil, conflict
+		}
+		if new.IsZero() {
+			return nil, nil
+		}
+		buf := make([]byte, 0, refFileSize)
+		buf = hex.AppendEncode(buf, new[:])
+		return append(buf, '\n'), nil
+	})
+	var coll *storage.CollisionError
+	switch {
+	case err == nil:
 		return nil
+	case conflict != nil && err == conflict, bad != nil && err == bad:
+		return err
+	case errors.As(err, &coll):
+		return fmt.Errorf("refs: %w %q: collides with ref %q", ErrBadName, name, coll.With)
+	case errors.Is(err, storage.ErrNotDurable):
+		return fmt.Errorf("refs: %s %q: %w", verb, name, err)
 	}
-	if fi, err := s.fs.Stat(parent); err == nil && fi.IsDir() {
-		return nil // the common case: the directories exist
-	}
-	comps := strings.Split(name, "/")
-	d := s.refsDir
-	for i, c := range comps[:len(comps)-1] {
-		d = filepath.Join(d, c)
-		err := s.fs.Mkdir(d, 0o755)
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("refs: %q: %w", name, err)
-		}
-		fi, err := s.fs.Lstat(d)
-		if err != nil {
-			return fmt.Errorf("refs: %q: %w", name, err)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("refs: %w %q: collides with ref %q", ErrBadName, name, strings.Join(comps[:i+1], "/"))
-		}
-	}
-	return nil
-}
-
-// createLock creates lockPath exclusively. The caller holds refs.lock, so
-// an existing lock file is stale (its writer crashed): it is removed.
-func (s *Store) createLock(lockPath string) (fsys.File, error) {
-	f, err := s.fs.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		if err := s.fs.Remove(lockPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		f, err = s.fs.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	}
-	return f, err
+	return fmt.Errorf("refs: %s %q: %w", verb, name, err)
 }
 
 // SetLockTimeout bounds the waits for the ref and op-log locks by d
@@ -415,4 +296,9 @@ func (s *Store) SetLockTimeout(d time.Duration) {
 	if d > 0 {
 		s.lockTimeout, s.oplogTimeout = d, d
 	}
+}
+
+// refPath is the file of ref name in a store on disk (tests).
+func (s *Store) refPath(name string) string {
+	return filepath.Join(s.refsDir, filepath.FromSlash(name))
 }
