@@ -7,13 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/snapcore-dev/snap/gc"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/storage"
 )
 
 // Journal of the move in progress; moves in one store run one at a time.
@@ -70,7 +67,7 @@ func (m *move) op() *refs.Op {
 // (bounded by Options.LockTimeout, then ErrBusy) and holds further ones off
 // until the returned function is called; any number of holders share it.
 func (r *Repo) waitMoves(ctx context.Context) (func(), error) {
-	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, r.lockTimeout)
+	f, err := r.refs.Locks().Lock(ctx, moveLockName, storage.Shared, r.lockTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for a rewind in progress: %w", err)
 	}
@@ -79,7 +76,7 @@ func (r *Repo) waitMoves(ctx context.Context) (func(), error) {
 
 // lockMoves serialises rewinds, undos and redos of the working tree.
 func (r *Repo) lockMoves(ctx context.Context) (func(), error) {
-	f, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, r.lockTimeout)
+	f, err := r.refs.Locks().Lock(ctx, moveLockName, storage.Exclusive, r.lockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +151,7 @@ func (r *Repo) Interrupted(ctx context.Context) (*InterruptedMove, error) {
 	if err != nil || j == nil {
 		return nil, err
 	}
-	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_SH, 0)
+	lock, err := r.refs.Locks().Lock(ctx, moveLockName, storage.Shared, 0)
 	if err != nil {
 		return nil, nil // its process still runs: a move in progress, not an interrupted one
 	}
@@ -172,7 +169,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	if !r.refs.JournalPending() {
 		return nil
 	}
-	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, moveLockName), unix.LOCK_EX, 0)
+	lock, err := r.refs.Locks().Lock(ctx, moveLockName, storage.Exclusive, 0)
 	if err != nil {
 		return nil // a live move holds it: not ours to finish
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/snapcore-dev/snap/index"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/storage"
 	"github.com/snapcore-dev/snap/worktree"
 )
 
@@ -318,7 +319,7 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 // so nothing is deduplicated against a pack a gc has just removed, and a
 // rewind that a crash interrupted is completed first (recoverMove).
 func (r *Repo) writing(ctx context.Context) (func(), error) {
-	release, err := gc.LockWriter(ctx, r.StoreDir, r.lockTimeout)
+	release, err := storage.LockWriter(ctx, r.refs.Locks(), r.lockTimeout)
 	if err != nil {
 		return nil, err
 	}

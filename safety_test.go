@@ -22,6 +22,7 @@ import (
 	"github.com/snapcore-dev/snap/gc"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/snaptest"
+	"github.com/snapcore-dev/snap/storage"
 )
 
 // F1: diffing the working tree against the head read new content of a file
@@ -468,7 +469,7 @@ func TestCheckpointWaitsForMove(t *testing.T) {
 	r, root := snaptest.NewRepo(t)
 	writeFile(t, filepath.Join(root, "a"), "1")
 	checkpoint(t, r, snap.CheckpointOptions{})
-	lock, err := gc.LockFile(ctx, filepath.Join(r.StoreDir, "move.lock"), 2 /* LOCK_EX */, 0)
+	lock, err := r.Refs().Locks().Lock(ctx, storage.MoveLock, storage.Exclusive, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

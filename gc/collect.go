@@ -12,6 +12,7 @@ import (
 
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/storage"
 )
 
 // DefaultGrace is a grace period suitable when the user set none: far longer
@@ -73,7 +74,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	if timeout == 0 {
 		timeout = DefaultLockTimeout
 	}
-	unlock, err := lockSweep(ctx, st.Dir(), timeout)
+	unlock, err := storage.LockSweep(ctx, rs.Locks(), timeout)
 	if err != nil {
 		return nil, err
 	}

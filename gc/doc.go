@@ -36,7 +36,7 @@
 //
 // Writers (checkpoint, rewind, undo, label, session changes) hold gc.lock
 // shared from their first deduplication decision to their last ref update
-// (LockWriter); Collect's sweep holds it exclusively, behind a turnstile
+// (storage.LockWriter, on the store's lock table refs.Store.Locks); Collect's sweep holds it exclusively, behind a turnstile
 // that stops new writers from starving it. So gc never deletes an object a
 // running writer has decided to reuse, and a writer never sees half a
 // sweep (it reloads the pack index after taking the lock). The grace period

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/storage"
 )
 
 // Severity says whether a problem is damage.
@@ -71,7 +72,7 @@ func (r *FsckReport) Corrupt() bool {
 // reported in the FsckReport. It changes nothing in the store except
 // creating gc.lock, which it locks shared so that it never runs beside gc.
 func Fsck(ctx context.Context, st *objects.Store, rs *refs.Store, full bool) (*FsckReport, error) {
-	lock, err := lockShared(ctx, st.Dir())
+	lock, err := storage.LockReader(ctx, rs.Locks())
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +230,9 @@ func summarize(uses []string) string {
 // strays reports every entry of the store subdirectory dir for which why
 // returns a reason, as a warning.
 func (w *walker) strays(dir string, why func(name string, isPack bool) string) {
+	if w.st.Dir() == "" {
+		return // a store not on disk (storage/memstore) has no directories to stray into
+	}
 	des, err := os.ReadDir(filepath.Join(w.st.Dir(), dir))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
