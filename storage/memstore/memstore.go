@@ -346,7 +346,7 @@ func (s *Refs) AppendLog(name string, fn func(r io.ReaderAt, size int64) (cut in
 	s.mu.Lock()
 	v := bytes.Clone(s.files[name])
 	s.mu.Unlock()
-	cut, rec, err := fn(bytes.NewReader(v), int64(len(v)))
+	cut, rec, err := fn(readerAt{bytes.NewReader(v)}, int64(len(v)))
 	if err != nil {
 		return err
 	}
@@ -360,6 +360,18 @@ func (s *Refs) AppendLog(name string, fn func(r io.ReaderAt, size int64) (cut in
 	}
 	s.files[name] = append(v[:cut:cut], rec...)
 	return nil
+}
+
+// readerAt is a bytes.Reader whose ReadAt of nothing is no error at any
+// offset up to the end, as a file's pread is (bytes.Reader says io.EOF at
+// the end even for an empty buffer).
+type readerAt struct{ r *bytes.Reader }
+
+func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) == 0 && off >= 0 && off <= r.r.Size() {
+		return 0, nil
+	}
+	return r.r.ReadAt(p, off)
 }
 
 func (s *Refs) Remove(name string) error {
