@@ -2,7 +2,10 @@
 // hook payload asks snap to record) and Hook, which records it through the
 // engine and never blocks or breaks the agent. The adapters
 // (agent/claudecode, ...) only turn their agent's payloads into Events and
-// edit their agent's settings files.
+// say which hooks go into which of their agent's settings files: each is an
+// Adapter its package registers (Register; adapter.go), and front-ends know
+// agents only through the registry (All, Lookup). agent/agenttest is the
+// conformance suite every adapter passes.
 //
 // # The hooks snap owns in a settings file
 //

@@ -25,13 +25,17 @@ import (
 type Options struct {
 	Session string // the default session (-s); a tool's session argument wins
 	Version string // the server version clients see
-	// ConversationDirs are the directories besides the project and the
-	// agents' own transcript directories (~/.claude/projects, ~/.gemini,
-	// ~/.codex/sessions) where the checkpoint tool's conversation_path may
+	// ConversationDirs are the directories besides the project and
+	// TranscriptDirs where the checkpoint tool's conversation_path may
 	// point: the server runs with the user's rights, and a recorded path
 	// is read by every later checkpoint and written back by a rewind, so a
 	// model must not be able to name any file it likes.
 	ConversationDirs []string
+	// TranscriptDirs are the agents' own transcript directories, where a
+	// conversation_path may point as well: the CLI passes those of the
+	// agent adapters it links (agent.TranscriptDirs: ~/.claude/projects,
+	// ~/.gemini, ~/.codex/sessions).
+	TranscriptDirs []string
 	// Maintain, when set, runs after every tool call that succeeded: the
 	// CLI starts its background gc there when the store needs one or a
 	// rewind left files in the trash (a server lives long; nothing else
@@ -434,10 +438,7 @@ func (s *Server) conversationPathAllowed(p string) error {
 	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("conversation_path %s: not a regular file (a symlink, a directory, or missing)", p)
 	}
-	dirs := append([]string{s.repo.Root}, s.o.ConversationDirs...)
-	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, ".claude", "projects"), filepath.Join(home, ".gemini"), filepath.Join(home, ".codex", "sessions"))
-	}
+	dirs := append(append([]string{s.repo.Root}, s.o.ConversationDirs...), s.o.TranscriptDirs...)
 	real := p
 	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
 		real = filepath.Join(r, filepath.Base(p))
@@ -449,8 +450,8 @@ func (s *Server) conversationPathAllowed(p string) error {
 			}
 		}
 	}
-	return fmt.Errorf("conversation_path %s is outside the project and the agents' transcript directories (~/.claude/projects, ~/.gemini, ~/.codex/sessions); "+
-		"the server's user can allow more with 'snap mcp --conversation-dir DIR'", p)
+	return fmt.Errorf("conversation_path %s is outside the project and the agents' transcript directories (%s); "+
+		"the server's user can allow more with 'snap mcp --conversation-dir DIR'", p, homeList(s.o.TranscriptDirs))
 }
 
 // commit applies the staged changes: a task commit when a task is open

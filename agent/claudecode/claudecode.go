@@ -1,6 +1,8 @@
 // Package claudecode adapts Claude Code's hooks to snap: Parse turns one
-// hook payload into an agent.Event, and Install merges snap's hooks into a
-// Claude Code settings.json.
+// hook payload into an agent.Event, and Hooks, Scopes and SettingsPath say
+// what 'snap install claude-code' merges into which Claude Code
+// settings.json. The package registers its Adapter with the agent registry
+// when it is imported (agent/all imports it).
 package claudecode
 
 import (
@@ -112,4 +114,48 @@ func SettingsPath(scope, root, home string) (string, error) {
 		return filepath.Join(root, ".claude", "settings.local.json"), nil
 	}
 	return "", fmt.Errorf("unknown scope %q (want user, project or local)", scope)
+}
+
+// TranscriptDir is where Claude Code keeps its transcripts, under home
+// (one directory per project, one JSONL file per session).
+func TranscriptDir(home string) string { return filepath.Join(home, ".claude", "projects") }
+
+// Adapter is Claude Code's agent.Adapter.
+var Adapter agent.Adapter = adapter{}
+
+func init() { agent.Register(Adapter) }
+
+type adapter struct{}
+
+func (adapter) Name() string                           { return Name }
+func (adapter) Title() string                          { return "Claude Code" }
+func (adapter) Parse(data []byte) (agent.Event, error) { return Parse(data) }
+func (adapter) Hooks() []agent.HookSpec                { return Hooks }
+func (adapter) Scopes() []string                       { return Scopes }
+func (adapter) DefaultScope() string                   { return DefaultScope }
+func (adapter) SettingsPath(scope, root, home string) (string, error) {
+	return SettingsPath(scope, root, home)
+}
+func (adapter) HookAnswer() string                  { return "" }
+func (adapter) TranscriptDirs(home string) []string { return []string{TranscriptDir(home)} }
+
+func (adapter) HookHelp() string {
+	return `claude-code (Claude Code): SessionStart (kind session-start),
+UserPromptSubmit (prompt, the summary its first line), PreToolUse (pre-tool;
+for Edit, Write, MultiEdit and NotebookEdit only the named file is examined;
+the message id is the tool_use_id, so 'snap rewind -s <session_id>
+msg:<tool_use_id>' is the state before that call), PostToolUse (post-tool),
+Stop, SubagentStop and PreCompact (labelled). Read-only tools (Read, Grep,
+Glob, ...) record nothing.`
+}
+
+func (adapter) InstallHelp() string {
+	return `'snap install claude-code' adds snap's hooks ('snap hook claude-code' on
+SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop and
+PreCompact) to Claude Code's settings. By default they go where they affect
+only you: --local, .claude/settings.local.json at the project root (this
+project, only you: Claude Code's file for settings not to be committed).
+--project (.claude/settings.json) shares them with everyone who clones the
+project (a teammate without snap then gets a failing hook at every event);
+--user (~/.claude/settings.json) puts them in every project you open.`
 }

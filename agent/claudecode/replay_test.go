@@ -54,7 +54,8 @@ type editInput struct {
 	} `json:"edits"`
 }
 
-// TestReplayRealSessions replays real Claude Code transcripts as the hook
+// replayRealSessions (the conformance suite's replay, TestConformance/replay)
+// replays real Claude Code transcripts as the hook
 // payloads Claude Code would have sent (SessionStart, UserPromptSubmit per
 // human prompt, PreToolUse → the edit applied → PostToolUse per tool call,
 // Stop), with the transcript growing as it did, starting from the files as
@@ -62,7 +63,7 @@ type editInput struct {
 // rewinds to the pre-tool checkpoint of every edit (msg:<tool_use_id>) and
 // checks the files are exactly as before that edit and the transcript as it
 // was.
-func TestReplayRealSessions(t *testing.T) {
+func replayRealSessions(t *testing.T) {
 	dir := realdata(t)
 	for _, name := range []string{"entire-cli_f5e7d3c25b68_claude.jsonl", "entire-cli_8df6319ef9a6_claude.jsonl"} {
 		t.Run(name, func(t *testing.T) { replay(t, filepath.Join(dir, name)) })

@@ -1,7 +1,9 @@
 // Package codex adapts Codex CLI's hooks to snap: Parse turns one hook
 // payload into an agent.Event (an apply_patch call names its files in the
 // patch), and Hooks are what 'snap install codex' adds to a Codex
-// hooks.json (the same layout as Claude Code's settings).
+// hooks.json (the same layout as Claude Code's settings). The package
+// registers its Adapter with the agent registry when it is imported
+// (agent/all imports it).
 package codex
 
 import (
@@ -180,4 +182,42 @@ func SettingsPath(scope, root, home string) (string, error) {
 		return filepath.Join(root, ".codex", "hooks.json"), nil
 	}
 	return "", fmt.Errorf("unknown scope %q (want user or project)", scope)
+}
+
+// TranscriptDir is where Codex CLI keeps its session rollouts, under home.
+func TranscriptDir(home string) string { return filepath.Join(home, ".codex", "sessions") }
+
+// Adapter is Codex CLI's agent.Adapter.
+var Adapter agent.Adapter = adapter{}
+
+func init() { agent.Register(Adapter) }
+
+type adapter struct{}
+
+func (adapter) Name() string                           { return Name }
+func (adapter) Title() string                          { return "Codex CLI" }
+func (adapter) Parse(data []byte) (agent.Event, error) { return Parse(data) }
+func (adapter) Hooks() []agent.HookSpec                { return Hooks }
+func (adapter) Scopes() []string                       { return Scopes }
+func (adapter) DefaultScope() string                   { return DefaultScope }
+func (adapter) SettingsPath(scope, root, home string) (string, error) {
+	return SettingsPath(scope, root, home)
+}
+func (adapter) HookAnswer() string                  { return "" }
+func (adapter) TranscriptDirs(home string) []string { return []string{TranscriptDir(home)} }
+
+func (adapter) HookHelp() string {
+	return `codex (Codex CLI): SessionStart, UserPromptSubmit (prompt), PreToolUse and
+PostToolUse (an apply_patch call names its files in the patch: only those are
+examined; any other tool is a full capture; the message id is the call's id),
+Stop and PreCompact (labelled).`
+}
+
+func (adapter) InstallHelp() string {
+	return `'snap install codex' adds 'snap hook codex' on SessionStart, UserPromptSubmit,
+PreToolUse, PostToolUse, Stop and PreCompact. Codex has no hooks file for one
+user in one project, so the default is --user: ~/.codex/hooks.json, read in
+every project you run it in. --project writes .codex/hooks.json at the project
+root, shared with the team. Codex runs hooks only with [features]
+codex_hooks = true in its config.toml.`
 }

@@ -61,10 +61,12 @@ func TestPatchPaths(t *testing.T) {
 	}
 }
 
-// An apply_patch call between PreToolUse and PostToolUse: the pre-tool
+// replayCodexHooks (the conformance suite's replay, TestConformance/replay:
+// no real Codex session is public, so payloads of its real shapes): an
+// apply_patch call between PreToolUse and PostToolUse: the pre-tool
 // checkpoint examines only the patched files, and 'rewind msg:<id>' brings
 // them back; a Bash call is a full capture.
-func TestCodexHooks(t *testing.T) {
+func replayCodexHooks(t *testing.T) {
 	ctx := context.Background()
 	proj := t.TempDir()
 	os.WriteFile(filepath.Join(proj, "a.go"), []byte("package a // old\n"), 0o644)

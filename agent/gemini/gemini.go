@@ -1,6 +1,8 @@
 // Package gemini adapts Gemini CLI's hooks to snap: Parse turns one hook
 // payload into an agent.Event, and Hooks are what 'snap install gemini'
 // adds to a Gemini CLI settings.json (the same layout as Claude Code's).
+// The package registers its Adapter with the agent registry when it is
+// imported (agent/all imports it).
 package gemini
 
 import (
@@ -94,4 +96,46 @@ func SettingsPath(scope, root, home string) (string, error) {
 		return filepath.Join(root, ".gemini", "settings.json"), nil
 	}
 	return "", fmt.Errorf("unknown scope %q (want user or project)", scope)
+}
+
+// TranscriptDir is where Gemini CLI keeps its sessions, under home.
+func TranscriptDir(home string) string { return filepath.Join(home, ".gemini") }
+
+// Adapter is Gemini CLI's agent.Adapter.
+var Adapter agent.Adapter = adapter{}
+
+func init() { agent.Register(Adapter) }
+
+type adapter struct{}
+
+func (adapter) Name() string                           { return Name }
+func (adapter) Title() string                          { return "Gemini CLI" }
+func (adapter) Parse(data []byte) (agent.Event, error) { return Parse(data) }
+func (adapter) Hooks() []agent.HookSpec                { return Hooks }
+func (adapter) Scopes() []string                       { return Scopes }
+func (adapter) DefaultScope() string                   { return DefaultScope }
+func (adapter) SettingsPath(scope, root, home string) (string, error) {
+	return SettingsPath(scope, root, home)
+}
+
+// HookAnswer: Gemini CLI reads a hook's stdout as JSON; an empty object is
+// no decision.
+func (adapter) HookAnswer() string                  { return "{}\n" }
+func (adapter) TranscriptDirs(home string) []string { return []string{TranscriptDir(home)} }
+
+func (adapter) HookHelp() string {
+	return `gemini (Gemini CLI): SessionStart, BeforeAgent (prompt), BeforeTool and
+AfterTool (write_file and replace are the edit tools: only the named file is
+examined; run_shell_command and other tools that may write: a full capture),
+AfterAgent (stop: the turn's end) and PreCompress (labelled). 'snap hook
+gemini' prints {} on stdout: Gemini CLI reads the answer as JSON.`
+}
+
+func (adapter) InstallHelp() string {
+	return `'snap install gemini' adds 'snap hook gemini' on SessionStart, BeforeAgent,
+BeforeTool, AfterTool, AfterAgent and PreCompress. Gemini CLI has no settings
+file for one user in one project, so the default is --user, its one scope that
+affects only you: ~/.gemini/settings.json, read in every project you run it in
+(the first event in a git repository makes its store there). --project writes
+.gemini/settings.json at the project root, shared with the team.`
 }

@@ -14,14 +14,15 @@ import (
 	"github.com/snapcore-dev/snap/agent/gemini"
 )
 
-// TestReplayRealGeminiSession replays the real Gemini CLI session of
+// replayRealGeminiSession (the conformance suite's replay,
+// TestConformance/replay) replays the real Gemini CLI session of
 // ../shared/realdata as the hooks Gemini CLI would have run (SessionStart,
 // BeforeAgent per user message, BeforeTool → the tool run → AfterTool per
 // call, AfterAgent), its transcript (one JSON object, rewritten whole)
 // growing message by message; write_file is applied, run_shell_command
 // run in the project. Then it rewinds to before every call that changed
 // files (msg:<tool call id>) and checks the files and the transcript.
-func TestReplayRealGeminiSession(t *testing.T) {
+func replayRealGeminiSession(t *testing.T) {
 	src, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "realdata", "entire-cli_ab2b9748b105_gemini.json"))
 	data, err := os.ReadFile(src)
 	if err != nil {

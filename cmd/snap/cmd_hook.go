@@ -12,41 +12,28 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapcore-dev/snap/agent"
-	"github.com/snapcore-dev/snap/agent/claudecode"
-	"github.com/snapcore-dev/snap/agent/codex"
-	"github.com/snapcore-dev/snap/agent/gemini"
+	_ "github.com/snapcore-dev/snap/agent/all" // the agents 'snap hook' and 'snap install' know
 )
 
-// adapters are the agents 'snap hook' and 'snap install' know.
-var adapters = map[string]struct {
-	parse        func([]byte) (agent.Event, error)
-	hooks        []agent.HookSpec
-	scopes       []string
-	defaultScope string // the scope that affects only this user
-	path         func(scope, root, home string) (string, error)
-	title        string
-	ack          string // printed on stdout: an empty answer, where the agent expects JSON
-}{
-	claudecode.Name: {claudecode.Parse, claudecode.Hooks, claudecode.Scopes, claudecode.DefaultScope, claudecode.SettingsPath, "Claude Code", ""},
-	gemini.Name:     {gemini.Parse, gemini.Hooks, gemini.Scopes, gemini.DefaultScope, gemini.SettingsPath, "Gemini CLI", "{}\n"},
-	codex.Name:      {codex.Parse, codex.Hooks, codex.Scopes, codex.DefaultScope, codex.SettingsPath, "Codex CLI", ""},
-}
+// The agents 'snap hook' and 'snap install' know are the agent registry's
+// (agent.All): every adapter package under agent/ registers itself, and
+// agent/all, imported above, links them all in. Nothing here names one.
 
-// hookSubcommands are 'snap hook AGENT', one per adapter.
+// hookSubcommands are 'snap hook AGENT', one per registered adapter.
 func hookSubcommands(inv *invocation) []*cli.Command {
 	var out []*cli.Command
-	for _, name := range sortedKeys(adapters) {
-		a := adapters[name]
+	for _, a := range agent.All() {
+		a := a
 		out = append(out, &cli.Command{
-			Name: name, Usage: "record a " + a.title + " hook event (payload on stdin)",
-			Description: `Reads one ` + a.title + ` hook payload on stdin and records the checkpoint its
+			Name: a.Name(), Usage: "record a " + a.Title() + " hook event (payload on stdin)",
+			Description: `Reads one ` + a.Title() + ` hook payload on stdin and records the checkpoint its
 event calls for (see 'snap help hook'). Always exits 0 and prints nothing on
 stdout that the agent reads as a decision; problems go to stderr and to
 'snap hook log'.`,
 			Flags: withGlobals(),
 			Action: func(c *cli.Context) error {
-				agent.Hook(c.Context, inv.stdin, c.App.ErrWriter, agent.Options{Maintain: startAutoGC}, a.parse)
-				io.WriteString(inv.stdout, a.ack)
+				agent.Hook(c.Context, inv.stdin, c.App.ErrWriter, agent.Options{Maintain: startAutoGC}, a.Parse)
+				io.WriteString(inv.stdout, a.HookAnswer())
 				return nil
 			},
 		})
@@ -54,25 +41,29 @@ stdout that the agent reads as a decision; problems go to stderr and to
 	return out
 }
 
+// agentParagraphs are each registered adapter's help paragraph, one blank
+// line apart.
+func agentParagraphs(help func(agent.Adapter) string) string {
+	var ps []string
+	for _, a := range agent.All() {
+		ps = append(ps, strings.TrimSpace(help(a)))
+	}
+	return strings.Join(ps, "\n\n")
+}
+
 func hookCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
 		Name:  "hook",
 		Usage: "record the checkpoint an agent's hook event calls for (never blocks the agent)",
-		Description: `'snap hook claude-code' is what Claude Code runs at each hook event ('snap
-install claude-code' sets it up); 'snap hook gemini' and 'snap hook codex' do
-the same for Gemini CLI (SessionStart, BeforeAgent, BeforeTool/AfterTool with
-write_file and replace as edit tools, AfterAgent, PreCompress) and Codex CLI
-(PreToolUse/PostToolUse, whose apply_patch names its files in the patch). It reads one hook payload on stdin and records
+		Description: `'snap hook AGENT' is what an agent runs at each of its hook events ('snap
+install AGENT' sets it up). It reads one hook payload on stdin and records
 the checkpoint the event calls for in the session named by the payload's
-session_id, with the transcript at transcript_path as the conversation:
-SessionStart (kind session-start), UserPromptSubmit (prompt, the summary its
-first line), PreToolUse (pre-tool; for Edit, Write, MultiEdit and NotebookEdit
-only the named file is examined; the message id is the tool_use_id, so 'snap
-rewind -s <session_id> msg:<tool_use_id>' is the state before that call; ids
+session id, with the transcript the payload names as the conversation; ids
 that are not legal session names are rewritten, and 'snap hook log' names the
-session each event went to), PostToolUse
-(post-tool), Stop, SubagentStop and PreCompact (labelled). Read-only tools and
-unknown events record nothing.
+session each event went to. Read-only tools and unknown events record
+nothing. The agents and their events:
+
+` + agentParagraphs(agent.Adapter.HookHelp) + `
 
 A hook never blocks or breaks the agent: whatever happens it exits 0 and
 prints nothing on stdout; problems go to stderr and to the store's hook log
@@ -133,23 +124,8 @@ type installStatus struct {
 
 func installCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
-		Name: "install", Usage: "add snap's hooks to an agent's settings (or remove them)", ArgsUsage: "AGENT (claude-code, gemini, codex)",
-		Description: `'snap install claude-code' adds snap's hooks ('snap hook claude-code' on
-SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop and
-PreCompact) to Claude Code's settings. By default they go where they affect
-only you: --local, .claude/settings.local.json at the project root (this
-project, only you: Claude Code's file for settings not to be committed).
---project (.claude/settings.json) shares them with everyone who clones the
-project (a teammate without snap then gets a failing hook at every event);
---user (~/.claude/settings.json) puts them in every project you open.
-
-Gemini CLI and Codex have no settings file for one user in one project, so
-for them the default is --user, their one scope that affects only you:
-~/.gemini/settings.json and ~/.codex/hooks.json, read in every project you
-run them in (the first event in a git repository makes its store there).
---project writes .gemini/settings.json or .codex/hooks.json at the project
-root, shared with the team. Codex runs hooks only with [features]
-codex_hooks = true in its config.toml.
+		Name: "install", Usage: "add snap's hooks to an agent's settings (or remove them)", ArgsUsage: "AGENT (" + strings.Join(agent.Names(), ", ") + ")",
+		Description: agentParagraphs(agent.Adapter.InstallHelp) + `
 
 The project root is the one every snap command finds from any directory
 inside it: the store's, else the top of the git work tree; snap says which
@@ -178,20 +154,12 @@ file that is read-only to you (no write permission for its owner), unless
 --force.
 
 Examples:
-   snap install claude-code
-   snap install claude-code --project
-   snap install claude-code --uninstall
-   snap install gemini
-   snap install codex --project
-   snap install --status`,
-		Flags: withGlobals(
-			&cli.BoolFlag{Name: "user", Usage: "the user's settings, read in every project (the default for gemini and codex)"},
-			&cli.BoolFlag{Name: "project", Usage: "the project's settings, shared with everyone who clones it"},
-			&cli.BoolFlag{Name: "local", Usage: "the project's settings for you only (claude-code; its default)"},
+` + installExamples(),
+		Flags: withGlobals(append(scopeFlags(),
 			&cli.BoolFlag{Name: "uninstall", Usage: "remove snap's hooks"},
 			&cli.BoolFlag{Name: "status", Usage: "say where snap's hooks are installed"},
 			&cli.BoolFlag{Name: "force", Usage: "write a settings file that is read-only to you (its mode is kept)"},
-		),
+		)...),
 		Action: func(c *cli.Context) error {
 			g := globals(c)
 			root, home, err := installDirs(g)
@@ -203,12 +171,11 @@ Examples:
 					return usageErrorf("install --status takes no AGENT")
 				}
 				var out []installStatus
-				for _, name := range sortedKeys(adapters) {
-					a := adapters[name]
-					for _, scope := range a.scopes {
-						p, _ := a.path(scope, root, home)
-						st := installStatus{Agent: name, Scope: scope, Path: p}
-						st.Events, err = agent.Installed(p, name, a.hooks)
+				for _, a := range agent.All() {
+					for _, scope := range a.Scopes() {
+						p, _ := a.SettingsPath(scope, root, home)
+						st := installStatus{Agent: a.Name(), Scope: scope, Path: p}
+						st.Events, err = agent.Installed(p, a.Name(), a.Hooks())
 						if err != nil {
 							st.Error = err.Error()
 						}
@@ -217,14 +184,15 @@ Examples:
 				}
 				return emit(inv.stdout, g.JSON, out, func(w io.Writer) error {
 					for _, s := range out {
+						a, _ := agent.Lookup(s.Agent)
 						state := "not installed"
 						switch {
 						case s.Error != "":
 							state = "unreadable: " + s.Error
-						case len(s.Events) == len(adapters[s.Agent].hooks):
+						case len(s.Events) == len(a.Hooks()):
 							state = "installed"
 						case len(s.Events) > 0:
-							state = fmt.Sprintf("partly installed (%d of %d events)", len(s.Events), len(adapters[s.Agent].hooks))
+							state = fmt.Sprintf("partly installed (%d of %d events)", len(s.Events), len(a.Hooks()))
 						}
 						fmt.Fprintf(w, "%s %s (%s): %s\n", s.Agent, s.Scope, s.Path, state)
 					}
@@ -232,29 +200,29 @@ Examples:
 				})
 			}
 			if c.NArg() != 1 {
-				return usageErrorf("install takes AGENT (one of: %s), or --status", joinKeys(adapters))
+				return usageErrorf("install takes AGENT (one of: %s), or --status", strings.Join(agent.Names(), ", "))
 			}
 			name := c.Args().First()
-			a, ok := adapters[name]
+			a, ok := agent.Lookup(name)
 			if !ok {
-				return usageErrorf("unknown agent %q (known: %s)", name, joinKeys(adapters))
+				return usageErrorf("unknown agent %q (known: %s)", name, strings.Join(agent.Names(), ", "))
 			}
-			scope := a.defaultScope
+			scope := a.DefaultScope()
 			n := 0
-			for _, s := range []string{"user", "project", "local"} {
+			for _, s := range agent.ScopeNames() {
 				if c.Bool(s) {
 					scope = s
 					n++
 				}
 			}
 			if n > 1 {
-				return usageErrorf("--user, --project and --local: choose one")
+				return usageErrorf("%s: choose one", scopeFlagList())
 			}
-			p, err := a.path(scope, root, home)
+			p, err := a.SettingsPath(scope, root, home)
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			res, err := agent.InstallHooks(p, name, hookCommandLine(name), a.hooks, agent.InstallOptions{Uninstall: c.Bool("uninstall"), Force: c.Bool("force")})
+			res, err := agent.InstallHooks(p, name, hookCommandLine(name), a.Hooks(), agent.InstallOptions{Uninstall: c.Bool("uninstall"), Force: c.Bool("force")})
 			if err != nil {
 				return err
 			}
@@ -325,13 +293,83 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func joinKeys[V any](m map[string]V) string {
-	s := ""
-	for i, k := range sortedKeys(m) {
-		if i > 0 {
-			s += ", "
+// scopeUsage is what each scope flag of 'snap install' says, before the
+// agents that lack it or take it as their default.
+var scopeUsage = map[string]string{
+	agent.ScopeUser:    "the user's settings, read in every project",
+	agent.ScopeProject: "the project's settings, shared with everyone who clones it",
+	agent.ScopeLocal:   "the project's settings for you only",
+}
+
+// scopeFlags are 'snap install --user', '--project' and '--local', each
+// saying which registered agents have it (when not all do) and whose
+// default it is.
+func scopeFlags() []cli.Flag {
+	var flags []cli.Flag
+	all := agent.All()
+	for _, s := range agent.ScopeNames() {
+		var have, defaults []string
+		for _, a := range all {
+			if contains(a.Scopes(), s) {
+				have = append(have, a.Name())
+			}
+			if a.DefaultScope() == s {
+				defaults = append(defaults, a.Name())
+			}
 		}
-		s += k
+		usage := scopeUsage[s]
+		switch {
+		case len(have) == 0:
+			continue
+		case len(have) < len(all) && len(defaults) == len(have):
+			usage += " (" + andList(have) + "; " + map[bool]string{true: "its", false: "their"}[len(have) == 1] + " default)"
+		case len(have) < len(all) && len(defaults) > 0:
+			usage += " (" + andList(have) + "; the default for " + andList(defaults) + ")"
+		case len(have) < len(all):
+			usage += " (" + andList(have) + ")"
+		case len(defaults) > 0:
+			usage += " (the default for " + andList(defaults) + ")"
+		}
+		flags = append(flags, &cli.BoolFlag{Name: s, Usage: usage})
 	}
-	return s
+	return flags
+}
+
+// scopeFlagList is "--user, --project and --local".
+func scopeFlagList() string {
+	var fs []string
+	for _, s := range agent.ScopeNames() {
+		fs = append(fs, "--"+s)
+	}
+	return andList(fs)
+}
+
+// installExamples are the examples of 'snap help install', for the
+// registered agents.
+func installExamples() string {
+	var ex []string
+	for i, a := range agent.All() {
+		ex = append(ex, "   snap install "+a.Name())
+		if i == 0 {
+			ex = append(ex, "   snap install "+a.Name()+" --project", "   snap install "+a.Name()+" --uninstall")
+		}
+	}
+	return strings.Join(append(ex, "   snap install --status"), "\n")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }

@@ -33,9 +33,10 @@ directory (or -C DIR; a project with no store gets one, as with the hooks:
 at the root of its git repository, never in the home directory); the session
 is each tool's session argument, else -s.
 The checkpoint tool's conversation_path must be a .jsonl or .json file in the
-project or an agent's transcript directory (~/.claude/projects, ~/.gemini,
-~/.codex/sessions) or under a --conversation-dir: the server acts with your
-rights, and a rewind writes the conversation back where it was read.
+project, under a --conversation-dir, or in an agent's transcript directory:
+` + transcriptDirList() + `.
+The server acts with your rights, and a rewind writes the conversation back
+where it was read.
 
 On stdin/stdout by default. Add it to Claude Code with:
 
@@ -81,7 +82,7 @@ It runs until interrupted.
 				return err
 			}
 			defer repo.Close()
-			srv := mcp.New(repo, mcp.Options{Session: g.Session, Version: version(), ConversationDirs: absAll(c.StringSlice("conversation-dir")), Maintain: func(ctx context.Context) { startAutoGC(ctx, repo) }})
+			srv := mcp.New(repo, mcp.Options{Session: g.Session, Version: version(), ConversationDirs: absAll(c.StringSlice("conversation-dir")), TranscriptDirs: transcriptDirs(), Maintain: func(ctx context.Context) { startAutoGC(ctx, repo) }})
 			addr := c.String("http")
 			if addr == "" {
 				return srv.Run(c.Context, &sdk.IOTransport{Reader: io.NopCloser(inv.stdin), Writer: nopWriteCloser{inv.stdout}})
@@ -111,6 +112,26 @@ It runs until interrupted.
 			return mcp.ServeHTTP(c.Context, l, mcp.HTTPHandler(srv, token))
 		},
 	}
+}
+
+// transcriptDirs are the registered agents' transcript directories in
+// the user's home (none without a home directory).
+func transcriptDirs() []string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
+	}
+	return agent.TranscriptDirs(home)
+}
+
+// transcriptDirList names the registered agents' transcript directories
+// for 'snap help mcp': "~/.claude/projects, ~/.gemini, ...".
+func transcriptDirList() string {
+	var out []string
+	for _, d := range agent.TranscriptDirs("~") {
+		out = append(out, filepath.ToSlash(d))
+	}
+	return strings.Join(out, ", ")
 }
 
 // mcpToken returns the bearer token of 'snap mcp --http': $SNAP_MCP_TOKEN
