@@ -124,11 +124,11 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	case kindPreRewind:
 		return nil, fmt.Errorf("%w: kind %q is snap's own (the safety checkpoint of a rewind)", ErrUsage, o.Kind)
 	case kindTaskBegin, kindTaskCommit, kindTaskRevert, kindEditCommit, kindRevert:
-		return nil, fmt.Errorf("%w: kind %q is snap's own (use 'snap task' or 'snap edit')", ErrUsage, o.Kind)
+		return nil, fmt.Errorf("%w: kind %q is snap's own (the task and edit operations record it)", ErrUsage, o.Kind)
 	}
 	for _, d := range o.State {
 		if d.Name == TaskDoc {
-			return nil, fmt.Errorf("%w: state document %q is snap's task stack ('snap task'); give yours another name", ErrUsage, TaskDoc)
+			return nil, fmt.Errorf("%w: state document %q is snap's task stack; give yours another name", ErrUsage, TaskDoc)
 		}
 	}
 	return r.checkpoint(ctx, o, nil)

@@ -113,7 +113,7 @@ func init() {
 		reset: func(c *Config) { c.GitAuthor = "" },
 	}
 	settings["git.commit-on"] = setting{
-		doc: "make a commit on the current git branch at every task-commit or edit-commit, as --git-commit does, or never (default never)",
+		doc: "make a commit on the current git branch at every task-commit or edit-commit, as a task or edit commit's git-commit option does, or never (default never)",
 		get: func(c *Config) string { return c.GitCommitOn },
 		set: func(c *Config, v string) error {
 			switch v {

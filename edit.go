@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -68,6 +69,10 @@ type EditAnswer struct {
 	Hint        string            `json:"hint,omitempty"`
 	Pending     []PendingChange   `json:"pending_changes"`
 	NextActions []string          `json:"next_actions"`
+	// Advice completes Hint (what resolves it) and Next lists what may
+	// follow: each front-end words them, in Hint and NextActions.
+	Advice []Advice `json:"-"`
+	Next   []Advice `json:"-"`
 }
 
 // EditCommitResult reports a commit (or, with Checkpoint nil, a revert) of
@@ -108,8 +113,8 @@ func (r *Repo) notIgnored(paths []string) error {
 	if len(ignored) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: ignored by .gitignore, .snapignore or git's excludes; checkpoints do not record it, so an edit to it "+
-		"could not be undone (edit it directly, or stop ignoring it; 'snap edit drop LETTER' drops a pending change)", ErrUsage, strings.Join(ignored, ", "))
+	return advise(fmt.Errorf("%w: %s: ignored by .gitignore, .snapignore or git's excludes; checkpoints do not record it, so an edit to it "+
+		"could not be undone (edit it directly, or stop ignoring it)", ErrUsage, strings.Join(ignored, ", ")), Advice{Do: DoEditDrop})
 }
 
 // editPath is a request path relative to the project root, refused when
@@ -240,7 +245,7 @@ func (r *Repo) lockEdits(ctx context.Context, session string) (func(), error) {
 		return nil, err
 	}
 	f, err := flock.Lock{Path: filepath.Join(r.StoreDir, "edits", session+".lock"), Timeout: r.lockTimeout,
-		Busy: ErrBusy, Holder: "another snap edit of session " + session}.Acquire(ctx)
+		Busy: ErrBusy, Holder: "another edit of session " + session}.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +335,7 @@ func (r *Repo) EditStage(ctx context.Context, q EditRequest) (*EditAnswer, error
 		return nil, err
 	}
 	if base, ok := p.Base(rel); ok && base != id {
-		return nil, fmt.Errorf("%w: %s changed since its first change was staged; 'snap edit revert REASON' drops the pending changes", ErrConflict, rel)
+		return nil, advise(fmt.Errorf("%w: %s changed since its first change was staged", ErrConflict, rel), Advice{Do: DoEditRevert})
 	}
 	if err := checkEditText("the new text", rel, q.New); err != nil {
 		return nil, err
@@ -353,7 +358,7 @@ func (r *Repo) EditStage(ctx context.Context, q EditRequest) (*EditAnswer, error
 	case edits.Replace, "":
 		c.Kind = edits.Replace
 		if id == "" {
-			return nil, fmt.Errorf("%w: %s does not exist ('snap edit write' creates a file)", ErrNoPath, rel)
+			return nil, advise(fmt.Errorf("%w: %s does not exist", ErrNoPath, rel), Advice{Do: DoEditWrite})
 		}
 		matches, err := edits.Find(data, q.Old, q.After)
 		if err != nil {
@@ -376,10 +381,10 @@ func (r *Repo) EditStage(ctx context.Context, q EditRequest) (*EditAnswer, error
 			cands, more := p.Candidates(data, rel, q.Old, matches, limit)
 			ans := r.editAnswer(p, "needs_match")
 			ans.Candidates, ans.NotShown = cands, more
-			ans.Hint = fmt.Sprintf("the text occurs %d times in %s: nothing was staged; repeat the call with --match LETTER (e.g. --match %s)",
-				len(matches), rel, recommended(cands))
+			ans.Hint = fmt.Sprintf("the text occurs %d times in %s: nothing was staged", len(matches), rel)
+			ans.Advice = []Advice{{Do: DoEditMatch, Arg: recommended(cands)}}
 			if more > 0 {
-				ans.Hint += fmt.Sprintf("; %d more matches are not shown (--all-matches lists up to 26, --after ANCHOR narrows)", more)
+				ans.Advice = append(ans.Advice, Advice{Do: DoEditMore, Arg: strconv.Itoa(more)})
 			}
 			return ans, nil
 		}
@@ -389,7 +394,7 @@ func (r *Repo) EditStage(ctx context.Context, q EditRequest) (*EditAnswer, error
 	}
 	staged, err := p.Stage(c, id)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, modelAdvice(fmt.Errorf("%w: %w", ErrUsage, err))
 	}
 	pc := pendingOf(*staged)
 	if err := r.saveEdits(session, p); err != nil {
@@ -457,11 +462,11 @@ func (r *Repo) editAnswer(p *edits.Pending, status string) *EditAnswer {
 	}
 	switch {
 	case ans.Status == "needs_match":
-		ans.NextActions = []string{"snap edit replace PATH --old TEXT --new TEXT --match LETTER"}
+		ans.Next = []Advice{{Do: DoEditMatch}}
 	case len(p.Changes) > 0:
-		ans.NextActions = []string{"snap edit preview", "snap edit commit SUMMARY", "snap edit drop LETTER", "snap edit revert REASON"}
+		ans.Next = []Advice{{Do: DoEditPreview}, {Do: DoEditCommit}, {Do: DoEditDrop}, {Do: DoEditRevert}}
 	default:
-		ans.NextActions = []string{"snap edit replace PATH --old TEXT --new TEXT", "snap edit write PATH", "snap edit delete PATH"}
+		ans.Next = []Advice{{Do: DoEditReplace}, {Do: DoEditWrite}, {Do: DoEditDelete}}
 	}
 	return ans
 }
@@ -521,7 +526,7 @@ func (r *Repo) EditPreview(ctx context.Context, session, mode string, context in
 			return nil, err
 		}
 		if base, _ := p.Base(rel); base != id {
-			return nil, fmt.Errorf("%w: %s changed since its first change was staged; 'snap edit revert REASON' drops the pending changes", ErrConflict, rel)
+			return nil, advise(fmt.Errorf("%w: %s changed since its first change was staged", ErrConflict, rel), Advice{Do: DoEditRevert})
 		}
 		changes := p.Of(rel)
 		out.Files = append(out.Files, EditPreviewFile{Path: rel, Text: edits.Render(rel, data, changes, mode, context)})
@@ -616,7 +621,7 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 	}
 	defer unlock()
 	if len(p.Changes) == 0 {
-		return nil, fmt.Errorf("%w: no pending changes in session %q ('snap edit replace' stages one)", ErrUsage, session)
+		return nil, advise(fmt.Errorf("%w: no pending changes in session %q", ErrUsage, session), Advice{Do: DoEditReplace})
 	}
 	// New contents, from the bases as they are on disk now.
 	res := &EditCommitResult{Paths: p.Paths(), AppliedChanges: len(p.Changes)}
@@ -627,7 +632,7 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 	// symlink or a file since, and a commit writes nothing through one.
 	for _, rel := range res.Paths {
 		if _, err := r.editPath(rel); err != nil {
-			return nil, fmt.Errorf("%w; nothing was written and the changes stay pending ('snap edit revert REASON' drops them)", err)
+			return nil, advise(fmt.Errorf("%w; nothing was written and the changes stay pending", err), Advice{Do: DoEditRevert})
 		}
 	}
 	next := map[string][]byte{} // nil: deleted
@@ -657,8 +662,8 @@ func (r *Repo) editCommit(ctx context.Context, session, summary string, step *ta
 		}
 	}
 	if len(stale) > 0 {
-		return nil, fmt.Errorf("%w: %s changed since staged, so nothing was written and the changes stay pending "+
-			"('snap edit status' shows them; 'snap edit revert REASON' drops them to stage afresh)", ErrConflict, strings.Join(stale, ", "))
+		return nil, advise(fmt.Errorf("%w: %s changed since staged, so nothing was written and the changes stay pending",
+			ErrConflict, strings.Join(stale, ", ")), Advice{Do: DoEditStatus}, Advice{Do: DoEditRevert})
 	}
 	release, err := r.writing(ctx)
 	if err != nil {

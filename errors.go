@@ -4,16 +4,19 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/tasks"
 )
 
 // Sentinel errors of the engine, the storage layers' included: a
 // front-end matches every error it may get against these (errors.Is), and
 // the CLI maps them to exit codes in one place.
 var (
-	// ErrNoStore: no .snap store was found for the project.
-	ErrNoStore = errors.New("no snap store found (run 'snap init')")
+	// ErrNoStore: no .snap store was found for the project (a front-end
+	// advises DoInit).
+	ErrNoStore = errors.New("no snap store found")
 	// ErrOtherProject: the store belongs to another project root (an
 	// external store shared by two projects, or a command run outside the
 	// project). Nothing is read or written.
@@ -53,3 +56,87 @@ var (
 	// ErrConflict: a ref moved under a compare-and-swap (another process).
 	ErrConflict = refs.ErrConflict
 )
+
+// Advice is what would resolve an error, or what to do next: an operation
+// of the engine's API and what it applies to. The engine never names a
+// command or a flag (TestEngineSpeaksNoCLI): each front-end words advice
+// in its own vocabulary, the CLI as commands (cmd/snap/advice.go), the MCP
+// server as tools (mcp/advice.go).
+type Advice struct {
+	Do  Action `json:"do"`
+	Arg string `json:"arg,omitempty"` // the checkpoint, session, pending change or count it applies to
+}
+
+// Action is an operation advice names.
+type Action string
+
+// The actions advice names.
+const (
+	DoInit          Action = "init"           // make this project's store
+	DoInitOwnStore  Action = "init-own-store" // give this project a store of its own (not another project's)
+	DoUndo          Action = "undo"           // undo session Arg's last operation
+	DoRewind        Action = "rewind"         // rewind to checkpoint Arg (none: to a checkpoint both histories have)
+	DoRemoveSession Action = "remove-session" // remove (archived) session Arg
+	DoStateOut      Action = "state-out"      // write the state documents to a directory of one's choice
+	DoTaskBegin     Action = "task-begin"     // begin a task
+	DoTaskParent    Action = "task-parent"    // begin the task higher up the stack
+	DoEditWrite     Action = "edit-write"     // stage a whole file (creates one)
+	DoEditReplace   Action = "edit-replace"   // stage a change
+	DoEditDelete    Action = "edit-delete"    // stage a deletion
+	DoEditDrop      Action = "edit-drop"      // drop pending change Arg (none: the one in the way)
+	DoEditRevert    Action = "edit-revert"    // drop every pending change
+	DoEditStatus    Action = "edit-status"    // list the pending changes
+	DoEditPreview   Action = "edit-preview"   // show the pending changes
+	DoEditCommit    Action = "edit-commit"    // write the pending changes
+	DoEditMatch     Action = "edit-match"     // repeat the replace naming one candidate (Arg: the one recommended)
+	DoEditMore      Action = "edit-more"      // Arg more candidates exist: list them all, or narrow with an anchor
+)
+
+// AdvisedError is an error and what would resolve it.
+type AdvisedError struct {
+	Err    error
+	Advice []Advice
+}
+
+func (e *AdvisedError) Error() string { return e.Err.Error() }
+func (e *AdvisedError) Unwrap() error { return e.Err }
+
+// advise attaches advice to err.
+func advise(err error, a ...Advice) error { return &AdvisedError{Err: err, Advice: a} }
+
+// AdviceOf is the advice err carries, outermost first (nil for none).
+func AdviceOf(err error) []Advice {
+	var out []Advice
+	for err != nil {
+		if ae, ok := err.(*AdvisedError); ok {
+			out = append(out, ae.Advice...)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				out = append(out, AdviceOf(e)...)
+			}
+			return out
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// modelAdvice attaches to an error of the task stack or the staged edits
+// (the pure tasks and edits packages) the advice that resolves it.
+func modelAdvice(err error) error {
+	var oe *edits.OverlapError
+	switch {
+	case errors.Is(err, tasks.ErrNoOpenTask):
+		return advise(err, Advice{Do: DoTaskBegin})
+	case errors.Is(err, tasks.ErrTooDeep):
+		return advise(err, Advice{Do: DoTaskParent})
+	case errors.As(err, &oe):
+		return advise(err, Advice{Do: DoEditDrop, Arg: oe.Change})
+	}
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,4 +86,45 @@ func TestSentinelErrorsInErrorsGo(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The engine speaks no CLI: no string of the root package, the storage
+// layers or the pure model packages names a snap command or a flag. The
+// engine returns advice (snap.Advice) and each front-end words it.
+func TestEngineSpeaksNoCLI(t *testing.T) {
+	cli := regexp.MustCompile(`'snap [a-z]|"snap [a-z]|\bsnap (init|rewind|undo|redo|task|edit|session|checkpoint|label|gc|fsck|push|pull)\b|(^|[\s(])--[a-z]`)
+	dirs := []string{".", "objects", "refs", "gc", "worktree", "index", "fsys", "tasks", "edits", "conversation", "redact", "storage"}
+	checked := 0
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // a package that does not exist (yet)
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if e.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, p, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked++
+			ast.Inspect(f, func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				s, err := strconv.Unquote(lit.Value)
+				if err == nil && cli.MatchString(s) {
+					t.Errorf("%s: %q names a CLI command or flag: return snap.Advice and let the front-end word it", fset.Position(lit.Pos()), s)
+				}
+				return true
+			})
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d files checked", checked)
+	}
 }

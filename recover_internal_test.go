@@ -115,8 +115,8 @@ func TestInterruptedRewindIsReported(t *testing.T) {
 	sys.cancel = cancel // Ctrl-C as the restore writes its first file
 	_, err = r.Rewind(ctx, RewindOptions{Target: c1.ID.String()})
 	sys.cancel = nil
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "snap rewind") {
-		t.Fatalf("interrupted rewind: %v", err)
+	if a := AdviceOf(err); !errors.Is(err, context.Canceled) || len(a) != 1 || a[0].Do != DoRewind || a[0].Arg == "" {
+		t.Fatalf("interrupted rewind: %v (advice %v, want a rewind to the safety checkpoint)", err, a)
 	}
 	m, err := r.Interrupted(ctx)
 	if err != nil || m == nil || m.Target != c1.ID || m.Kind != "rewind" {

@@ -124,14 +124,14 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 		return nil, err
 	}
 	if o.FilesOnly && o.ConversationOnly {
-		return nil, fmt.Errorf("%w: --files-only and --conversation-only exclude each other", ErrUsage)
+		return nil, fmt.Errorf("%w: a rewind of the files only and one of the conversation only exclude each other", ErrUsage)
 	}
 	target, err := r.Resolve(ctx, session, o.Target)
 	if err != nil {
 		return nil, err
 	}
 	if len(o.State) > 0 && (o.FilesOnly || len(o.Paths) > 0) {
-		return nil, fmt.Errorf("%w: --state restores state documents only; it cannot go with --files-only or --path", ErrUsage)
+		return nil, fmt.Errorf("%w: restoring state documents by name restores state documents only; it cannot go with the files only or with paths", ErrUsage)
 	}
 	for _, n := range o.State {
 		if n == TaskDoc {
@@ -319,10 +319,10 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		if dryRun {
 			return res, err
 		}
-		return res, fmt.Errorf("the %s to %s stopped part way (%w; %d paths changed), so the working tree is between the two; "+
+		return res, advise(fmt.Errorf("the %s to %s stopped part way (%w; %d paths changed), so the working tree is between the two; "+
 			"the next snap command that changes the store completes it (recording first anything changed meanwhile); "+
-			"then 'snap rewind %s' returns to the state before it",
-			m.Kind, target.Short(), err, len(res.Restored)+len(res.Deleted), m.Safety.Short())
+			"then a rewind to %s returns to the state before it",
+			m.Kind, target.Short(), err, len(res.Restored)+len(res.Deleted), m.Safety.Short()), Advice{Do: DoRewind, Arg: m.Safety.String()})
 	}
 	if dryRun {
 		if len(res.Errors) > 0 {

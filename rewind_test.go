@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,8 +101,8 @@ func TestStdinStateNeedsStateOut(t *testing.T) {
 	c1 := checkpoint(t, r, snap.CheckpointOptions{State: []snap.StateDoc{{Name: "context", Data: []byte("ctx v1")}}})
 	checkpoint(t, r, snap.CheckpointOptions{State: []snap.StateDoc{{Name: "context", Data: []byte("ctx v2")}}})
 	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
-	if !errors.Is(err, snap.ErrPartial) || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error, "--state-out") {
-		t.Fatalf("%v %+v", err, res)
+	if a := snap.AdviceOf(err); !errors.Is(err, snap.ErrPartial) || len(res.Errors) != 1 || !slices.Contains(a, snap.Advice{Do: snap.DoStateOut}) {
+		t.Fatalf("%v (advice %v) %+v", err, a, res)
 	}
 	var sb strings.Builder
 	if err := r.CatState(ctx, c1.ID, "context", &sb); err != nil || sb.String() != "ctx v1" {

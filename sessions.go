@@ -113,8 +113,8 @@ func (r *Repo) RemoveSession(ctx context.Context, session string) error {
 // could not both be archived.
 func (r *Repo) checkNotArchived(session string) error {
 	if _, err := r.refs.Get(refs.ArchivedHead(session)); err == nil {
-		return fmt.Errorf("%w: session %q is archived: 'snap -s %s undo' brings it back if archiving it was its last operation, 'snap session rm %s' deletes it; or use another session name",
-			ErrUsage, session, session, session)
+		return advise(fmt.Errorf("%w: session %q is archived; use another session name", ErrUsage, session),
+			Advice{Do: DoUndo, Arg: session}, Advice{Do: DoRemoveSession, Arg: session})
 	}
 	return nil
 }
@@ -147,7 +147,7 @@ func (r *Repo) moveSession(ctx context.Context, session, to string, kind OpKind)
 	}
 	if to != "" {
 		if _, err := r.refs.Get(to); err == nil {
-			return fmt.Errorf("%w: session %q has an archived copy already: remove it first ('snap session rm %s' removes the active one first, so archive or rename this one's work instead)", ErrUsage, session, session)
+			return fmt.Errorf("%w: session %q has an archived copy already: remove that first (removing the name removes the active session first, so archive or rename this one's work instead)", ErrUsage, session)
 		}
 	}
 	op := &refs.Op{Kind: string(kind), Session: session}

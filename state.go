@@ -41,12 +41,12 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 				continue // absent now too
 			}
 			if err := r.safeStatePath(dest); err != nil {
-				res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
+				res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error(), Err: err})
 				continue
 			}
 			real, err := r.docPath(dest) // a link stays; the file it leads to goes
 			if err != nil {
-				res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
+				res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error(), Err: err})
 				continue
 			}
 			if !dryRun {
@@ -66,8 +66,7 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 		if scope.Foreign && stateOut == "" {
 			// Taken elsewhere: only where this machine's head reads it.
 			if dest = now.sources[e.Name]; dest == "" && e.Name != TaskDoc {
-				res.Errors = append(res.Errors, worktree.PathError{Path: "state:" + e.Name,
-					Error: "taken in another store: its recorded path is not this machine's; use --state-out DIR"})
+				res.Errors = append(res.Errors, stateOutError("state:"+e.Name, "taken in another store: its recorded path is not this machine's"))
 				continue
 			}
 		}
@@ -81,12 +80,11 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 			if cur, ok := now.docs[e.Name]; ok && cur.ID == e.ID {
 				continue // from stdin, and as in the target already
 			}
-			res.Errors = append(res.Errors, worktree.PathError{Path: "state:" + e.Name,
-				Error: "no recorded source path (read from stdin); use --state-out DIR"})
+			res.Errors = append(res.Errors, stateOutError("state:"+e.Name, "no recorded source path (read from stdin)"))
 			continue
 		}
 		if err := r.safeStatePath(dest); err != nil {
-			res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
+			res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error(), Err: err})
 			continue
 		}
 		if cur, ok := now.docs[e.Name]; ok && cur.ID == e.ID && now.sources[e.Name] == dest {
@@ -108,8 +106,8 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 					if same {
 						continue
 					}
-					res.Errors = append(res.Errors, worktree.PathError{Path: dest,
-						Error: fmt.Sprintf("holds another version of %s, which the session now keeps at %s: not overwritten; use --state-out DIR", e.Name, now.sources[e.Name])})
+					res.Errors = append(res.Errors, stateOutError(dest,
+						fmt.Sprintf("holds another version of %s, which the session now keeps at %s: not overwritten", e.Name, now.sources[e.Name])))
 					continue
 				}
 			}
@@ -120,7 +118,7 @@ func (r *Repo) restoreState(tck *objects.Checkpoint, now *captured, scope rewind
 			err = r.writeDoc(e.ID, dest)
 		}
 		if err != nil {
-			res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error()})
+			res.Errors = append(res.Errors, worktree.PathError{Path: dest, Error: err.Error(), Err: err})
 			continue
 		}
 		res.State = append(res.State, StateRestored{Name: e.Name, Path: dest, Created: created})
@@ -180,7 +178,7 @@ func (r *Repo) safeStatePath(p string) error {
 		return fmt.Errorf("state path %q is not absolute and clean", p)
 	}
 	if isStream(p) || strings.HasPrefix(p, "/sys/") || strings.HasPrefix(p, "/dev/") && !strings.HasPrefix(p, "/dev/shm/") {
-		return fmt.Errorf("state path %q is a device or stream, not a file; use --state-out DIR", p)
+		return advise(fmt.Errorf("state path %q is a device or stream, not a file", p), Advice{Do: DoStateOut})
 	}
 	// Checked as written and as the file system resolves it: a directory
 	// on the way may be a symlink into the store, /dev or a .git.
@@ -194,7 +192,7 @@ func (r *Repo) safeStatePath(p string) error {
 	}
 	for _, q := range []string{p, real} {
 		if isStream(q) || strings.HasPrefix(q, "/sys/") || strings.HasPrefix(q, "/dev/") && !strings.HasPrefix(q, "/dev/shm/") {
-			return fmt.Errorf("state path %q leads to a device or stream, not a file; use --state-out DIR", p)
+			return advise(fmt.Errorf("state path %q leads to a device or stream, not a file", p), Advice{Do: DoStateOut})
 		}
 		for _, s := range []string{r.StoreDir, store} {
 			if q == s || strings.HasPrefix(q, s+string(filepath.Separator)) {
@@ -247,11 +245,11 @@ func (r *Repo) docPath(dest string) (string, error) {
 	}
 	real, err := followLinks(dest)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v; use --state-out DIR", dest, err)
+		return "", advise(fmt.Errorf("%s: %v", dest, err), Advice{Do: DoStateOut})
 	}
 	if _, err := os.Stat(real); err != nil {
 		if fi, derr := os.Stat(filepath.Dir(real)); !errors.Is(err, fs.ErrNotExist) || derr != nil || !fi.IsDir() {
-			return "", fmt.Errorf("%s is a symlink to %s, which cannot be written (%v); use --state-out DIR", dest, real, err)
+			return "", advise(fmt.Errorf("%s is a symlink to %s, which cannot be written (%v)", dest, real, err), Advice{Do: DoStateOut})
 		}
 	}
 	if err := r.safeStatePath(real); err != nil {
@@ -305,4 +303,10 @@ func (r *Repo) removeDoc(real string) error {
 		return err
 	}
 	return r.fs.SyncDir(filepath.Dir(real))
+}
+
+// stateOutError is a state document a rewind could not put at path p, for
+// reason: writing the documents to a directory of one's choice does.
+func stateOutError(p, reason string) worktree.PathError {
+	return worktree.PathError{Path: p, Error: reason, Err: advise(errors.New(reason), Advice{Do: DoStateOut})}
 }

@@ -136,7 +136,7 @@ func (r *Repo) TaskCommit(ctx context.Context, o TaskOptions) (*TaskResult, erro
 		return r.taskCheckpoint(ctx, o, OpTaskCommit, kindTaskCommit, apply)
 	}
 	if len(o.State) > 0 {
-		return nil, fmt.Errorf("%w: a task commit with staged edits re-reads the state documents; --conversation and --state are not taken", ErrUsage)
+		return nil, fmt.Errorf("%w: a task commit with staged edits re-reads the state documents; state documents given are not taken", ErrUsage)
 	}
 	step := &taskStep{kind: OpTaskCommit}
 	step.apply = func(s *tasks.State, messages int) (*tasks.Task, error) {
@@ -156,7 +156,7 @@ func (r *Repo) TaskCommit(ctx context.Context, o TaskOptions) (*TaskResult, erro
 		return nil, err
 	}
 	if _, err := step.apply(s, 0); err != nil {
-		return nil, err
+		return nil, modelAdvice(err)
 	}
 	ec, err := r.editCommit(ctx, session, o.Text, step)
 	if err != nil {
@@ -202,7 +202,7 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 		return nil, err
 	}
 	if len(o.State) > 0 {
-		return nil, fmt.Errorf("%w: a task revert leaves the state documents as they are; it takes no --conversation or --state", ErrUsage)
+		return nil, fmt.Errorf("%w: a task revert leaves the state documents as they are; it takes no state documents", ErrUsage)
 	}
 	// The session's staged edits are read, recorded for undo and dropped
 	// under the edits lock, held throughout: a change staged meanwhile by
@@ -228,7 +228,7 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	}
 	cur := s.Current()
 	if cur == nil {
-		return nil, fmt.Errorf("%w: %w to revert in session %q: begin one with 'snap task begin GOAL'", ErrUsage, tasks.ErrNoOpenTask, session)
+		return nil, advise(fmt.Errorf("%w: %w to revert in session %q", ErrUsage, tasks.ErrNoOpenTask, session), Advice{Do: DoTaskBegin})
 	}
 	begin, err := r.taskBegin(headID, cur)
 	if err != nil {
@@ -242,7 +242,7 @@ func (r *Repo) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 		return s.Revert(o.Text, messages)
 	}}
 	if _, err := step.apply(s.Clone(), 0); err != nil { // refuse a bad reason before anything is recorded
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, modelAdvice(fmt.Errorf("%w: %w", ErrUsage, err))
 	}
 	pending, err := r.loadEdits(session)
 	if err != nil {
@@ -415,7 +415,7 @@ func (r *Repo) applyTask(step *taskStep, c *captured, parent *objects.Checkpoint
 		if errors.Is(err, ErrConflict) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, modelAdvice(fmt.Errorf("%w: %w", ErrUsage, err))
 	}
 	step.done, step.after = t, s
 	return s.Marshal(), nil

@@ -270,8 +270,8 @@ func (r *Repo) importSession(h *history, s SessionImport) (*ImportResult, error)
 			}
 			res.Head = s.Head
 			if !ok && s.Head != old {
-				return nil, fmt.Errorf("%w: session %s moved here: its head %s is not in the imported history (like a non-fast-forward push): 'snap rewind' this session to a checkpoint both have, then pull (snap undo returns), or pull into another store",
-					refs.ErrConflict, session, old.Short())
+				return nil, advise(fmt.Errorf("%w: session %s moved here: its head %s is not in the imported history (like a non-fast-forward push): rewind this session to a checkpoint both have, then pull (an undo returns), or pull into another store",
+					refs.ErrConflict, session, old.Short()), Advice{Do: DoRewind})
 			}
 		}
 	}

@@ -139,10 +139,10 @@ func (p *Pending) Stage(c Change, base string) (*Change, error) {
 			continue
 		}
 		if o.Kind != Replace || c.Kind != Replace {
-			return nil, fmt.Errorf("%w: change %s already %ss %s; drop it first ('snap edit drop %s')", ErrOverlap, o.ID, o.Kind, c.Path, o.ID)
+			return nil, &OverlapError{Change: o.ID, msg: fmt.Sprintf("change %s already %ss %s; drop it first", o.ID, o.Kind, c.Path)}
 		}
 		if c.Offset < o.End() && o.Offset < c.End() || c.Offset == o.Offset {
-			return nil, fmt.Errorf("%w: change %s already replaces line %d of %s there; drop it first ('snap edit drop %s')", ErrOverlap, o.ID, o.Line, c.Path, o.ID)
+			return nil, &OverlapError{Change: o.ID, msg: fmt.Sprintf("change %s already replaces line %d of %s there; drop it first", o.ID, o.Line, c.Path)}
 		}
 	}
 	if _, ok := p.Base(c.Path); !ok {
@@ -217,3 +217,12 @@ func short(s string) string {
 	}
 	return s
 }
+
+// OverlapError is ErrOverlap naming the pending change in the way.
+type OverlapError struct {
+	Change string // its letter
+	msg    string
+}
+
+func (e *OverlapError) Error() string        { return ErrOverlap.Error() + ": " + e.msg }
+func (e *OverlapError) Is(target error) bool { return target == ErrOverlap }

@@ -199,7 +199,7 @@ func tool[In any](s *Server, srv *sdk.Server, name, desc string, h func(context.
 	sdk.AddTool(srv, &sdk.Tool{Name: name, Description: desc}, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
 		out, err := safe(func() (any, error) { return h(ctx, in) })
 		if err != nil {
-			return nil, nil, errors.New(toolWords.Replace(err.Error()))
+			return nil, nil, errors.New(withAdvice(err))
 		}
 		if ans, ok := out.(*snap.EditAnswer); ok {
 			out = forAgent(ans)
@@ -211,24 +211,11 @@ func tool[In any](s *Server, srv *sdk.Server, name, desc string, h func(context.
 	})
 }
 
-// toolWords turns the engine's CLI advice into this server's tools: the
-// model reading an answer calls tools, not commands.
-var toolWords = strings.NewReplacer(
-	"'snap edit revert REASON'", "memo_revert",
-	"'snap edit replace'", "memo_replace",
-	"'snap task begin GOAL'", "memo_begin_task",
-	"'snap edit write'", "a checkpoint after you write it",
-	"'snap edit drop LETTER' drops a pending change", "memo_revert drops the pending changes",
-	"--match LETTER", "match_id",
-	"--match ", "match_id ",
-	"--all-matches", "show_all_matches",
-	"--after ANCHOR", "search_after",
-)
-
-// forAgent is an edit answer with its hint and next actions in tool terms.
+// forAgent is an edit answer with its hint completed and its next actions
+// in tool terms.
 func forAgent(ans *snap.EditAnswer) *snap.EditAnswer {
 	a := *ans
-	a.Hint = toolWords.Replace(a.Hint)
+	a.Hint += adviceSuffix(ans.Advice)
 	switch {
 	case a.Status == "needs_match":
 		a.NextActions = []string{"memo_replace with the same old_text and new_text and match_id set to a candidate's letter"}

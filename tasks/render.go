@@ -24,7 +24,7 @@ func (s *State) Mark(t *Task) string {
 // indented under their parent, in id order.
 func (s *State) Tree() string {
 	if len(s.Tasks) == 0 {
-		return "no tasks yet ('snap task begin GOAL' starts one)\n"
+		return "no tasks yet\n"
 	}
 	var b strings.Builder
 	var walk func(parent, depth int)

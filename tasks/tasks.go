@@ -50,7 +50,7 @@ type Task struct {
 	ID       int    `json:"id"`
 	Goal     string `json:"goal"`
 	Status   Status `json:"status"`
-	Summary  string `json:"summary,omitempty"` // set by commit (the latest, with --keep-open)
+	Summary  string `json:"summary,omitempty"` // set by commit (the latest, when kept open)
 	Reason   string `json:"reason,omitempty"`  // set by revert
 	Parent   int    `json:"parent"`            // 0: a top-level task
 	Children []int  `json:"children"`
@@ -186,7 +186,7 @@ func (s *State) Begin(goal string, parent, maxDepth, nextID, messages int) (*Tas
 	}
 	if d := s.Depth(parent) + 1; d > maxDepth {
 		return nil, fmt.Errorf("%w: a task under task %d would be at depth %d, deeper than tasks.max-depth %d; "+
-			"split the work: commit or revert the current task first, or begin the new task higher up (--parent)",
+			"split the work: commit or revert the current task first, or begin the new task higher up (under a parent nearer the root)",
 			ErrTooDeep, parent, d, maxDepth)
 	}
 	id := max(s.NextID, nextID, 1)
@@ -208,7 +208,7 @@ func (s *State) Commit(summary string, keepOpen bool, messages int) (*Task, erro
 	}
 	t := s.Current()
 	if t == nil {
-		return nil, fmt.Errorf("%w to commit: begin one with 'snap task begin GOAL'", ErrNoOpenTask)
+		return nil, fmt.Errorf("%w to commit: begin one first", ErrNoOpenTask)
 	}
 	t.Summary = summary
 	if !keepOpen {
@@ -226,7 +226,7 @@ func (s *State) Revert(reason string, messages int) (*Task, error) {
 	}
 	t := s.Current()
 	if t == nil {
-		return nil, fmt.Errorf("%w to revert: begin one with 'snap task begin GOAL'", ErrNoOpenTask)
+		return nil, fmt.Errorf("%w to revert: begin one first", ErrNoOpenTask)
 	}
 	t.Status, t.Reason, t.EndMessages = Reverted, reason, messages
 	s.Stack = s.Stack[:len(s.Stack)-1]

@@ -274,18 +274,21 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		ans = forCLI(ans)
 		return emit(out, o.JSON, ans, func(w io.Writer) error { writeEditAnswer(w, ans); return nil })
 	case "status":
 		ans, err := repo.EditStatus(ctx, session)
 		if err != nil {
 			return err
 		}
+		ans = forCLI(ans)
 		return emit(out, o.JSON, ans, func(w io.Writer) error { writeEditAnswer(w, ans); return nil })
 	case "drop":
 		ans, err := repo.EditDrop(ctx, session, o.Arg)
 		if err != nil {
 			return err
 		}
+		ans = forCLI(ans)
 		return emit(out, o.JSON, ans, func(w io.Writer) error {
 			fmt.Fprintf(w, "dropped %s: %s\n", ans.Dropped.ChangeID, ans.Dropped.Preview)
 			writeEditAnswer(w, ans)

@@ -153,6 +153,10 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 				_, err := io.WriteString(w, res.Text)
 				return err
 			}
+			if len(tree.Tasks) == 0 {
+				_, err := io.WriteString(w, "no tasks yet ('snap task begin GOAL' starts one)\n")
+				return err
+			}
 			_, err := io.WriteString(w, tree.Text())
 			return err
 		})

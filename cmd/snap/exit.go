@@ -136,13 +136,14 @@ func classify(err error) (int, string) {
 // else as "snap: message", and returns the exit code.
 func reportError(w io.Writer, asJSON bool, err error) int {
 	exit, code := classify(err)
+	msg := withAdvice(err)
 	if asJSON {
-		doc := map[string]any{"error": map[string]string{"code": code, "message": err.Error()}}
+		doc := map[string]any{"error": map[string]string{"code": code, "message": msg}}
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		enc.Encode(doc)
 	} else {
-		fmt.Fprintf(w, "snap: %v\n", err)
+		fmt.Fprintf(w, "snap: %s\n", msg)
 		var ie *internalError
 		if errors.As(err, &ie) {
 			w.Write(ie.stack)
