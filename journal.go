@@ -225,7 +225,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		if _, err := w.Commit(); err != nil {
 			return err
 		}
-		if err := r.refs.Update(refs.SessionHead(m.Session), curID, found.ID); err != nil {
+		if err := r.refs.Commit(ctx, []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: curID, New: found.ID}}, nil); err != nil {
 			return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
 		}
 		m.Current, m.Found = found.ID, found.ID

@@ -128,3 +128,38 @@ func TestEngineSpeaksNoCLI(t *testing.T) {
 		t.Fatalf("only %d files checked", checked)
 	}
 }
+
+// One write path: outside refs/, no program code moves a ref or appends to
+// the op log but through refs.Store.Commit (which moves the refs of an
+// operation and records it as one step, under the locks it takes in one
+// order); Update, Delete and Append are for tests. A tripwire on the
+// receivers the code names its ref store by (r.refs, rs, refs()).
+func TestOneWritePath(t *testing.T) {
+	direct := regexp.MustCompile(`\b(refs|rs|Refs\(\))\.(Update|Delete|Append)\(`)
+	checked := 0
+	filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && p != "." || d.Name() == "testdata" || p == "refs" || p == "torture") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || strings.Contains(p, "storagetest") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for i, line := range strings.Split(string(b), "\n") {
+			if direct.MatchString(line) && !strings.HasPrefix(strings.TrimSpace(line), "//") {
+				t.Errorf("%s:%d: %s: move refs and record the operation with refs.Store.Commit", p, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if checked < 50 {
+		t.Fatalf("only %d files checked", checked)
+	}
+}

@@ -65,7 +65,7 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 // appendOp records op in the op log, stamped with the Repo's clock.
 func (r *Repo) appendOp(op *refs.Op) error {
 	op.Time = r.clock().UTC()
-	return r.refs.Append(op)
+	return r.refs.Commit(context.Background(), nil, op)
 }
 
 // commitOp moves op.Refs (each by compare-and-swap, all or none) and

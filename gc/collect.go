@@ -101,7 +101,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 	}
 	var planned expiry
 	if opts.Policy != nil {
-		if planned, err = expire(rs, *opts.Policy, expired, now, res); err != nil {
+		if planned, err = expire(ctx, rs, *opts.Policy, expired, now, res); err != nil {
 			return res, err
 		}
 		if expired, err = rs.Expired(); err != nil {
@@ -226,7 +226,7 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 
 	if !opts.DryRun && (len(targets) > 0 || res.TempFilesRemoved > 0 || res.Expired > 0) {
 		detail, _ := json.Marshal(res)
-		if err := rs.Append(&refs.Op{Kind: "gc", Detail: detail}); err != nil {
+		if err := rs.Commit(ctx, nil, &refs.Op{Kind: "gc", Detail: detail}); err != nil {
 			return res, fmt.Errorf("gc: record in op log: %w", err)
 		}
 	}
@@ -284,7 +284,7 @@ func firstErrors(probs []Problem, n int) string {
 // expire applies the policy: it removes the archive refs of expired
 // archived sessions and durably lists the checkpoints to expire, before
 // anything is swept. In a dry run it only counts.
-func expire(rs *refs.Store, p Policy, already map[objects.ID]bool, now time.Time, res *Result) (expiry, error) {
+func expire(ctx context.Context, rs *refs.Store, p Policy, already map[objects.ID]bool, now time.Time, res *Result) (expiry, error) {
 	ops, err := rs.Ops()
 	if err != nil {
 		return expiry{}, unreadable("refusing to expire anything: the op log", err)
@@ -299,13 +299,11 @@ func expire(rs *refs.Store, p Policy, already map[objects.ID]bool, now time.Time
 		return e, nil
 	}
 	for _, r := range e.dropArchive {
-		if err := rs.Delete(r.Name, r.ID); err != nil {
-			return e, fmt.Errorf("gc: expire archived session: %w", err)
-		}
+		// The ref's removal and its record, as one step (refs.Store.Commit).
 		session, _ := archivedSession(r.Name)
-		if err := rs.Append(&refs.Op{Kind: "session-expire", Session: session,
-			Refs: []refs.RefChange{{Name: r.Name, Old: r.ID}}}); err != nil {
-			return e, fmt.Errorf("gc: %w", err)
+		change := []refs.RefChange{{Name: r.Name, Old: r.ID}}
+		if err := rs.Commit(ctx, change, &refs.Op{Kind: "session-expire", Session: session, Refs: change}); err != nil {
+			return e, fmt.Errorf("gc: expire archived session: %w", err)
 		}
 	}
 	if err := rs.AddExpired(e.expire); err != nil {

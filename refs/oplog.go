@@ -70,6 +70,8 @@ type Op struct {
 //
 // op.Kind and op.Session (when set) must be legal name components and every
 // op.Refs name a legal ref name, else the error wraps ErrBadName.
+//
+// Append is Commit with no ref change (see Update).
 func (s *Store) Append(op *Op) error {
 	return s.Commit(context.Background(), nil, op)
 }

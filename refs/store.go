@@ -90,7 +90,10 @@ func (s *Store) Get(name string) (objects.ID, error) {
 }
 
 // Update atomically sets ref name to new if it currently holds old; a zero old
-// means the ref must not exist yet. new must not be zero (use Delete).
+// means the ref must not exist yet. new must not be zero (use Delete). It is
+// Commit of one change without a record: an operation of the engine moves
+// its refs with Commit, which records it (TestOneWritePath); Update, Delete
+// and Append are for tests and tools.
 //
 // On mismatch nothing changes and the error is a *ConflictError (ErrConflict).
 // If another writer holds refs.lock for longer than defaultLockTimeout (5 s), Update
@@ -110,7 +113,7 @@ func (s *Store) Update(name string, old, new objects.ID) error {
 	if new.IsZero() {
 		return fmt.Errorf("refs: update %q: new id is zero (use Delete)", name)
 	}
-	return s.cas(context.Background(), "update", name, old, new)
+	return s.Commit(context.Background(), []RefChange{{Name: name, Old: old, New: new}}, nil)
 }
 
 // Delete atomically removes ref name if it currently holds old, which must
@@ -124,7 +127,7 @@ func (s *Store) Delete(name string, old objects.ID) error {
 	if old.IsZero() {
 		return fmt.Errorf("refs: delete %q: old id is zero", name)
 	}
-	return s.cas(context.Background(), "delete", name, old, objects.ID{})
+	return s.Commit(context.Background(), []RefChange{{Name: name, Old: old}}, nil)
 }
 
 // List returns the refs whose names start with prefix, sorted by name. The
