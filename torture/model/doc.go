@@ -95,7 +95,8 @@
 //     index unchanged), exactly when the index differs from HEAD at a
 //     path the commit would touch; else HEAD moves by one commit on the
 //     old HEAD whose tree is the old one with the changed paths as the
-//     commit's checkpoint has them (none when nothing differs), and the
+//     commit's checkpoint has them (none when nothing differs; a file
+//     that replaced a directory drops HEAD's files beneath it), and the
 //     index changes at those paths only.
 //  10. A commit killed part way (killed_test.go: the store opened on an
 //     fsys.Faulty that, at the k-th change to the working tree, cancels

@@ -44,9 +44,12 @@ import (
 //     two checkpoints (the edit commit's safety checkpoint and its
 //     checkpoint; the task's task-begin and task-commit checkpoints) as the
 //     second has it (gone when it does not, unless it is still on disk:
-//     not the commit's to delete) and every other path as it was; no
-//     commit, and HEAD where it was, when that tree is the old one; the
-//     index entries of the committed paths are the new HEAD's, every other
+//     not the commit's to delete; a file or link that replaced a
+//     directory drops every file HEAD has beneath it, those snap does not
+//     record too, since git keeps nothing beneath a file: M19) and every
+//     other path as it was; no commit, and HEAD where it was, when that
+//     tree is the old one; the index entries of the committed paths (those
+//     dropped beneath a file too) are the new HEAD's, every other
 //     entry is as it was; what it reports committed is what changed
 //     [git-commit].
 
@@ -447,11 +450,20 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 		return
 	}
 	want := g0.blobs()
+	touched := append([]string(nil), changed...)
 	for _, q := range changed {
 		if e, ok := rec.files[q]; ok {
 			want[q] = gitEntry(e)
 			for a := path.Dir(q); a != "."; a = path.Dir(a) {
 				delete(want, a) // a file there becomes the directory
+			}
+			// A directory there becomes the file: git keeps nothing
+			// beneath it, not even what snap did not record (M19).
+			for b := range g0.blobs() {
+				if strings.HasPrefix(b, q+"/") {
+					delete(want, b)
+					touched = append(touched, b)
+				}
 			}
 		} else if e, on := d1[q]; on && e.K != 'd' {
 			// Absent from the checkpoint but on disk (ignored,
@@ -461,7 +473,8 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 		}
 	}
 	var wantPaths []string
-	for _, q := range changed {
+	sort.Strings(touched)
+	for _, q := range slicesCompact(touched) {
 		if want[q] != g0.blobs()[q] {
 			wantPaths = append(wantPaths, q)
 		}
