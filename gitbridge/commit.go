@@ -386,10 +386,13 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 		if err != nil {
 			return nil, err
 		}
-		if ok && e.Mode == snap.ModeDir && u.tree != nil {
-			// A directory now (git has none of its own): a file or link
-			// git tracks at p goes; a directory git tracks at p stays,
-			// its files are paths of their own (M17).
+		if (!ok || e.Mode == snap.ModeDir) && u.tree != nil {
+			// No file or link now: a directory (git has none of its
+			// own), or nothing snap records (an empty directory gone,
+			// or one it ignores now). A file or link git tracks at p
+			// goes; a directory git tracks at p stays, its files are
+			// paths of their own, and those snap does not record are
+			// not the commit's to delete (M17, M21).
 			if he, err := u.tree.FindEntry(p); err == nil && he.Mode == filemode.Dir {
 				continue
 			}
