@@ -339,3 +339,83 @@ func unified(from, to string, a, b []byte, added, deleted bool) (string, int, in
 	}
 	return patch, plus, minus
 }
+
+// ChangedPaths lists the paths whose files differ between checkpoints
+// from and to (to nil: the working tree, as the session's next checkpoint
+// records it; see sourcesNow). The git bridge commits these paths
+// (task and edit commits with --git-commit).
+func (r *Repo) ChangedPaths(ctx context.Context, from objects.ID, to *objects.ID) ([]string, error) {
+	d, err := r.Diff(ctx, from, to, nil)
+	if err != nil {
+		return nil, err
+	}
+	var redo []string
+	var now map[string]bool
+	if to == nil {
+		if redo, now, err = r.sourcesNow(ctx, from); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, f := range d.Files {
+		if !underRoots(f.Path, redo) {
+			out = append(out, f.Path)
+		}
+	}
+	for p := range now {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// sourcesNow: Diff(from, nil) captures the working tree as a child of
+// from, so it leaves out the state-document sources from recorded inside
+// the project as well as every session head's. A task commit's checkpoint
+// is a child of the session head and leaves out only the heads' sources:
+// a file at a source of from's that no head names any more (the
+// transcript moved out, say) is a tree file to it, and the git bridge
+// commits it (model finding M20). sourcesNow returns those sources (redo)
+// and the paths at or beneath them that differ between from and the
+// working tree captured again there without from's sources left out (now).
+func (r *Repo) sourcesNow(ctx context.Context, from objects.ID) (redo []string, now map[string]bool, err error) {
+	node, err := r.loadCheckpoint(from)
+	if err != nil || len(node.StateSources) == 0 {
+		return nil, nil, err
+	}
+	excluded := r.inProject(r.sessionSources())
+	for _, rel := range r.inProject(node.StateSources) {
+		if !slices.Contains(excluded, rel) {
+			redo = append(redo, rel)
+		}
+	}
+	if len(redo) == 0 {
+		return nil, nil, nil
+	}
+	w := r.objects.NewDryWriter()
+	snapshot, err := worktree.CapturePaths(ctx, w, node.Tree, redo, worktree.Options{
+		Root: r.Root, StoreDir: r.StoreDir, MaxFileSize: r.MaxFileSize(),
+		Parent: node.Tree, ParentSkipped: node.Skipped, Exclude: excluded,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	now = map[string]bool{}
+	err = objects.DiffTrees(w, node.Tree, snapshot.Tree, func(c objects.Change) error {
+		if underRoots(c.Path, redo) {
+			now[c.Path] = true
+		}
+		return nil
+	})
+	return redo, now, err
+}
+
+// underRoots reports whether p is one of roots or lies beneath one.
+func underRoots(p string, roots []string) bool {
+	for _, q := range roots {
+		if p == q || strings.HasPrefix(p, q+"/") {
+			return true
+		}
+	}
+	return false
+}

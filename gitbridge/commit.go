@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,9 +21,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/snapcore-dev/snap"
-	"github.com/snapcore-dev/snap/objects"
-	"github.com/snapcore-dev/snap/refs"
-	"github.com/snapcore-dev/snap/worktree"
 )
 
 // CommitResult is the commit made on the user's branch.
@@ -213,125 +209,9 @@ func (b *Bridge) worktreePrefix() error {
 
 // ChangedPaths lists the paths whose files differ between checkpoints
 // from and to (to nil: the working tree, as the session's next checkpoint
-// records it; see sourcesNow).
+// records it): snap.Repo.ChangedPaths.
 func (b *Bridge) ChangedPaths(ctx context.Context, from snap.ID, to *snap.ID) ([]string, error) {
-	d, err := b.snap.Diff(ctx, from, to, nil)
-	if err != nil {
-		return nil, err
-	}
-	var redo []string
-	var now map[string]bool
-	if to == nil {
-		if redo, now, err = b.sourcesNow(ctx, from); err != nil {
-			return nil, err
-		}
-	}
-	var out []string
-	for _, f := range d.Files {
-		if !under(f.Path, redo) {
-			out = append(out, f.Path)
-		}
-	}
-	for p := range now {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// sourcesNow: Diff(from, nil) captures the working tree as a child of
-// from, so it leaves out the state-document sources from recorded inside
-// the project as well as every session head's. A task commit's checkpoint
-// is a child of the session head and leaves out only the heads' sources:
-// a file at a source of from's that no head names any more (the
-// transcript moved out, say) is a tree file to it, and Commit commits it
-// (M20). sourcesNow returns those sources (redo) and the paths at or
-// beneath them that differ between from and the working tree captured
-// again there without from's sources left out (now).
-func (b *Bridge) sourcesNow(ctx context.Context, from snap.ID) (redo []string, now map[string]bool, err error) {
-	node, _, err := b.snap.ReadNode(ctx, from)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(node.StateSources) == 0 {
-		return nil, nil, nil
-	}
-	heads, err := b.snap.Refs().List(refs.SessionsPrefix)
-	if err != nil {
-		return nil, nil, err
-	}
-	excluded := map[string]bool{}
-	for _, h := range heads {
-		hn, _, err := b.snap.ReadNode(ctx, h.ID)
-		if err != nil {
-			continue
-		}
-		for _, src := range hn.StateSources {
-			for _, rel := range b.inProject(src) {
-				excluded[rel] = true
-			}
-		}
-	}
-	seen := map[string]bool{}
-	for _, src := range node.StateSources {
-		for _, rel := range b.inProject(src) {
-			if !excluded[rel] && !seen[rel] {
-				seen[rel] = true
-				redo = append(redo, rel)
-			}
-		}
-	}
-	if len(redo) == 0 {
-		return nil, nil, nil
-	}
-	sort.Strings(redo)
-	w := b.snap.Objects().NewDryWriter()
-	snapshot, err := worktree.CapturePaths(ctx, w, node.Tree, redo, worktree.Options{
-		Root: b.snap.Root, StoreDir: b.snap.StoreDir, MaxFileSize: b.snap.MaxFileSize(),
-		Parent: node.Tree, ParentSkipped: node.Skipped, Exclude: slices.Sorted(maps.Keys(excluded)),
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	now = map[string]bool{}
-	err = objects.DiffTrees(w, node.Tree, snapshot.Tree, func(c objects.Change) error {
-		if under(c.Path, redo) {
-			now[c.Path] = true
-		}
-		return nil
-	})
-	return redo, now, err
-}
-
-// inProject is src's path relative to the project root, when it lies
-// inside it (as the engine's capture reads it: by the path as given and
-// by the real path of its directory).
-func (b *Bridge) inProject(src string) []string {
-	var out []string
-	real := filepath.Join(realPath(filepath.Dir(src)), filepath.Base(src))
-	for _, pair := range [][2]string{{b.snap.Root, src}, {realPath(b.snap.Root), real}} {
-		if rel, err := filepath.Rel(pair[0], pair[1]); err == nil && filepath.IsLocal(rel) {
-			out = append(out, filepath.ToSlash(rel))
-		}
-	}
-	return slices.Compact(out)
-}
-
-func realPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return p
-}
-
-// under reports whether p is one of roots or lies beneath one.
-func under(p string, roots []string) bool {
-	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, r+"/") {
-			return true
-		}
-	}
-	return false
+	return b.snap.ChangedPaths(ctx, from, to)
 }
 
 // Commit makes a commit on the user's current branch holding exactly the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -334,7 +335,7 @@ func TestPulledPathsAreNotThisMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := r.Rewind(ctx, snap.RewindOptions{Session: "s1", Target: recs[0].id.String()})
-	if !errors.Is(err, snap.ErrPartial) || res == nil || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error, "--state-out") {
+	if !errors.Is(err, snap.ErrPartial) || res == nil || len(res.Errors) != 1 || !slices.Contains(snap.AdviceOf(err), snap.Advice{Do: snap.DoStateOut}) {
 		t.Fatalf("rewind to a pulled checkpoint: %v %+v", err, res)
 	}
 	if after, _ := os.ReadFile(source); string(after) != string(before) {
