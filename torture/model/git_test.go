@@ -431,8 +431,8 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 		}
 	}
 	for q, e := range fr.files {
-		if _, ok := rec.files[q]; !ok && e.K != 'd' {
-			changed = append(changed, q)
+		if r, ok := rec.files[q]; (!ok || r.K == 'd') && e.K != 'd' {
+			changed = append(changed, q) // gone, or a directory now
 		}
 	}
 	sort.Strings(changed)
@@ -452,7 +452,11 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 	want := g0.blobs()
 	touched := append([]string(nil), changed...)
 	for _, q := range changed {
-		if e, ok := rec.files[q]; ok {
+		if e, ok := rec.files[q]; ok && e.K == 'd' {
+			// A file or link that became a directory: it goes, what HEAD
+			// has beneath it (nothing but its own files) stays (M22).
+			delete(want, q)
+		} else if ok {
 			want[q] = gitEntry(e)
 			for a := path.Dir(q); a != "."; a = path.Dir(a) {
 				delete(want, a) // a file there becomes the directory
