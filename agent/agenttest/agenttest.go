@@ -301,11 +301,9 @@ func garbage(t *testing.T, a agent.Adapter, f Fixtures) {
 	for _, p := range generic {
 		parse(p)
 	}
-	var mutated [][]byte
 	for _, s := range samples {
 		for _, m := range mutations(s) {
 			parse(m)
-			mutated = append(mutated, m)
 		}
 		var obj map[string]any
 		json.Unmarshal(s, &obj)
