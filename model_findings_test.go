@@ -250,3 +250,35 @@ func TestUndoIgnoresStaleCopyOfSkippedIgnoreFile(t *testing.T) {
 		t.Fatalf(".gitignore after the undo: %q", b)
 	}
 }
+
+// M23 (seed 613): the undo of a rewind left node_modules missing. Before
+// the rewind it was a symlink (not ignored by 'node_modules/', which names
+// directories); the rewind made it the target's directory, listed as
+// created since the rules then ignored it. The undo's capture kept that
+// directory (the safety checkpoint's rules ignore it), removed what the
+// rewind created, and so never wrote the symlink back: a path kept only
+// because the restore being undone created it is written once that is
+// removed.
+func TestUndoRestoresSymlinkWhereRewindMadeIgnoredDir(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "node_modules", "x"), "x\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	os.RemoveAll(filepath.Join(root, "node_modules"))
+	if err := os.Symlink("nowhere", filepath.Join(root, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, ".gitignore"), "node_modules/\n")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "node_modules")); err != nil || !fi.IsDir() {
+		t.Fatalf("after the rewind node_modules is %v, %v; want the target's directory", fi, err)
+	}
+	res, err := r.Undo(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := os.Readlink(filepath.Join(root, "node_modules")); err != nil || l != "nowhere" {
+		t.Fatalf("after the undo node_modules reads %q, %v; want the symlink back (restored %v, deleted %v)", l, err, res.Rewind.Restored, res.Rewind.Deleted)
+	}
+}

@@ -386,7 +386,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 					}
 					if dir, ok := strings.CutSuffix(s.Path, "/"); ok {
 						_, err := os.Lstat(filepath.Join(r.Root, dir))
-						return (dryRun || errors.Is(err, fs.ErrNotExist)) &&
+						return (dryRun || errors.Is(err, fs.ErrNotExist) || slices.Contains(rr.Restored, dir)) &&
 							slices.ContainsFunc(rr.Deleted, func(d string) bool { return strings.HasPrefix(d, s.Path) })
 					}
 					return slices.Contains(rr.Deleted, s.Path)

@@ -161,7 +161,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	}
 	defer unix.Close(rootfd)
 	r.rootfd = rootfd
-	var writes, deletes []objects.Change
+	var writes, deletes, afterUndo []objects.Change
 	ignoredAdds := map[string]string{} // path → the top directory its write creates
 	madeAbove := map[string]string{}   // path → the directory above opts.Paths its write makes
 	err = objects.DiffTrees(src, current, target, func(c objects.Change) error {
@@ -169,6 +169,11 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 			return nil
 		}
 		if kept(c.Path, opts.Keep) {
+			if c.New.Mode != 0 && createdAt(c.Path, opts.UndoCreated) {
+				// Kept as the restore being undone made it: once its
+				// undo removes that, the path is the target's again (M23).
+				afterUndo = append(afterUndo, c)
+			}
 			if n := len(r.res.Kept); n == 0 || r.res.Kept[n-1] != c.Path {
 				r.res.Kept = append(r.res.Kept, c.Path)
 			}
@@ -239,7 +244,18 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	}
 	// 1b. What the restore being undone created though the rules ignored it.
 	if len(opts.UndoCreated) > 0 {
-		r.undoCreated()
+		removed := r.undoCreated()
+		// What was kept only because the restore being undone created
+		// it there, and is gone now, is written as the target has it.
+		n := len(writes)
+		for _, c := range afterUndo {
+			if removed[c.Path] && !slices.Contains(r.res.Kept, c.Path) {
+				writes = append(writes, c)
+			}
+		}
+		if len(writes) > n {
+			sort.SliceStable(writes, func(i, j int) bool { return writes[i].Path < writes[j].Path })
+		}
 	}
 	// 2. Remove directories left empty that the target does not have as
 	// directories. Deepest first; a directory still holding ignored files
@@ -407,6 +423,18 @@ func (r *restorer) openDir(d string) (int, error) {
 	}
 	defer unix.Close(pfd)
 	return r.sys.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// createdAt reports whether p, or a directory above it, is one of created
+// (RestoreOptions.UndoCreated: a directory's path ends in "/").
+func createdAt(p string, created []string) bool {
+	for _, c := range created {
+		c = strings.TrimSuffix(c, "/")
+		if p == c || strings.HasPrefix(p, c+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // kept reports whether p is one of keep or lies beneath one (a
@@ -755,7 +783,7 @@ func (r *restorer) walkAbove(comps []string) (int, int, error) {
 // rules ignored it (RestoreOptions.UndoCreated): each file, link or empty
 // directory still as that restore wrote it, then the directories it made,
 // once empty.
-func (r *restorer) undoCreated() {
+func (r *restorer) undoCreated() map[string]bool {
 	var files, dirs []string
 	for _, p := range r.opts.UndoCreated {
 		if d, ok := strings.CutSuffix(p, "/"); ok {
@@ -839,6 +867,7 @@ func (r *restorer) undoCreated() {
 		}
 	}
 	r.res.Kept = slices.DeleteFunc(r.res.Kept, func(p string) bool { return removed[strings.TrimSuffix(p, "/")] })
+	return removed
 }
 
 // emptyBut reports whether directory d on disk holds nothing but paths in

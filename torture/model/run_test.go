@@ -744,10 +744,10 @@ func createdIgnored(d0, d1 tree, safety *ruleSet, paths []string) tree {
 		}
 		out[q] = e
 		for a := path.Dir(q); a != "."; a = path.Dir(a) {
-			if _, on := d0[a]; on {
+			if e0, on := d0[a]; on && e0.K == 'd' {
 				break
 			}
-			out[a] = d1[a]
+			out[a] = d1[a] // made, or made in place of a file or link (M23)
 		}
 	}
 	return out
