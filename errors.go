@@ -3,6 +3,8 @@ package snap
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/objects"
@@ -103,6 +105,22 @@ func (e *AdvisedError) Unwrap() error { return e.Err }
 
 // advise attaches advice to err.
 func advise(err error, a ...Advice) error { return &AdvisedError{Err: err, Advice: a} }
+
+// AdviceWords is "; " and each advice as a front-end words it (text),
+// each sentence once ("" for no advice): what a front-end appends to a
+// message or a hint.
+func AdviceWords(advice []Advice, text func(Advice) string) string {
+	var parts []string
+	for _, a := range advice {
+		if t := text(a); !slices.Contains(parts, t) {
+			parts = append(parts, t)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
+}
 
 // AdviceOf is the advice err carries, outermost first (nil for none).
 func AdviceOf(err error) []Advice {

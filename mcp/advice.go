@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"fmt"
-	"strings"
 
 	snap "github.com/snapcore-dev/snap"
 )
@@ -53,20 +52,5 @@ func adviceText(a snap.Advice) string {
 // withAdvice is err's message followed by its advice in tool words, each
 // said once.
 func withAdvice(err error) string {
-	return err.Error() + adviceSuffix(snap.AdviceOf(err))
-}
-
-func adviceSuffix(advice []snap.Advice) string {
-	var parts []string
-	seen := map[string]bool{}
-	for _, a := range advice {
-		if t := adviceText(a); !seen[t] {
-			seen[t] = true
-			parts = append(parts, t)
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; " + strings.Join(parts, "; ")
+	return err.Error() + snap.AdviceWords(snap.AdviceOf(err), adviceText)
 }

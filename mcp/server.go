@@ -215,7 +215,7 @@ func tool[In any](s *Server, srv *sdk.Server, name, desc string, h func(context.
 // in tool terms.
 func forAgent(ans *snap.EditAnswer) *snap.EditAnswer {
 	a := *ans
-	a.Hint += adviceSuffix(ans.Advice)
+	a.Hint += snap.AdviceWords(ans.Advice, adviceText)
 	switch {
 	case a.Status == "needs_match":
 		a.NextActions = []string{"memo_replace with the same old_text and new_text and match_id set to a candidate's letter"}

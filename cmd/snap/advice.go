@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	snap "github.com/snapcore-dev/snap"
 )
@@ -94,30 +93,14 @@ func withAdvice(err error) string {
 	if len(advice) == 0 && errors.Is(err, snap.ErrNoStore) {
 		advice = []snap.Advice{{Do: snap.DoInit}}
 	}
-	return err.Error() + adviceSuffix(advice)
-}
-
-// adviceSuffix is "; " and each advice's sentence, once each ("" for none).
-func adviceSuffix(advice []snap.Advice) string {
-	var parts []string
-	seen := map[string]bool{}
-	for _, a := range advice {
-		if t := adviceText(a); !seen[t] {
-			seen[t] = true
-			parts = append(parts, t)
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; " + strings.Join(parts, "; ")
+	return err.Error() + snap.AdviceWords(advice, adviceText)
 }
 
 // forCLI is an edit answer with its hint completed and its next actions
 // listed as commands.
 func forCLI(ans *snap.EditAnswer) *snap.EditAnswer {
 	a := *ans
-	a.Hint += adviceSuffix(ans.Advice)
+	a.Hint += snap.AdviceWords(ans.Advice, adviceText)
 	a.NextActions = []string{}
 	for _, n := range ans.Next {
 		a.NextActions = append(a.NextActions, adviceCommand(n))
