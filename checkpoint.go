@@ -123,20 +123,18 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	switch o.Kind {
 	case kindPreRewind:
 		return nil, fmt.Errorf("%w: kind %q is snap's own (the safety checkpoint of a rewind)", ErrUsage, o.Kind)
-	case kindTaskBegin, kindTaskCommit, kindTaskRevert, kindEditCommit, kindRevert:
+	case KindTaskBegin, KindTaskCommit, KindTaskRevert, KindEditCommit, KindRevert:
 		return nil, fmt.Errorf("%w: kind %q is snap's own (the task and edit operations record it)", ErrUsage, o.Kind)
 	}
-	for _, d := range o.State {
-		if d.Name == TaskDoc {
-			return nil, fmt.Errorf("%w: state document %q is snap's task stack; give yours another name", ErrUsage, TaskDoc)
-		}
+	if err := checkTaskDocs(o.State); err != nil {
+		return nil, err
 	}
 	return r.checkpoint(ctx, o, nil)
 }
 
 // checkpoint records a checkpoint; step, for a task operation, derives the
 // task document from the head it is built on and names the op recorded.
-func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskStep) (*CheckpointResult, error) {
+func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *Step) (*CheckpointResult, error) {
 	session, err := sessionName(o.Session)
 	if err != nil {
 		return nil, err
@@ -218,7 +216,7 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *taskSt
 		op := &refs.Op{Kind: string(OpCheckpoint), Session: session, Checkpoint: res.ID,
 			Refs: []refs.RefChange{{Name: refs.SessionHead(session), Old: parentID, New: res.ID}}}
 		if step != nil {
-			op.Kind, op.Detail = taskOp(step.kind, step.done.ID)
+			op.Kind, op.Detail = taskOp(step.Op, step.task)
 		}
 		for _, l := range ck.Labels {
 			old, _ := r.refs.Get(refs.Label(l))
@@ -315,7 +313,7 @@ type captureSpec struct {
 	// target): what they ignore is neither recorded nor touched.
 	rules []worktree.IgnoreTree
 	// task: a task operation, applied to the parent's task document.
-	task *taskStep
+	task *Step
 }
 
 // capture records the tree and the state documents. A document not given
@@ -478,7 +476,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		c.docs[name] = doc
 	}
 	if spec.task != nil {
-		data, err := r.applyTask(spec.task, c, parent)
+		data, err := r.applyStep(spec.task, c, parent)
 		if err != nil {
 			return nil, err
 		}

@@ -14,17 +14,14 @@
 // conversation StateDoc); when the call breaks something, Rewind to
 // "msg:<id>"; Undo brings the attempt back. Call EmptyTrash after rewinds.
 //
-// An agent that works through snap (Example_task): TaskBegin pushes a task;
-// EditStage stages changes to files without touching them (a text found
-// more than once answers needs_match with lettered candidates: stage again
-// with Match); EditPreview shows them; TaskCommit (or EditCommit) applies
-// them all at once with a summary, and TaskRevert abandons the attempt,
-// its files back to where the task began. Tasks renders the task tree for
-// the next prompt; CompactConversation replaces each finished task's
-// messages by its summary; Revert undoes one checkpoint's change and keeps
-// what came after. Front-ends (the CLI, the MCP server in package mcp, the
-// hook adapters under agent/, the git bridge in gitbridge) are built on
-// these calls only.
+// An agent that works through snap uses package workflow, built on this
+// package: a task stack, staged edits with letter ids, the revert of one
+// checkpoint's change, conversation compaction. It calls the engine API
+// made for it (Repo.Steps: Record, Move, Plan, OpenEdits, TaskMarks), which records
+// what the workflow decides on the engine's one write path. Front-ends
+// (the CLI, the MCP server in package mcp, the hook adapters under agent/,
+// the git bridge in gitbridge) are built on this package and workflow only.
+//
 // The layers below are objects (content-addressed packs), refs (session
 // heads, labels, the operation log), index (the stat cache), worktree
 // (capture and safe restore), conversation (transcript views) and gc

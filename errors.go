@@ -6,10 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
-	"github.com/snapcore-dev/snap/tasks"
 )
 
 // Sentinel errors of the engine, the storage layers' included: a
@@ -103,8 +101,8 @@ type AdvisedError struct {
 func (e *AdvisedError) Error() string { return e.Err.Error() }
 func (e *AdvisedError) Unwrap() error { return e.Err }
 
-// advise attaches advice to err.
-func advise(err error, a ...Advice) error { return &AdvisedError{Err: err, Advice: a} }
+// Advise attaches advice to err (see AdviceOf).
+func Advise(err error, a ...Advice) error { return &AdvisedError{Err: err, Advice: a} }
 
 // AdviceWords is "; " and each advice as a front-end words it (text),
 // each sentence once ("" for no advice): what a front-end appends to a
@@ -142,19 +140,4 @@ func AdviceOf(err error) []Advice {
 		}
 	}
 	return out
-}
-
-// modelAdvice attaches to an error of the task stack or the staged edits
-// (the pure tasks and edits packages) the advice that resolves it.
-func modelAdvice(err error) error {
-	var oe *edits.OverlapError
-	switch {
-	case errors.Is(err, tasks.ErrNoOpenTask):
-		return advise(err, Advice{Do: DoTaskBegin})
-	case errors.Is(err, tasks.ErrTooDeep):
-		return advise(err, Advice{Do: DoTaskParent})
-	case errors.As(err, &oe):
-		return advise(err, Advice{Do: DoEditDrop, Arg: oe.Change})
-	}
-	return err
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/snapcore-dev/snap/agent"
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/snaptest"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // docs/formats.md lists everything that lives under .snap/ and
@@ -406,27 +407,27 @@ func buildFormatsStore(t *testing.T) *formatsStore {
 	walk("a rewind, undo and redo (the trash holds replaced files)")
 
 	// The agent workflow: tasks, staged edits, a revert.
-	_, err = r.TaskBegin(ctx, snap.TaskOptions{Text: "edit a"})
+	_, err = workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Text: "edit a"})
 	must("task begin", err)
-	_, err = r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "two", New: "TWO"})
+	_, err = workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: "a.txt", Old: "two", New: "TWO"})
 	must("edit stage", err)
 	walk("an edit staged")
-	_, err = r.TaskCommit(ctx, snap.TaskOptions{Text: "a edited"})
+	_, err = workflow.New(r).TaskCommit(ctx, workflow.TaskOptions{Text: "a edited"})
 	must("task commit with edits", err)
-	_, err = r.TaskBegin(ctx, snap.TaskOptions{Text: "nothing"})
+	_, err = workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Text: "nothing"})
 	must("task begin", err)
-	_, err = r.TaskCommit(ctx, snap.TaskOptions{Text: "done"})
+	_, err = workflow.New(r).TaskCommit(ctx, workflow.TaskOptions{Text: "done"})
 	must("task commit", err)
-	_, err = r.TaskBegin(ctx, snap.TaskOptions{Text: "abandoned"})
+	_, err = workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Text: "abandoned"})
 	must("task begin", err)
 	snaptest.WriteFiles(t, root, map[string]string{"c.txt": "c-task\n"})
-	_, err = r.TaskRevert(ctx, snap.TaskOptions{Text: "wrong way"})
+	_, err = workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Text: "wrong way"})
 	must("task revert", err)
-	_, err = r.EditStage(ctx, snap.EditRequest{Path: "c.txt", Old: "c1", New: "c2"})
+	_, err = workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: "c.txt", Old: "c1", New: "c2"})
 	must("edit stage", err)
-	_, err = r.EditCommit(ctx, "", "c edited")
+	_, err = workflow.New(r).EditCommit(ctx, "", "c edited")
 	must("edit commit", err)
-	_, err = r.Revert(ctx, snap.RevertOptions{Ref: "@"})
+	_, err = workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "@"})
 	must("revert", err)
 	_, err = r.Undo(ctx, "")
 	must("undo of a revert", err)
@@ -446,11 +447,11 @@ func buildFormatsStore(t *testing.T) *formatsStore {
 	_, err = r.Checkpoint(ctx, snap.CheckpointOptions{})
 	must("checkpoint completing the rewind", err)
 	for _, p := range []string{"a.txt", "g1.txt", "g2.txt", "g3.txt"} {
-		_, err = r.EditStage(ctx, snap.EditRequest{Path: p, Kind: "write", New: "rewritten\n"})
+		_, err = workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: p, Kind: "write", New: "rewritten\n"})
 		must("edit stage", err)
 	}
 	sys.interrupted(t, "edit commit", func(ctx context.Context) error {
-		_, err := r.EditCommit(ctx, "", "a rewritten")
+		_, err := workflow.New(r).EditCommit(ctx, "", "a rewritten")
 		return err
 	})
 	walk("an interrupted edit commit")

@@ -12,13 +12,15 @@ import (
 	"testing"
 )
 
-// Front-ends use the engine through the root package only, besides the
-// pure model packages: none reaches past Repo into the storage layers.
+// Front-ends, and the agent workflow they share, use the engine through
+// the root package only, besides the pure model packages: none reaches
+// past Repo into the storage layers.
 func TestFrontEndsImportOnlyTheEngine(t *testing.T) {
 	const module = "github.com/snapcore-dev/snap"
-	allowed := map[string]bool{module: true, module + "/conversation": true, module + "/tasks": true, module + "/edits": true, module + "/redact": true}
+	allowed := map[string]bool{module: true, module + "/conversation": true, module + "/tasks": true, module + "/edits": true, module + "/redact": true,
+		module + "/workflow": true}
 	checked := 0
-	for _, dir := range []string{"cmd", "mcp", "agent", "gitbridge", "web"} {
+	for _, dir := range []string{"cmd", "mcp", "agent", "gitbridge", "web", "workflow"} {
 		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 				return nil
@@ -93,7 +95,7 @@ func TestSentinelErrorsInErrorsGo(t *testing.T) {
 // engine returns advice (snap.Advice) and each front-end words it.
 func TestEngineSpeaksNoCLI(t *testing.T) {
 	cli := regexp.MustCompile(`'snap [a-z]|"snap [a-z]|\bsnap (init|rewind|undo|redo|task|edit|session|checkpoint|label|gc|fsck|push|pull)\b|(^|[\s(])--[a-z]`)
-	dirs := []string{".", "objects", "refs", "gc", "worktree", "index", "fsys", "tasks", "edits", "conversation", "redact", "storage"}
+	dirs := []string{".", "objects", "refs", "gc", "worktree", "index", "fsys", "tasks", "edits", "conversation", "redact", "storage", "workflow"}
 	checked := 0
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)

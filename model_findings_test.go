@@ -14,6 +14,7 @@ import (
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/snaptest"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // M13 (data loss): the undo of a rewind deleted a file that was there
@@ -58,13 +59,13 @@ func TestEditCommitOfPathOnlyTheHeadIgnores(t *testing.T) {
 	os.Remove(filepath.Join(root, ".snapignore")) // b/ is not ignored any more
 	stage := func(p, content string) {
 		t.Helper()
-		if _, err := r.EditStage(ctx, snap.EditRequest{Kind: edits.Write, Path: p, New: content}); err != nil {
+		if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Kind: edits.Write, Path: p, New: content}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	stage("b/f", "y\n")
 	stage("b/new", "hi\n")
-	if _, err := r.EditCommit(ctx, "", "write them"); err != nil {
+	if _, err := workflow.New(r).EditCommit(ctx, "", "write them"); err != nil {
 		t.Fatalf("the commit was refused: %v", err)
 	}
 	for p, want := range map[string]string{"b/f": "y\n", "b/new": "hi\n"} {
@@ -89,10 +90,10 @@ func TestUndoOfEditCommitRemovesItsDirectories(t *testing.T) {
 	r, root := snaptest.NewRepo(t)
 	writeFile(t, filepath.Join(root, "f"), "a\n")
 	checkpoint(t, r, snap.CheckpointOptions{})
-	if _, err := r.EditStage(ctx, snap.EditRequest{Kind: edits.Write, Path: "d/e/x", New: "hi\n"}); err != nil {
+	if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Kind: edits.Write, Path: "d/e/x", New: "hi\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.EditCommit(ctx, "", "add x"); err != nil {
+	if _, err := workflow.New(r).EditCommit(ctx, "", "add x"); err != nil {
 		t.Fatal(err)
 	}
 	// A directory the user made beside it stays through the undo.
@@ -160,16 +161,16 @@ func TestUndoAfterRedoOfEditCommit(t *testing.T) {
 	x := filepath.Join(root, "x")
 	writeFile(t, x, "x1\n")
 	checkpoint(t, r, snap.CheckpointOptions{})
-	if _, err := r.EditStage(ctx, snap.EditRequest{Kind: edits.Write, Path: "x", New: "new\n"}); err != nil {
+	if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Kind: edits.Write, Path: "x", New: "new\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.EditCommit(ctx, "", "s"); err != nil {
+	if _, err := workflow.New(r).EditCommit(ctx, "", "s"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Undo(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.EditRevert(ctx, "", "r"); err != nil {
+	if _, err := workflow.New(r).EditRevert(ctx, "", "r"); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, x, "mine\n")

@@ -182,10 +182,10 @@ func locate(opts Options, create bool) (root, store string, err error) {
 		case root == "" && create:
 			return realPath(dir), store, nil
 		case root == "":
-			return "", "", advise(fmt.Errorf("%w: store %s does not record its project root (made by an older snap): initialising it again in the project root records it", ErrOtherProject, store), Advice{Do: DoInit})
+			return "", "", Advise(fmt.Errorf("%w: store %s does not record its project root (made by an older snap): initialising it again in the project root records it", ErrOtherProject, store), Advice{Do: DoInit})
 		case !within(dir, root):
 			if create {
-				return "", "", advise(fmt.Errorf("%w: store %s was made for project %s", ErrOtherProject, store, root), Advice{Do: DoInitOwnStore})
+				return "", "", Advise(fmt.Errorf("%w: store %s was made for project %s", ErrOtherProject, store, root), Advice{Do: DoInitOwnStore})
 			}
 			return "", "", fmt.Errorf("%w: %s is outside project %s, which store %s belongs to", ErrOtherProject, dir, root, store)
 		}

@@ -11,6 +11,7 @@ import (
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/snaptest"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // N10: a revert has a dry run, which merges a file changed since the
@@ -24,7 +25,7 @@ func TestRevertDryRunAndNothingToRevert(t *testing.T) {
 	writeFile(t, a, "1\n2 changed\n3\n4\n5\n")
 	checkpoint(t, r, snap.CheckpointOptions{})
 	writeFile(t, a, "1\n2 changed\n3\n4\n5 mine\n") // not checkpointed
-	res, err := r.Revert(ctx, snap.RevertOptions{Ref: "@", DryRun: true})
+	res, err := workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "@", DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +42,13 @@ func TestRevertDryRunAndNothingToRevert(t *testing.T) {
 	if len(log) != 2 {
 		t.Fatalf("the dry run recorded a checkpoint: %d", len(log))
 	}
-	if _, err := r.Revert(ctx, snap.RevertOptions{Ref: "@"}); err != nil {
+	if _, err := workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "@"}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(a); string(b) != "1\n2\n3\n4\n5 mine\n" {
 		t.Fatalf("after the revert a.txt is %q", b)
 	}
-	res, err = r.Revert(ctx, snap.RevertOptions{Ref: "#2"})
+	res, err = workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "#2"})
 	if err != nil || !res.Nothing || res.Checkpoint != nil {
 		t.Fatalf("reverting #2 again: %+v, %v; want nothing to revert and no error", res, err)
 	}

@@ -319,14 +319,14 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		if dryRun {
 			return res, err
 		}
-		return res, advise(fmt.Errorf("the %s to %s stopped part way (%w; %d paths changed), so the working tree is between the two; "+
+		return res, Advise(fmt.Errorf("the %s to %s stopped part way (%w; %d paths changed), so the working tree is between the two; "+
 			"the next snap command that changes the store completes it (recording first anything changed meanwhile); "+
 			"then a rewind to %s returns to the state before it",
 			m.Kind, target.Short(), err, len(res.Restored)+len(res.Deleted), m.Safety.Short()), Advice{Do: DoRewind, Arg: m.Safety.String()})
 	}
 	if dryRun {
 		if len(res.Errors) > 0 {
-			return res, partial(res.Errors) // as the real rewind would
+			return res, Partial(res.Errors) // as the real rewind would
 		}
 		return res, nil
 	}
@@ -334,7 +334,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 	if err := r.finishMove(m); err != nil {
 		if len(res.Errors) > 0 {
 			// Report the paths that failed first, as well.
-			return res, errors.Join(partial(res.Errors), err)
+			return res, errors.Join(Partial(res.Errors), err)
 		}
 		return res, err
 	}
@@ -342,7 +342,7 @@ func (r *Repo) run(ctx context.Context, m *move, dryRun bool) (*RewindResult, er
 		cache.SaveFS(r.fs, r.cachePath())
 	}
 	if len(res.Errors) > 0 {
-		return res, partial(res.Errors)
+		return res, Partial(res.Errors)
 	}
 	return res, nil
 }
@@ -353,10 +353,13 @@ func inTree(tr objects.TreeReader, tree objects.ID, p string) bool {
 	return ok
 }
 
-// partial is ErrPartial wrapping the per-path errors, so that errors.Is
+// PathError is one path's failure in a result's list of them.
+type PathError = worktree.PathError
+
+// Partial is ErrPartial wrapping the per-path errors, so that errors.Is
 // finds their causes (syscall.ENOSPC, worktree.ErrUntracked, ...) and the
 // message says which call failed on which path.
-func partial(errs []worktree.PathError) error {
+func Partial(errs []PathError) error {
 	return fmt.Errorf("%w: %w", ErrPartial, worktree.JoinPathErrors(errs))
 }
 

@@ -113,7 +113,7 @@ func (r *Repo) RemoveSession(ctx context.Context, session string) error {
 // could not both be archived.
 func (r *Repo) checkNotArchived(session string) error {
 	if _, err := r.refs.Get(refs.ArchivedHead(session)); err == nil {
-		return advise(fmt.Errorf("%w: session %q is archived; use another session name", ErrUsage, session),
+		return Advise(fmt.Errorf("%w: session %q is archived; use another session name", ErrUsage, session),
 			Advice{Do: DoUndo, Arg: session}, Advice{Do: DoRemoveSession, Arg: session})
 	}
 	return nil

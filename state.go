@@ -178,7 +178,7 @@ func (r *Repo) safeStatePath(p string) error {
 		return fmt.Errorf("state path %q is not absolute and clean", p)
 	}
 	if isStream(p) || strings.HasPrefix(p, "/sys/") || strings.HasPrefix(p, "/dev/") && !strings.HasPrefix(p, "/dev/shm/") {
-		return advise(fmt.Errorf("state path %q is a device or stream, not a file", p), Advice{Do: DoStateOut})
+		return Advise(fmt.Errorf("state path %q is a device or stream, not a file", p), Advice{Do: DoStateOut})
 	}
 	// Checked as written and as the file system resolves it: a directory
 	// on the way may be a symlink into the store, /dev or a .git.
@@ -192,7 +192,7 @@ func (r *Repo) safeStatePath(p string) error {
 	}
 	for _, q := range []string{p, real} {
 		if isStream(q) || strings.HasPrefix(q, "/sys/") || strings.HasPrefix(q, "/dev/") && !strings.HasPrefix(q, "/dev/shm/") {
-			return advise(fmt.Errorf("state path %q leads to a device or stream, not a file", p), Advice{Do: DoStateOut})
+			return Advise(fmt.Errorf("state path %q leads to a device or stream, not a file", p), Advice{Do: DoStateOut})
 		}
 		for _, s := range []string{r.StoreDir, store} {
 			if q == s || strings.HasPrefix(q, s+string(filepath.Separator)) {
@@ -245,11 +245,11 @@ func (r *Repo) docPath(dest string) (string, error) {
 	}
 	real, err := followLinks(dest)
 	if err != nil {
-		return "", advise(fmt.Errorf("%s: %v", dest, err), Advice{Do: DoStateOut})
+		return "", Advise(fmt.Errorf("%s: %v", dest, err), Advice{Do: DoStateOut})
 	}
 	if _, err := os.Stat(real); err != nil {
 		if fi, derr := os.Stat(filepath.Dir(real)); !errors.Is(err, fs.ErrNotExist) || derr != nil || !fi.IsDir() {
-			return "", advise(fmt.Errorf("%s is a symlink to %s, which cannot be written (%v)", dest, real, err), Advice{Do: DoStateOut})
+			return "", Advise(fmt.Errorf("%s is a symlink to %s, which cannot be written (%v)", dest, real, err), Advice{Do: DoStateOut})
 		}
 	}
 	if err := r.safeStatePath(real); err != nil {
@@ -308,5 +308,5 @@ func (r *Repo) removeDoc(real string) error {
 // stateOutError is a state document a rewind could not put at path p, for
 // reason: writing the documents to a directory of one's choice does.
 func stateOutError(p, reason string) worktree.PathError {
-	return worktree.PathError{Path: p, Error: reason, Err: advise(errors.New(reason), Advice{Do: DoStateOut})}
+	return worktree.PathError{Path: p, Error: reason, Err: Advise(errors.New(reason), Advice{Do: DoStateOut})}
 }

@@ -270,7 +270,7 @@ func (r *Repo) importSession(h *history, s SessionImport) (*ImportResult, error)
 			}
 			res.Head = s.Head
 			if !ok && s.Head != old {
-				return nil, advise(fmt.Errorf("%w: session %s moved here: its head %s is not in the imported history (like a non-fast-forward push): rewind this session to a checkpoint both have, then pull (an undo returns), or pull into another store",
+				return nil, Advise(fmt.Errorf("%w: session %s moved here: its head %s is not in the imported history (like a non-fast-forward push): rewind this session to a checkpoint both have, then pull (an undo returns), or pull into another store",
 					refs.ErrConflict, session, old.Short()), Advice{Do: DoRewind})
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/tasks"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // Trailers of task-branch commits.
@@ -30,11 +31,11 @@ const (
 // tip and the subtask's last commit, with the subtask's goal and summary.
 // Tasks are those of the head's task tree.
 func (ex *exporter) taskBranches(session string, entries []snap.LogEntry) (map[string]plumbing.Hash, error) {
-	tt, err := ex.b.snap.Tasks(ex.ctx, session, nil)
+	tt, err := workflow.New(ex.b.snap).Tasks(ex.ctx, session, nil)
 	if err != nil || len(tt.Tasks) == 0 {
 		return nil, err
 	}
-	info := map[int]snap.TaskInfo{}
+	info := map[int]workflow.TaskInfo{}
 	begins, ends := map[snap.ID]int{}, map[snap.ID]int{}
 	for _, t := range tt.Tasks {
 		info[t.ID] = t

@@ -18,7 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snapcore-dev/snap"
-	"github.com/snapcore-dev/snap/tasks"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // Options configure a server.
@@ -46,12 +46,13 @@ type Options struct {
 // Server serves one project's store.
 type Server struct {
 	repo *snap.Repo
+	flow *workflow.Flow
 	o    Options
 }
 
 // New returns the MCP server for repo.
 func New(repo *snap.Repo, o Options) *sdk.Server {
-	s := &Server{repo: repo, o: o}
+	s := &Server{repo: repo, flow: workflow.New(repo), o: o}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "snap", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: "snap checkpoints this project's files and your conversation at every step. " +
 			"Work in tasks (memo_begin_task, then memo_commit or memo_revert); stage edits with memo_replace and " +
@@ -201,7 +202,7 @@ func tool[In any](s *Server, srv *sdk.Server, name, desc string, h func(context.
 		if err != nil {
 			return nil, nil, errors.New(withAdvice(err))
 		}
-		if ans, ok := out.(*snap.EditAnswer); ok {
+		if ans, ok := out.(*workflow.EditAnswer); ok {
 			out = forAgent(ans)
 		}
 		if s.o.Maintain != nil {
@@ -213,7 +214,7 @@ func tool[In any](s *Server, srv *sdk.Server, name, desc string, h func(context.
 
 // forAgent is an edit answer with its hint completed and its next actions
 // in tool terms.
-func forAgent(ans *snap.EditAnswer) *snap.EditAnswer {
+func forAgent(ans *workflow.EditAnswer) *workflow.EditAnswer {
 	a := *ans
 	a.Hint += snap.AdviceWords(ans.Advice, adviceText)
 	switch {
@@ -321,7 +322,7 @@ func (s *Server) register(srv *sdk.Server) {
 				return nil, err
 			}
 			if in.Compact {
-				return r.CompactConversation(ctx, id)
+				return s.flow.CompactConversation(ctx, id)
 			}
 			limit := in.Limit
 			if limit <= 0 {
@@ -331,36 +332,29 @@ func (s *Server) register(srv *sdk.Server) {
 		})
 	tool(s, srv, "memo_begin_task", "Begin a task (pushed on the session's task stack; a task-begin checkpoint records the files as it starts). Finish it with memo_commit or abandon it with memo_revert.",
 		func(ctx context.Context, in beginIn) (any, error) {
-			o := snap.TaskOptions{Session: s.sess(in.sessionArg), Text: in.Goal}
-			if in.ParentTaskID != nil {
-				var err error
-				if o.Parent, err = tasks.ParentArg(*in.ParentTaskID); err != nil {
-					return nil, fmt.Errorf("%w: parent_task_id: %w", snap.ErrUsage, err)
-				}
-			}
-			return r.TaskBegin(ctx, o)
+			return s.flow.TaskBegin(ctx, workflow.TaskOptions{Session: s.sess(in.sessionArg), Text: in.Goal, Parent: in.ParentTaskID})
 		})
 	tool(s, srv, "memo_replace", "Stage a replacement of old_text by new_text in a file, without touching the file; the staged changes are applied together by memo_commit. When old_text occurs more than once nothing is staged and the answer lists lettered candidates (status needs_match): call again with match_id.",
 		func(ctx context.Context, in replaceIn) (any, error) {
 			sess := s.sess(in.sessionArg)
-			ans, err := r.EditStage(ctx, snap.EditRequest{Session: sess, Path: in.Path, Old: in.OldText, New: in.NewText,
+			ans, err := s.flow.EditStage(ctx, workflow.EditRequest{Session: sess, Path: in.Path, Old: in.OldText, New: in.NewText,
 				Match: strings.ToUpper(in.MatchID), After: in.SearchAfter, AllMatches: in.ShowAllMatches})
 			if err != nil || !in.PreviewOnly || ans.Staged == nil {
 				return ans, err
 			}
 			// Preview only: show it, then take it back.
-			pv, err := r.EditPreview(ctx, sess, "", 3)
+			pv, err := s.flow.EditPreview(ctx, sess, "", 3)
 			if err != nil {
 				return nil, err
 			}
-			if _, err := r.EditDrop(ctx, sess, ans.Staged.ChangeID); err != nil {
+			if _, err := s.flow.EditDrop(ctx, sess, ans.Staged.ChangeID); err != nil {
 				return nil, err
 			}
 			return map[string]any{"status": "preview", "preview": pv}, nil
 		})
 	tool(s, srv, "memo_preview", "Show the staged changes: compact (lines around each change), full (each file's whole changed region) or stats.",
 		func(ctx context.Context, in previewIn) (any, error) {
-			return r.EditPreview(ctx, s.sess(in.sessionArg), in.Format, 3)
+			return s.flow.EditPreview(ctx, s.sess(in.sessionArg), in.Format, 3)
 		})
 	tool(s, srv, "memo_commit", "Apply every staged change to every file at once (all or nothing) and record it with the summary; with a task open (and auto_pop_task, the default) the task is completed too.",
 		func(ctx context.Context, in commitIn) (any, error) {
@@ -369,7 +363,7 @@ func (s *Server) register(srv *sdk.Server) {
 	tool(s, srv, "memo_commit_auto", "memo_commit with a summary made from the staged changes (files and sizes).",
 		func(ctx context.Context, in sessionArg) (any, error) {
 			sess := s.sess(in)
-			st, err := r.EditStatus(ctx, sess)
+			st, err := s.flow.EditStatus(ctx, sess)
 			if err != nil {
 				return nil, err
 			}
@@ -393,16 +387,16 @@ func (s *Server) register(srv *sdk.Server) {
 	tool(s, srv, "memo_revert", "Abandon the current attempt with a reason: with a task open, the files go back to where the task began (undo brings the attempt back) and the task is recorded as reverted; staged changes are dropped.",
 		func(ctx context.Context, in revertIn) (any, error) {
 			sess := s.sess(in.sessionArg)
-			if tree, err := r.Tasks(ctx, sess, nil); err == nil && tree.Current != nil {
-				res, err := r.TaskRevert(ctx, snap.TaskOptions{Session: sess, Text: in.Reason})
+			if tree, err := s.flow.Tasks(ctx, sess, nil); err == nil && tree.Current != nil {
+				res, err := s.flow.TaskRevert(ctx, workflow.TaskOptions{Session: sess, Text: in.Reason})
 				return withStatus("reverted", res), err
 			}
-			res, err := r.EditRevert(ctx, sess, in.Reason)
+			res, err := s.flow.EditRevert(ctx, sess, in.Reason)
 			return withStatus("reverted", res), err
 		})
 	tool(s, srv, "memo_task_tree", "Show the task stack and the tree of finished tasks with their summaries and reasons; text is a compact rendering for your next prompt.",
 		func(ctx context.Context, in sessionArg) (any, error) {
-			tree, err := r.Tasks(ctx, s.sess(in), nil)
+			tree, err := s.flow.Tasks(ctx, s.sess(in), nil)
 			if err != nil {
 				return nil, err
 			}
@@ -444,13 +438,11 @@ func (s *Server) conversationPathAllowed(p string) error {
 // commit applies the staged changes: a task commit when a task is open
 // (and autoPop is not false), else an edit commit.
 func (s *Server) commit(ctx context.Context, sess, summary string, autoPop *bool) (any, error) {
-	r := s.repo
-	if tree, err := r.Tasks(ctx, sess, nil); err == nil && tree.Current != nil && (autoPop == nil || *autoPop) {
-		res, err := r.TaskCommit(ctx, snap.TaskOptions{Session: sess, Text: summary})
-		return withStatus("committed", res), err
+	c, err := s.flow.Commit(ctx, sess, summary, autoPop == nil || *autoPop)
+	if c.Task != nil {
+		return withStatus("committed", c.Task), err
 	}
-	res, err := r.EditCommit(ctx, sess, summary)
-	return withStatus("committed", res), err
+	return withStatus("committed", c.Edits), err
 }
 
 // withStatus wraps a result with the status an agent's loop keys on.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // The CLI's words for the engine's advice (snap.Advice): the engine names
@@ -98,7 +99,7 @@ func withAdvice(err error) string {
 
 // forCLI is an edit answer with its hint completed and its next actions
 // listed as commands.
-func forCLI(ans *snap.EditAnswer) *snap.EditAnswer {
+func forCLI(ans *workflow.EditAnswer) *workflow.EditAnswer {
 	a := *ans
 	a.Hint += snap.AdviceWords(ans.Advice, adviceText)
 	a.NextActions = []string{}

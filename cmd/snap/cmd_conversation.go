@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 type conversationOptions struct {
@@ -91,7 +92,7 @@ func runConversation(ctx context.Context, o conversationOptions, out io.Writer) 
 		return err
 	}
 	if o.Compact {
-		cc, err := repo.CompactConversation(ctx, id)
+		cc, err := workflow.New(repo).CompactConversation(ctx, id)
 		if err != nil {
 			return err
 		}

@@ -10,15 +10,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/gitbridge"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 type editOptions struct {
 	globalOptions
 	Verb      string // replace, write, delete, status, preview, drop, commit, revert
-	Request   snap.EditRequest
+	Request   workflow.EditRequest
 	Arg       string // drop: the letter; commit: the summary; revert: the reason
 	Mode      string // preview
 	Context   int    // preview
@@ -147,12 +147,12 @@ func (o *editOptions) parse(c *cli.Context) error {
 				return usageErrorf("edit replace --stdin takes the whole request as JSON on stdin, no PATH or --old/--new")
 			}
 			var q editStdinRequest
-			dec := json.NewDecoder(io.LimitReader(o.Stdin, 3*snap.MaxEditBytes))
+			dec := json.NewDecoder(io.LimitReader(o.Stdin, 3*workflow.MaxEditBytes))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&q); err != nil {
 				return usageErrorf("edit replace --stdin: not a request: %v", err)
 			}
-			o.Request = snap.EditRequest{Path: q.Path, Old: q.Old, New: q.New, Match: q.Match, After: q.After, AllMatches: q.AllMatches}
+			o.Request = workflow.EditRequest{Path: q.Path, Old: q.Old, New: q.New, Match: q.Match, After: q.After, AllMatches: q.AllMatches}
 			break
 		}
 		if o.Request.Path, err = one("PATH"); err != nil {
@@ -247,15 +247,15 @@ func (o *editOptions) readFile(name string) (string, error) {
 	return readEditText(f, name)
 }
 
-// readEditText reads at most snap.MaxEditBytes (a bigger file, or an
+// readEditText reads at most workflow.MaxEditBytes (a bigger file, or an
 // endless one such as /dev/zero, is refused, not read into memory).
 func readEditText(r io.Reader, name string) (string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, snap.MaxEditBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, workflow.MaxEditBytes+1))
 	if err != nil {
 		return "", usageErrorf("%s: %v", name, err)
 	}
-	if len(data) > snap.MaxEditBytes {
-		return "", usageErrorf("%s holds more than %d bytes: staged edits hold at most that; write the file directly", name, snap.MaxEditBytes)
+	if len(data) > workflow.MaxEditBytes {
+		return "", usageErrorf("%s holds more than %d bytes: staged edits hold at most that; write the file directly", name, workflow.MaxEditBytes)
 	}
 	return string(data), nil
 }
@@ -266,25 +266,26 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
+	flow := workflow.New(repo)
 	session := o.session()
 	o.Request.Session = session
 	switch o.Verb {
 	case "replace", "write", "delete":
-		ans, err := repo.EditStage(ctx, o.Request)
+		ans, err := flow.EditStage(ctx, o.Request)
 		if err != nil {
 			return err
 		}
 		ans = forCLI(ans)
 		return emit(out, o.JSON, ans, func(w io.Writer) error { writeEditAnswer(w, ans); return nil })
 	case "status":
-		ans, err := repo.EditStatus(ctx, session)
+		ans, err := flow.EditStatus(ctx, session)
 		if err != nil {
 			return err
 		}
 		ans = forCLI(ans)
 		return emit(out, o.JSON, ans, func(w io.Writer) error { writeEditAnswer(w, ans); return nil })
 	case "drop":
-		ans, err := repo.EditDrop(ctx, session, o.Arg)
+		ans, err := flow.EditDrop(ctx, session, o.Arg)
 		if err != nil {
 			return err
 		}
@@ -295,7 +296,7 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 			return nil
 		})
 	case "preview":
-		pv, err := repo.EditPreview(ctx, session, o.Mode, o.Context)
+		pv, err := flow.EditPreview(ctx, session, o.Mode, o.Context)
 		if err != nil {
 			return err
 		}
@@ -309,7 +310,7 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 			return nil
 		})
 	case "revert":
-		res, err := repo.EditRevert(ctx, session, o.Arg)
+		res, err := flow.EditRevert(ctx, session, o.Arg)
 		if err != nil {
 			return err
 		}
@@ -319,7 +320,7 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 		})
 	case "commit":
 		gc, err := newGitCommitter(ctx, repo, o.GitCommit, "edit-commit", func(*gitbridge.Bridge) ([]string, error) {
-			st, err := repo.EditStatus(ctx, session)
+			st, err := flow.EditStatus(ctx, session)
 			if err != nil {
 				return nil, err
 			}
@@ -332,7 +333,7 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		res, err := repo.EditCommit(ctx, session, o.Arg)
+		res, err := flow.EditCommit(ctx, session, o.Arg)
 		if err == nil {
 			startAutoGC(ctx, repo)
 		}
@@ -365,12 +366,12 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 // editCommitResult is an edit commit's result, with the git commit
 // --git-commit made.
 type editCommitResult struct {
-	*snap.EditCommitResult
+	*workflow.EditCommitResult
 	GitCommit *gitbridge.CommitResult `json:"git_commit,omitempty"`
 }
 
 // writeEditAnswer prints an edit answer for people.
-func writeEditAnswer(w io.Writer, ans *snap.EditAnswer) {
+func writeEditAnswer(w io.Writer, ans *workflow.EditAnswer) {
 	if ans.Staged != nil {
 		fmt.Fprintf(w, "staged %s: %s:%d %s\n", ans.Staged.ChangeID, quotePath(ans.Staged.Path), ans.Staged.Line, printable(ans.Staged.Preview))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 type revertOptions struct {
@@ -66,13 +67,13 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
-	ro := snap.RevertOptions{Session: o.session(), Ref: o.Ref, From: o.From, DryRun: o.DryRun}
+	ro := workflow.RevertOptions{Session: o.session(), Ref: o.Ref, From: o.From, DryRun: o.DryRun}
 	if len(o.Paths) > 0 {
 		if ro.Paths, err = o.projectPaths(repo, o.Paths); err != nil {
 			return err
 		}
 	}
-	res, err := repo.Revert(ctx, ro)
+	res, err := workflow.New(repo).Revert(ctx, ro)
 	if res != nil && res.Checkpoint != nil && (err == nil || errors.Is(err, snap.ErrPartial)) {
 		startAutoGC(ctx, repo)
 	}

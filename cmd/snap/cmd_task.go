@@ -11,7 +11,7 @@ import (
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/gitbridge"
-	"github.com/snapcore-dev/snap/tasks"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 type taskOptions struct {
@@ -129,7 +129,7 @@ plus text with --format text.`},
 // taskTreeResult is the JSON answer of 'snap task': the tree, and with
 // --format text the rendering an agent pastes into its prompt.
 type taskTreeResult struct {
-	*snap.TaskTree
+	*workflow.TaskTree
 	Text string `json:"text,omitempty"`
 }
 
@@ -139,8 +139,9 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
+	flow := workflow.New(repo)
 	if o.Verb == "tree" {
-		tree, err := repo.Tasks(ctx, o.session(), nil)
+		tree, err := flow.Tasks(ctx, o.session(), nil)
 		if err != nil {
 			return err
 		}
@@ -165,28 +166,26 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	to := snap.TaskOptions{Session: o.session(), Text: o.Text, KeepOpen: o.KeepOpen, State: docs}
+	to := workflow.TaskOptions{Session: o.session(), Text: o.Text, KeepOpen: o.KeepOpen, State: docs}
 	if o.Parent != "" {
 		n, err := strconv.Atoi(o.Parent)
 		if err != nil {
 			return usageErrorf("--parent %q: want a task id (0: top level)", o.Parent)
 		}
-		if to.Parent, err = tasks.ParentArg(n); err != nil {
-			return usageErrorf("--parent: %v", err)
-		}
+		to.Parent = &n // (the workflow checks it)
 	}
-	var res *snap.TaskResult
+	var res *workflow.TaskResult
 	var gitCommit *gitbridge.CommitResult
 	switch o.Verb {
 	case "begin":
-		res, err = repo.TaskBegin(ctx, to)
+		res, err = flow.TaskBegin(ctx, to)
 	case "commit":
 		// --git-commit: the files the task changed, from its task-begin
 		// checkpoint (and the staged edits the commit applies).
 		var begin *snap.ID
-		tree, terr := repo.Tasks(ctx, o.session(), nil)
+		tree, terr := flow.Tasks(ctx, o.session(), nil)
 		if terr != nil {
-			tree = &snap.TaskTree{}
+			tree = &workflow.TaskTree{}
 		}
 		if tree.Current != nil {
 			for _, t := range tree.Tasks {
@@ -205,7 +204,7 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 				if err != nil {
 					return nil, err
 				}
-				st, err := repo.EditStatus(ctx, o.session())
+				st, err := flow.EditStatus(ctx, o.session())
 				if err != nil {
 					return nil, err
 				}
@@ -218,12 +217,12 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 				return err
 			}
 		}
-		res, err = repo.TaskCommit(ctx, to)
+		res, err = flow.TaskCommit(ctx, to)
 		if err == nil && gc != nil {
 			gitCommit, err = gc.commit(ctx, *begin, res.Checkpoint, res.Task.Summary)
 		}
 	case "revert":
-		res, err = repo.TaskRevert(ctx, to)
+		res, err = flow.TaskRevert(ctx, to)
 	}
 	if err == nil {
 		startAutoGC(ctx, repo)
@@ -265,7 +264,7 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 
 // taskCommitResult is a task result, with the git commit --git-commit made.
 type taskCommitResult struct {
-	*snap.TaskResult
+	*workflow.TaskResult
 	GitCommit *gitbridge.CommitResult `json:"git_commit,omitempty"`
 }
 

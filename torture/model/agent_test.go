@@ -17,6 +17,7 @@ import (
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // The agent workflow: staged edits (edit.go) and tasks (task.go), as new
@@ -809,7 +810,7 @@ func (r *runner) opEditStage(p *project, op *Op) {
 	d0, o0 := r.mustScan(p), p.scanOut()
 	pe := p.edits(op.Session)
 	exp := pe.expectStage(d0, op)
-	ans, err := p.repo.EditStage(r.ctx, snap.EditRequest{Session: op.Session, Path: op.Path, Kind: edits.Kind(op.Edit),
+	ans, err := workflow.New(p.repo).EditStage(r.ctx, workflow.EditRequest{Session: op.Session, Path: op.Path, Kind: edits.Kind(op.Edit),
 		Old: op.Old, New: op.Data, Match: op.Match, After: op.After, AllMatches: op.AllMatches})
 	r.checkUnchanged(p, d0, o0, "edit stage")
 	what := fmt.Sprintf("edit %s %s", op.Edit, op.Path)
@@ -874,7 +875,7 @@ func (r *runner) opEditDrop(p *project, op *Op) {
 	d0, o0 := r.mustScan(p), p.scanOut()
 	pe := p.edits(op.Session)
 	i := slices.IndexFunc(pe.Changes, func(c editChange) bool { return c.ID == op.Match })
-	ans, err := p.repo.EditDrop(r.ctx, op.Session, op.Match)
+	ans, err := workflow.New(p.repo).EditDrop(r.ctx, op.Session, op.Match)
 	r.checkUnchanged(p, d0, o0, "edit drop")
 	class := ""
 	if i < 0 {
@@ -903,7 +904,7 @@ func (r *runner) opEditDrop(p *project, op *Op) {
 func (r *runner) opEditRevert(p *project, op *Op) {
 	d0, o0 := r.mustScan(p), p.scanOut()
 	pe := p.edits(op.Session)
-	res, err := p.repo.EditRevert(r.ctx, op.Session, op.Text)
+	res, err := workflow.New(p.repo).EditRevert(r.ctx, op.Session, op.Text)
 	r.checkUnchanged(p, d0, o0, "edit revert")
 	class := ""
 	if strings.TrimSpace(op.Text) == "" {
@@ -1007,19 +1008,19 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) *ckRec {
 	}
 	var rr *snap.RewindResult
 	var ckID *objects.ID
-	var ecr *snap.EditCommitResult
+	var ecr *workflow.EditCommitResult
 	var err error
 	call := func(repo *snap.Repo, ctx context.Context) {
 		if task {
-			var tres *snap.TaskResult
-			tres, err = repo.TaskCommit(ctx, snap.TaskOptions{Session: s, Text: op.Text, KeepOpen: op.KeepOpen})
+			var tres *workflow.TaskResult
+			tres, err = workflow.New(repo).TaskCommit(ctx, workflow.TaskOptions{Session: s, Text: op.Text, KeepOpen: op.KeepOpen})
 			if tres != nil {
 				rr, ecr = tres.Rewind, tres.Edits
 				id := tres.Checkpoint
 				ckID = &id
 			}
 		} else {
-			ecr, err = repo.EditCommit(ctx, s, op.Text)
+			ecr, err = workflow.New(repo).EditCommit(ctx, s, op.Text)
 			if ecr != nil {
 				rr, ckID = ecr.Rewind, ecr.Checkpoint
 			}
@@ -1397,13 +1398,13 @@ func (r *runner) opTaskCheckpoint(p *project, op *Op) *ckRec {
 	want := td.clone()
 	var t *taskEnt
 	var why string
-	var res *snap.TaskResult
+	var res *workflow.TaskResult
 	if op.Kind == "task-begin" {
 		t, why = want.begin(op.Text, op.Parent, p.taskFloor[s], p.depth())
-		res, err = p.repo.TaskBegin(r.ctx, snap.TaskOptions{Session: s, Text: op.Text, Parent: op.Parent})
+		res, err = workflow.New(p.repo).TaskBegin(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text, Parent: parentArg(op.Parent)})
 	} else {
 		t, why = want.commit(op.Text, op.KeepOpen)
-		res, err = p.repo.TaskCommit(r.ctx, snap.TaskOptions{Session: s, Text: op.Text, KeepOpen: op.KeepOpen})
+		res, err = workflow.New(p.repo).TaskCommit(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text, KeepOpen: op.KeepOpen})
 	}
 	r.checkUnchanged(p, d0, o0, op.Kind)
 	what := fmt.Sprintf("%s in session %s (tasks %s)", op.Kind, s, td)
@@ -1507,7 +1508,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 		}
 	}
 	if why != "" || begin == nil {
-		_, err := p.repo.TaskRevert(r.ctx, snap.TaskOptions{Session: s, Text: op.Text})
+		_, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text})
 		r.checkUnchanged(p, d0, o0, "a refused task revert")
 		if err == nil {
 			r.failf("task-op", "%s succeeded; the model expects a usage error: %s", what, why)
@@ -1522,7 +1523,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	}
 	sc := scope{files: true}
 	me := p.expectMove(d0, o0, begin, h, sc, nil, nil)
-	res, err := p.repo.TaskRevert(r.ctx, snap.TaskOptions{Session: s, Text: op.Text})
+	res, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text})
 	if maybe && err != nil && !errors.Is(err, snap.ErrPartial) {
 		if !errors.Is(err, snap.ErrNoCheckpoint) {
 			r.failf("task-op", "%s: %v; across checkpoints retention expired the model expects a no-such-checkpoint error (ErrExpired)", what, err)
@@ -1612,7 +1613,7 @@ func (r *runner) checkAgent(p *project, op *Op) {
 			r.failf("task-doc", "%v", err)
 			continue
 		}
-		tt, err := p.repo.Tasks(r.ctx, s, nil)
+		tt, err := workflow.New(p.repo).Tasks(r.ctx, s, nil)
 		if err != nil {
 			r.failf("task-stack", "after %s: the tasks of session %s: %v", op.Kind, s, err)
 			continue
@@ -1644,7 +1645,7 @@ func (r *runner) checkAgent(p *project, op *Op) {
 // pendingDiff compares snap's pending changes of a session with the
 // model's ("" when they agree).
 func (r *runner) pendingDiff(p *project, s string) string {
-	ans, err := p.repo.EditStatus(r.ctx, s)
+	ans, err := workflow.New(p.repo).EditStatus(r.ctx, s)
 	if err != nil {
 		return fmt.Sprintf("the staged edits of session %s: %v", s, err)
 	}
@@ -1670,7 +1671,7 @@ func (r *runner) pendingDiff(p *project, s string) string {
 // difference (their bases read from the store's document).
 func (r *runner) resyncPending(p *project, s string) {
 	pe := &pendingEdits{}
-	p.repo.EditStatus(r.ctx, s) // settles a commit the document still names
+	workflow.New(p.repo).EditStatus(r.ctx, s) // settles a commit the document still names
 	data, err := os.ReadFile(filepath.Join(p.store, "edits", s+".json"))
 	if err == nil {
 		var doc struct {
@@ -1745,4 +1746,16 @@ func (r *runner) checkTaskJSON(p *project, s string, out []byte) string {
 		return fmt.Sprintf("the stack is %v, the model %v", tt.Stack, td.Stack)
 	}
 	return ""
+}
+
+// parentArg is the model's parent (0: the current task, -1: the top
+// level, N: task N) as a front-end gives it (nil, 0, N).
+func parentArg(parent int) *int {
+	switch {
+	case parent == 0:
+		return nil
+	case parent < 0:
+		parent = 0
+	}
+	return &parent
 }

@@ -17,6 +17,7 @@ import (
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/gitbridge"
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // The git project: the second project is a real git repository (git init,
@@ -321,16 +322,16 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 	kind := "edit commit"
 	var begin *objects.ID
 	var paths []string
-	st, err := p.repo.EditStatus(r.ctx, s)
+	st, err := workflow.New(p.repo).EditStatus(r.ctx, s)
 	if err != nil {
 		r.failf("api-error", "edit status: %v", err)
 		return
 	}
 	if op.Task {
 		kind = "task commit"
-		tt, err := p.repo.Tasks(r.ctx, s, nil)
+		tt, err := workflow.New(p.repo).Tasks(r.ctx, s, nil)
 		if err != nil {
-			tt = &snap.TaskTree{}
+			tt = &workflow.TaskTree{}
 		}
 		if tt.Current != nil {
 			for _, t := range tt.Tasks {

@@ -14,6 +14,7 @@ import (
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/workflow"
 	"github.com/snapcore-dev/snap/worktree"
 )
 
@@ -212,8 +213,8 @@ func (r *runner) afterKill(p *project, op *Op, kc killedCommit) {
 	case "label":
 		_, err = p.repo.Label(r.ctx, s, "@", op.Label)
 	default:
-		var ans *snap.EditAnswer
-		ans, err = p.repo.EditStatus(r.ctx, s)
+		var ans *workflow.EditAnswer
+		ans, err = workflow.New(p.repo).EditStatus(r.ctx, s)
 		if err == nil && (len(ans.Pending) > 0 || ans.Status != "idle") {
 			r.failf("commit-killed", "%s: after the next edit verb the changes are still pending (%s, %d)", what, ans.Status, len(ans.Pending))
 		}

@@ -11,6 +11,7 @@ import (
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/edits"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
 // Two more op kinds of the agent workflow: max-depth (tasks.max-depth set,
@@ -147,7 +148,7 @@ func (r *runner) opEditPreview(p *project, op *Op) {
 	d0, o0 := r.mustScan(p), p.scanOut()
 	pe := p.edits(op.Session)
 	class, why, beyond := previewRefusal(d0, pe, op.Scope, op.Context)
-	pv, err := p.repo.EditPreview(r.ctx, op.Session, op.Scope, op.Context)
+	pv, err := workflow.New(p.repo).EditPreview(r.ctx, op.Session, op.Scope, op.Context)
 	r.checkUnchanged(p, d0, o0, "edit preview")
 	what := fmt.Sprintf("edit preview -s %s --mode %q --context %d (pending %s)", op.Session, op.Scope, op.Context, pe)
 	if beyond {
@@ -186,7 +187,7 @@ func statOf(c editChange, base string) (line, pos, added, removed int) {
 
 // checkPreview compares a preview with the model's pending changes (""
 // when it agrees).
-func checkPreview(pe *pendingEdits, pv *snap.EditPreview, mode string, context int) string {
+func checkPreview(pe *pendingEdits, pv *workflow.EditPreview, mode string, context int) string {
 	if pv == nil {
 		return "no answer"
 	}
@@ -405,7 +406,7 @@ func linesAt(ls []string, i int, want []string) bool {
 
 // checkPreviewJSON checks `snap edit preview --json`.
 func (r *runner) checkPreviewJSON(p *project, s string, out []byte) string {
-	var pv snap.EditPreview
+	var pv workflow.EditPreview
 	if err := jsonUnmarshal(out, &pv); err != nil {
 		return "output does not parse: " + err.Error()
 	}

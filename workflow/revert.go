@@ -1,11 +1,9 @@
-package snap
+package workflow
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,11 +11,8 @@ import (
 
 	"github.com/epiclabs-io/diff3"
 
-	"github.com/snapcore-dev/snap/objects"
-	"github.com/snapcore-dev/snap/worktree"
+	"github.com/snapcore-dev/snap"
 )
-
-const kindRevert = "revert"
 
 // RevertOptions describe a revert: the inverse of one checkpoint's change
 // (Ref against its parent) or of a range's (From..Ref: from From's tree to
@@ -49,12 +44,12 @@ type ConflictHunk struct {
 
 // RevertResult reports a revert.
 type RevertResult struct {
-	From       objects.ID       `json:"from"` // the tree the change started from (REF's parent)
-	To         objects.ID       `json:"to"`   // REF
-	Checkpoint *objects.ID      `json:"checkpoint"`
-	Reverted   []string         `json:"reverted"`
-	Conflicts  []RevertConflict `json:"conflicts"`
-	Rewind     *RewindResult    `json:"rewind,omitempty"`
+	From       snap.ID            `json:"from"` // the tree the change started from (REF's parent)
+	To         snap.ID            `json:"to"`   // REF
+	Checkpoint *snap.ID           `json:"checkpoint"`
+	Reverted   []string           `json:"reverted"`
+	Conflicts  []RevertConflict   `json:"conflicts"`
+	Rewind     *snap.RewindResult `json:"rewind,omitempty"`
 	// Nothing: the change touched no file, or every path it touched is
 	// already as before it; nothing was done (not an error).
 	Nothing bool `json:"nothing_to_revert,omitempty"`
@@ -67,53 +62,51 @@ type RevertResult struct {
 // file now, and the file before the change); a path whose merge conflicts,
 // or that changed since in a way that cannot be merged (binary content,
 // modes, files deleted or added again), is left untouched and reported,
-// and the result is then ErrPartial. It is a move: a safety checkpoint
+// and the result is then snap.ErrPartial. It is a move: a safety checkpoint
 // first, then the reverted paths written through the journal and a
 // "revert" checkpoint recorded; undo puts them back.
-func (r *Repo) Revert(ctx context.Context, o RevertOptions) (*RevertResult, error) {
-	session, err := sessionName(o.Session)
+func (f *Flow) Revert(ctx context.Context, o RevertOptions) (*RevertResult, error) {
+	session := o.Session
+	if session == "" {
+		session = snap.DefaultSession
+	}
+	to, err := f.r.Resolve(ctx, session, o.Ref)
 	if err != nil {
 		return nil, err
 	}
-	h := r.history()
-	to, err := r.resolve(h, session, o.Ref)
+	tck, _, err := f.r.ReadNode(ctx, to)
 	if err != nil {
 		return nil, err
 	}
-	tck, err := r.loadCheckpoint(to)
-	if err != nil {
-		return nil, err
-	}
-	var from objects.ID
-	var fromTree objects.ID
+	var from, fromTree snap.ID
 	switch {
 	case o.From != "":
-		if from, err = r.resolve(h, session, o.From); err != nil {
+		if from, err = f.r.Resolve(ctx, session, o.From); err != nil {
 			return nil, err
 		}
-		fck, err := r.loadCheckpoint(from)
+		fck, _, err := f.r.ReadNode(ctx, from)
 		if err != nil {
 			return nil, err
 		}
 		fromTree = fck.Tree
 	case len(tck.Parents) > 0:
 		from = tck.Parents[0]
-		fck, err := r.loadCheckpoint(from)
+		fck, _, err := f.r.ReadNode(ctx, from)
 		if err != nil {
 			return nil, fmt.Errorf("the parent of %s: %w", to.Short(), err)
 		}
 		fromTree = fck.Tree
 	}
 	res := &RevertResult{From: from, To: to, Reverted: []string{}, Conflicts: []RevertConflict{}}
-	var changed []string
-	err = objects.DiffTrees(r.objects, fromTree, tck.Tree, func(c objects.Change) error {
-		if pathMatch(c.Path, o.Paths) && !strings.HasSuffix(c.Path, "/") && c.New.Mode != objects.ModeDir && c.Old.Mode != objects.ModeDir {
-			changed = append(changed, c.Path)
-		}
-		return nil
-	})
+	diff, err := f.r.DiffPaths(ctx, fromTree, tck.Tree, o.Paths)
 	if err != nil {
 		return nil, err
+	}
+	var changed []string // the files it changed
+	for _, p := range diff {
+		if !strings.HasSuffix(p, "/") {
+			changed = append(changed, p)
+		}
 	}
 	if len(changed) == 0 {
 		if len(o.Paths) == 0 {
@@ -123,23 +116,15 @@ func (r *Repo) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 			res.Nothing, res.DryRun = true, o.DryRun
 			return res, nil
 		}
-		return nil, fmt.Errorf("%w: %s changed no file%s", ErrNoPath, describeRange(o, to), pathsNote(o.Paths))
-	}
-	if err := r.checkNotArchived(session); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %s changed no file%s", snap.ErrNoPath, describeRange(o, to), pathsNote(o.Paths))
 	}
 	// The plan against the present first, written nowhere: a dry run
 	// answers it; with nothing to revert, or only conflicts, nothing moves.
-	_, head, err := r.head(session)
-	if err != nil {
-		return nil, err
-	}
-	dry := r.objects.NewDryWriter()
-	now, err := r.capture(ctx, dry, r.loadCache(), captureSpec{parent: head})
-	if err != nil {
-		return nil, err
-	}
-	plan, err := r.planRevert(dry, now.tree, fromTree, tck.Tree, changed)
+	var plan *revertPlan
+	err = f.s.Plan(ctx, session, func(p *snap.Present) (err error) {
+		plan, err = planRevert(p, fromTree, tck.Tree, changed)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -148,46 +133,43 @@ func (r *Repo) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 		res.Nothing = len(plan.edits) == 0 && len(plan.conflicts) == 0
 		return res, plan.err()
 	}
-	release, err := r.writing(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	headID, head, err := r.head(session)
-	if err != nil {
-		return nil, err
-	}
-	if head == nil {
-		return nil, fmt.Errorf("%w: session %q has no checkpoints yet", ErrNoCheckpoint, session)
-	}
-	m := &move{Kind: string(OpRevert), Session: session, Target: headID, NewHead: headID,
-		Scope:   rewindScope{Files: true, Paths: changed, MovesHead: true, FromPresent: true},
-		summary: "revert " + describeRange(o, to),
-		build: func(m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
-			id, err := r.buildRevertChange(m, safety, now, fromTree, tck.Tree, changed, res)
-			if err == nil {
-				m.Scope.Paths = res.Reverted // the restore writes only these
+	// The move plans again against its safety capture (the present may
+	// have changed since) and records the mergeable paths in a checkpoint
+	// built on it. With nothing left to revert it fails (ErrPartial)
+	// before the journal: nothing is written.
+	rr, end, err := f.s.Move(ctx, snap.MoveSpec{Session: session, Summary: "revert " + describeRange(o, to),
+		Step: &snap.Step{Op: snap.OpRevert, Kind: snap.KindRevert}, Paths: changed,
+		End: func(p *snap.Present) (snap.ID, []string, error) {
+			plan, err := planRevert(p, fromTree, tck.Tree, changed)
+			if err != nil {
+				return snap.ID{}, nil, err
 			}
-			return id, err
-		}}
-	rr, err := r.run(ctx, m, false)
+			res.Reverted, res.Conflicts = plan.reverted, plan.conflicts
+			if len(plan.edits) == 0 {
+				if perr := plan.err(); perr != nil {
+					return snap.ID{}, nil, perr
+				}
+				return snap.ID{}, nil, fmt.Errorf("%w: every path is already as before the change (changed since the revert began)", snap.ErrConflict)
+			}
+			tree, err := p.Edit(plan.edits)
+			return tree, res.Reverted, err // the restore writes only these
+		}})
 	res.Rewind = rr
 	if err != nil {
 		return res, err
 	}
-	id := m.NewHead
-	res.Checkpoint = &id
+	res.Checkpoint = &end
 	if len(res.Conflicts) > 0 {
-		errs := make([]worktree.PathError, len(res.Conflicts))
+		errs := make([]snap.PathError, len(res.Conflicts))
 		for i, c := range res.Conflicts {
-			errs[i] = worktree.PathError{Path: c.Path, Error: c.Reason}
+			errs[i] = snap.PathError{Path: c.Path, Error: c.Reason}
 		}
-		return res, partial(errs)
+		return res, snap.Partial(errs)
 	}
 	return res, nil
 }
 
-func describeRange(o RevertOptions, to objects.ID) string {
+func describeRange(o RevertOptions, to snap.ID) string {
 	if o.From != "" {
 		return o.From + ".." + o.Ref
 	}
@@ -204,61 +186,36 @@ func pathsNote(paths []string) string {
 // revertPlan is what a revert makes of each changed path: the new entries
 // (nil: deleted), the paths reverted, and the conflicts.
 type revertPlan struct {
-	edits     map[string]*objects.TreeEntry
+	edits     map[string]*snap.TreeEntry
 	reverted  []string
 	conflicts []RevertConflict
 }
 
-// err is ErrPartial naming the conflicts, or nil.
+// err is snap.ErrPartial naming the conflicts, or nil.
 func (p *revertPlan) err() error {
 	if len(p.conflicts) == 0 {
 		return nil
 	}
-	errs := make([]worktree.PathError, len(p.conflicts))
+	errs := make([]snap.PathError, len(p.conflicts))
 	for i, c := range p.conflicts {
-		errs[i] = worktree.PathError{Path: c.Path, Error: c.Reason}
+		errs[i] = snap.PathError{Path: c.Path, Error: c.Reason}
 	}
 	if len(p.edits) == 0 {
-		return fmt.Errorf("nothing reverted: %w", partial(errs))
+		return fmt.Errorf("nothing reverted: %w", snap.Partial(errs))
 	}
-	return partial(errs)
-}
-
-// buildRevertChange plans the revert against the safety capture (the
-// present may have changed since Revert's own plan) and records the
-// mergeable paths in a checkpoint built on it. With nothing to revert it
-// fails (ErrPartial) before the journal: nothing is written.
-func (r *Repo) buildRevertChange(m *move, safety objects.ID, now *captured, fromTree, toTree objects.ID, changed []string, res *RevertResult) (objects.ID, error) {
-	w := r.objects.NewWriter()
-	defer w.Abort()
-	plan, err := r.planRevert(w, now.tree, fromTree, toTree, changed)
-	if err != nil {
-		return objects.ID{}, err
-	}
-	res.Reverted, res.Conflicts = plan.reverted, plan.conflicts
-	if len(plan.edits) == 0 {
-		if perr := plan.err(); perr != nil {
-			return objects.ID{}, perr
-		}
-		return objects.ID{}, fmt.Errorf("%w: every path is already as before the change (changed since the revert began)", ErrConflict)
-	}
-	return r.recordEdited(w, m, safety, now, plan.edits, kindRevert, nil)
+	return snap.Partial(errs)
 }
 
 // planRevert merges each changed path of the change fromTree → toTree into
 // the tree nowTree: a path untouched since goes back, a text file changed
 // since is merged three ways, anything else is a conflict. Merged content
 // is put with w.
-func (r *Repo) planRevert(w *objects.Writer, nowTree, fromTree, toTree objects.ID, changed []string) (*revertPlan, error) {
-	plan := &revertPlan{edits: map[string]*objects.TreeEntry{}, reverted: []string{}, conflicts: []RevertConflict{}}
+func planRevert(pr *snap.Present, fromTree, toTree snap.ID, changed []string) (*revertPlan, error) {
+	nowTree := pr.Tree
+	plan := &revertPlan{edits: map[string]*snap.TreeEntry{}, reverted: []string{}, conflicts: []RevertConflict{}}
 	edits := plan.edits
 	for _, p := range changed {
-		entry := func(tree objects.ID) (objects.TreeEntry, bool, error) {
-			if tree.IsZero() { // before a session's first checkpoint: nothing
-				return objects.TreeEntry{}, false, nil
-			}
-			return objects.EntryAt(w, tree, "/"+p)
-		}
+		entry := func(tree snap.ID) (snap.TreeEntry, bool, error) { return pr.Entry(tree, p) }
 		orig, hadOrig, err := entry(fromTree) // before the change
 		if err != nil {
 			return nil, err
@@ -271,7 +228,7 @@ func (r *Repo) planRevert(w *objects.Writer, nowTree, fromTree, toTree objects.I
 		if err != nil {
 			return nil, err
 		}
-		same := func(a objects.TreeEntry, ha bool, b objects.TreeEntry, hb bool) bool {
+		same := func(a snap.TreeEntry, ha bool, b snap.TreeEntry, hb bool) bool {
 			return ha == hb && (!ha || a.ID == b.ID && a.Mode == b.Mode)
 		}
 		conflict := func(reason string, hunks ...ConflictHunk) {
@@ -280,7 +237,7 @@ func (r *Repo) planRevert(w *objects.Writer, nowTree, fromTree, toTree objects.I
 		switch {
 		case same(cur, hasCur, orig, hadOrig):
 			continue // already as before the change
-		case !hasCur && !hadBase && r.onDisk(p):
+		case !hasCur && !hadBase && pr.OnDisk(p):
 			// Not captured (ignored or unreadable now) yet there: a
 			// restore would refuse to overwrite it after recording the
 			// revert, so the plan says it first (adversarial A7).
@@ -305,22 +262,14 @@ func (r *Repo) planRevert(w *objects.Writer, nowTree, fromTree, toTree objects.I
 		case !hadOrig:
 			conflict("the change created it and it was changed since")
 			continue
-		case cur.Mode != objects.ModeFile && cur.Mode != objects.ModeExec || orig.Mode != base.Mode && cur.Mode != base.Mode:
+		case cur.Mode != snap.ModeFile && cur.Mode != snap.ModeExec || orig.Mode != base.Mode && cur.Mode != base.Mode:
 			conflict("its kind or mode changed since the change")
 			continue
 		}
 		// A text file changed by the change and since: three ways.
-		read := func(id objects.ID) ([]byte, error) { return r.objects.ReadBlob(id, maxDocSize) }
-		o, err1 := read(base.ID)
-		a, err2 := read(cur.ID)
-		if errors.Is(err2, objects.ErrNotFound) {
-			// The present as a dry capture saw it: on disk only.
-			var got string
-			if a, got, err2 = r.fileBase(p); err2 == nil && got != cur.ID.String() {
-				err2 = fmt.Errorf("%w: %s changed while the revert read it", ErrConflict, p)
-			}
-		}
-		b, err3 := read(orig.ID)
+		o, err1 := pr.Read(base, "")
+		a, err2 := pr.Read(cur, p) // (a dry capture's: on disk only)
+		b, err3 := pr.Read(orig, "")
 		if err := firstErr(err1, err2, err3); err != nil {
 			return nil, err
 		}
@@ -336,7 +285,7 @@ func (r *Repo) planRevert(w *objects.Writer, nowTree, fromTree, toTree objects.I
 		if bytes.Equal(merged, a) && (orig.Mode == base.Mode || cur.Mode == orig.Mode) {
 			continue // the change's lines are already gone: nothing to revert here
 		}
-		id, n, err := w.PutBlob(bytes.NewReader(merged))
+		id, n, err := pr.Put(merged)
 		if err != nil {
 			return nil, err
 		}
@@ -344,7 +293,7 @@ func (r *Repo) planRevert(w *objects.Writer, nowTree, fromTree, toTree objects.I
 		if orig.Mode != base.Mode {
 			mode = orig.Mode // the change flipped the executable bit: flip it back
 		}
-		edits[p] = &objects.TreeEntry{Name: filepath.Base(p), Mode: mode, ID: id, Size: n}
+		edits[p] = &snap.TreeEntry{Name: filepath.Base(p), Mode: mode, ID: id, Size: n}
 		plan.reverted = append(plan.reverted, p)
 	}
 	slices.Sort(plan.reverted)
@@ -384,11 +333,4 @@ func merge3(a, o, b []byte) ([]byte, []ConflictHunk) {
 			Original: strings.Join(c.O, ""), Reverted: strings.Join(c.B, "")})
 	}
 	return []byte(out.String()), hunks
-}
-
-// onDisk reports whether something exists at project path p (slashes),
-// whatever the captures say of it.
-func (r *Repo) onDisk(p string) bool {
-	_, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(p)))
-	return err == nil
 }

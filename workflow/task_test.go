@@ -1,4 +1,4 @@
-package snap_test
+package workflow_test
 
 import (
 	"bytes"
@@ -15,11 +15,12 @@ import (
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/snaptest"
 	"github.com/snapcore-dev/snap/tasks"
+	"github.com/snapcore-dev/snap/workflow"
 )
 
-func begin(t *testing.T, r *snap.Repo, session, goal string) *snap.TaskResult {
+func begin(t *testing.T, r *snap.Repo, session, goal string) *workflow.TaskResult {
 	t.Helper()
-	res, err := r.TaskBegin(ctx, snap.TaskOptions{Session: session, Text: goal})
+	res, err := workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Session: session, Text: goal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestTaskMessagesAndTranscript(t *testing.T) {
 		t.Fatalf("begin: %+v", b.Task)
 	}
 	appendFile(t, conv, `{"role":"user","content":"three"}`+"\n")
-	c, err := r.TaskCommit(ctx, snap.TaskOptions{Text: "done"})
+	c, err := workflow.New(r).TaskCommit(ctx, workflow.TaskOptions{Text: "done"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestTaskRevertUndoRedo(t *testing.T) {
 	writeFile(t, filepath.Join(root, "a"), "3") // not checkpointed: the safety checkpoint holds it
 	appendFile(t, conv, `{"role":"assistant","content":"two"}`+"\n")
 	before := listTree(t, root)
-	res, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "wrong approach"})
+	res, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Text: "wrong approach"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +83,13 @@ func TestTaskRevertUndoRedo(t *testing.T) {
 	if b, _ := os.ReadFile(conv); len(b) == 0 || string(b) == `{"role":"user","content":"one"}`+"\n" {
 		t.Fatalf("the revert rewound the transcript: %q", b)
 	}
-	tree, err := r.Tasks(ctx, "", nil)
+	tree, err := workflow.New(r).Tasks(ctx, "", nil)
 	if err != nil || tree.Current != nil || tree.Tasks[0].End == nil || *tree.Tasks[0].End != res.Checkpoint {
 		t.Fatalf("tree after the revert: %+v %v", tree, err)
 	}
 	// A hook's checkpoint after it inherits the stack.
 	checkpoint(t, r, snap.CheckpointOptions{AllowEmpty: true})
-	if tree, _ := r.Tasks(ctx, "", nil); tree.Tasks[0].Status != tasks.Reverted {
+	if tree, _ := workflow.New(r).Tasks(ctx, "", nil); tree.Tasks[0].Status != tasks.Reverted {
 		t.Fatalf("a later checkpoint lost the stack: %+v", tree.Tasks)
 	}
 	if _, err := r.Undo(ctx, ""); err != nil { // the plain checkpoint
@@ -100,7 +101,7 @@ func TestTaskRevertUndoRedo(t *testing.T) {
 	if got := listTree(t, root); got != before {
 		t.Fatalf("undo of the revert:\n got %s\nwant %s", got, before)
 	}
-	if tree, _ := r.Tasks(ctx, "", nil); tree.Current == nil || *tree.Current != 1 {
+	if tree, _ := workflow.New(r).Tasks(ctx, "", nil); tree.Current == nil || *tree.Current != 1 {
 		t.Fatalf("undo of the revert: the task is not current again: %+v", tree)
 	}
 	if _, err := r.Redo(ctx, ""); err != nil {
@@ -116,10 +117,13 @@ func TestTaskRevertUndoRedo(t *testing.T) {
 func TestTaskErrors(t *testing.T) {
 	r, _ := snaptest.NewRepo(t)
 	for name, f := range map[string]func() error{
-		"commit":     func() error { _, err := r.TaskCommit(ctx, snap.TaskOptions{Text: "x"}); return err },
-		"revert":     func() error { _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "x"}); return err },
-		"empty goal": func() error { _, err := r.TaskBegin(ctx, snap.TaskOptions{Text: " "}); return err },
-		"bad parent": func() error { _, err := r.TaskBegin(ctx, snap.TaskOptions{Text: "x", Parent: 5}); return err },
+		"commit":     func() error { _, err := workflow.New(r).TaskCommit(ctx, workflow.TaskOptions{Text: "x"}); return err },
+		"revert":     func() error { _, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Text: "x"}); return err },
+		"empty goal": func() error { _, err := workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Text: " "}); return err },
+		"bad parent": func() error {
+			_, err := workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Text: "x", Parent: ptr(5)})
+			return err
+		},
 	} {
 		if err := f(); !errors.Is(err, snap.ErrUsage) {
 			t.Errorf("%s: %v, want a usage error", name, err)
@@ -131,10 +135,10 @@ func TestTaskErrors(t *testing.T) {
 	for i := range 3 {
 		begin(t, r, "", string(rune('a'+i)))
 	}
-	if _, err := r.TaskBegin(ctx, snap.TaskOptions{Text: "d"}); !errors.Is(err, snap.ErrUsage) || !errors.Is(err, tasks.ErrTooDeep) {
+	if _, err := workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Text: "d"}); !errors.Is(err, snap.ErrUsage) || !errors.Is(err, tasks.ErrTooDeep) {
 		t.Fatalf("a fourth level: %v", err)
 	}
-	if _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: ""}); !errors.Is(err, snap.ErrUsage) {
+	if _, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Text: ""}); !errors.Is(err, snap.ErrUsage) {
 		t.Fatalf("a revert without a reason: %v", err)
 	}
 }
@@ -153,7 +157,7 @@ func TestTaskConcurrentBegins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := r.TaskBegin(ctx, snap.TaskOptions{Text: "t", Parent: -1})
+			res, err := workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Text: "t", Parent: ptr(0)})
 			if err != nil {
 				t.Error(err)
 				return
@@ -162,7 +166,7 @@ func TestTaskConcurrentBegins(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	tree, err := r.Tasks(ctx, "", nil)
+	tree, err := workflow.New(r).Tasks(ctx, "", nil)
 	if err != nil || len(tree.Tasks) != 8 || len(tree.Stack) != 8 {
 		t.Fatalf("after 8 concurrent begins: %+v %v", tree, err)
 	}
@@ -183,10 +187,10 @@ func TestTaskCommitWithStagedEdits(t *testing.T) {
 	writeFile(t, filepath.Join(root, "a.txt"), "timeout: 30\n")
 	checkpoint(t, r, snap.CheckpointOptions{})
 	begin(t, r, "", "raise the timeout")
-	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "30", New: "60"}); err != nil {
+	if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: "a.txt", Old: "30", New: "60"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.TaskCommit(ctx, snap.TaskOptions{Text: "raised"})
+	res, err := workflow.New(r).TaskCommit(ctx, workflow.TaskOptions{Text: "raised"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +203,7 @@ func TestTaskCommitWithStagedEdits(t *testing.T) {
 	if show, err := r.Show(ctx, res.Checkpoint); err != nil || show.Kind != "task-commit" {
 		t.Fatalf("the checkpoint: %+v %v", show, err)
 	}
-	if st, _ := r.EditStatus(ctx, ""); st.Status != "idle" {
+	if st, _ := workflow.New(r).EditStatus(ctx, ""); st.Status != "idle" {
 		t.Fatalf("edits still pending: %+v", st)
 	}
 	if _, err := r.Undo(ctx, ""); err != nil {
@@ -208,30 +212,30 @@ func TestTaskCommitWithStagedEdits(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "timeout: 30\n" {
 		t.Fatalf("after the undo: %q", b)
 	}
-	if tree, _ := r.Tasks(ctx, "", nil); tree.Current == nil {
+	if tree, _ := workflow.New(r).Tasks(ctx, "", nil); tree.Current == nil {
 		t.Fatalf("the undo did not reopen the task: %+v", tree)
 	}
 	// ... and stages the edit again (adversarial F12).
-	if st, _ := r.EditStatus(ctx, ""); len(st.Pending) != 1 {
+	if st, _ := workflow.New(r).EditStatus(ctx, ""); len(st.Pending) != 1 {
 		t.Fatalf("the undo of the commit did not stage its edit again: %+v", st)
 	}
-	if _, err := r.EditRevert(ctx, "", "start over"); err != nil {
+	if _, err := workflow.New(r).EditRevert(ctx, "", "start over"); err != nil {
 		t.Fatal(err)
 	}
 	// A revert drops what is staged; its undo stages it again.
-	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "30", New: "90"}); err != nil {
+	if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: "a.txt", Old: "30", New: "90"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "no"}); err != nil {
+	if _, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Text: "no"}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := r.EditStatus(ctx, ""); st.Status != "idle" {
+	if st, _ := workflow.New(r).EditStatus(ctx, ""); st.Status != "idle" {
 		t.Fatalf("a revert kept the staged edits: %+v", st)
 	}
 	if _, err := r.Undo(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := r.EditStatus(ctx, ""); len(st.Pending) != 1 || st.Pending[0].Preview != "30 -> 90" {
+	if st, _ := workflow.New(r).EditStatus(ctx, ""); len(st.Pending) != 1 || st.Pending[0].Preview != "30 -> 90" {
 		t.Fatalf("the undo of the revert did not stage the edit again: %+v", st)
 	}
 }
@@ -242,10 +246,10 @@ func TestBuiltCheckpointsInLog(t *testing.T) {
 	r, root := snaptest.NewRepo(t)
 	writeFile(t, filepath.Join(root, "a.txt"), "1\n")
 	checkpoint(t, r, snap.CheckpointOptions{})
-	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "1", New: "2"}); err != nil {
+	if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: "a.txt", Old: "1", New: "2"}); err != nil {
 		t.Fatal(err)
 	}
-	ec, err := r.EditCommit(ctx, "", "two")
+	ec, err := workflow.New(r).EditCommit(ctx, "", "two")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +270,7 @@ func TestInvalidUTF8Text(t *testing.T) {
 	checkpoint(t, r, snap.CheckpointOptions{Summary: "cut \xe2\x80"})
 	begin(t, r, "", "refactor \xe2\x80")
 	writeFile(t, filepath.Join(root, "a.txt"), "2\n")
-	if _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "breaks \xe2\x80"}); err != nil {
+	if _, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Text: "breaks \xe2\x80"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Undo(ctx, ""); err != nil {
@@ -306,12 +310,12 @@ func TestCheckpointRacingTaskBegin(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			if _, err := r.TaskBegin(ctx, snap.TaskOptions{Text: "t"}); err != nil {
+			if _, err := workflow.New(r).TaskBegin(ctx, workflow.TaskOptions{Text: "t"}); err != nil {
 				t.Error(err)
 			}
 		}()
 		wg.Wait()
-		if tree, err := r.Tasks(ctx, "", nil); err != nil || len(tree.Stack) != i+1 {
+		if tree, err := workflow.New(r).Tasks(ctx, "", nil); err != nil || len(tree.Stack) != i+1 {
 			t.Fatalf("round %d: the stack holds %d tasks (%v)", i, len(tree.Stack), err)
 		}
 	}
@@ -333,7 +337,7 @@ func TestTaskRevertAfterCrossSessionRewind(t *testing.T) {
 	if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "b", Target: aWork.ID.String()}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.TaskRevert(ctx, snap.TaskOptions{Session: "b", Text: "no"})
+	res, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Session: "b", Text: "no"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,12 +364,12 @@ func TestConcurrentSessionsStaging(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, l := range []string{"A", "B", "C", "D"} {
-				if _, err := r.EditStage(ctx, snap.EditRequest{Session: s, Path: s + ".txt", Old: "x = 1", New: "x = " + s, Match: l}); err != nil {
+				if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Session: s, Path: s + ".txt", Old: "x = 1", New: "x = " + s, Match: l}); err != nil {
 					t.Error(err)
 					return
 				}
 			}
-			if _, err := r.EditCommit(ctx, s, "four lines"); err != nil {
+			if _, err := workflow.New(r).EditCommit(ctx, s, "four lines"); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -395,25 +399,25 @@ func TestEditRefusals(t *testing.T) {
 	checkpoint(t, r, snap.CheckpointOptions{})
 	for _, c := range []struct {
 		name string
-		q    snap.EditRequest
+		q    workflow.EditRequest
 		want string
 	}{
-		{"binary write", snap.EditRequest{Path: "logo.png", Kind: "write", New: "\x89PNG\xff\xfe"}, "not valid UTF-8"},
-		{"non-UTF-8 old", snap.EditRequest{Path: "a.txt", Old: "t\xff", New: "x"}, "not valid UTF-8"},
-		{"replace in a Latin-1 file", snap.EditRequest{Path: "latin1.txt", Old: "caf", New: "tea"}, "not valid UTF-8"},
-		{"through a symlinked directory", snap.EditRequest{Path: "ext/secret", Old: "SECRET", New: "x"}, "goes through the symlink ext"},
-		{"write through a symlinked directory", snap.EditRequest{Path: "ext/new", Kind: "write", New: "x"}, "goes through the symlink ext"},
-		{"backslash in a name", snap.EditRequest{Path: `bad\name`, Kind: "write", New: "x"}, "cannot record such a name"},
-		{"control character in a name", snap.EditRequest{Path: "bad\x01name", Kind: "write", New: "x"}, "cannot record such a name"},
-		{"a file as a directory", snap.EditRequest{Path: "a.txt/x", Kind: "write", New: "x"}, "a.txt is a file, not a directory"},
-		{"too large", snap.EditRequest{Path: "big.txt", Kind: "write", New: strings.Repeat("x", snap.MaxEditBytes+1)}, "at most"},
+		{"binary write", workflow.EditRequest{Path: "logo.png", Kind: "write", New: "\x89PNG\xff\xfe"}, "not valid UTF-8"},
+		{"non-UTF-8 old", workflow.EditRequest{Path: "a.txt", Old: "t\xff", New: "x"}, "not valid UTF-8"},
+		{"replace in a Latin-1 file", workflow.EditRequest{Path: "latin1.txt", Old: "caf", New: "tea"}, "not valid UTF-8"},
+		{"through a symlinked directory", workflow.EditRequest{Path: "ext/secret", Old: "SECRET", New: "x"}, "goes through the symlink ext"},
+		{"write through a symlinked directory", workflow.EditRequest{Path: "ext/new", Kind: "write", New: "x"}, "goes through the symlink ext"},
+		{"backslash in a name", workflow.EditRequest{Path: `bad\name`, Kind: "write", New: "x"}, "cannot record such a name"},
+		{"control character in a name", workflow.EditRequest{Path: "bad\x01name", Kind: "write", New: "x"}, "cannot record such a name"},
+		{"a file as a directory", workflow.EditRequest{Path: "a.txt/x", Kind: "write", New: "x"}, "a.txt is a file, not a directory"},
+		{"too large", workflow.EditRequest{Path: "big.txt", Kind: "write", New: strings.Repeat("x", workflow.MaxEditBytes+1)}, "at most"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := r.EditStage(ctx, c.q)
+			_, err := workflow.New(r).EditStage(ctx, c.q)
 			if !errors.Is(err, snap.ErrUsage) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("EditStage: %v, want a usage error saying %q", err, c.want)
 			}
-			if st, _ := r.EditStatus(ctx, ""); len(st.Pending) != 0 {
+			if st, _ := workflow.New(r).EditStatus(ctx, ""); len(st.Pending) != 0 {
 				t.Fatalf("staged although refused: %+v", st.Pending)
 			}
 		})
@@ -445,10 +449,10 @@ func TestTaskRevertKeepsConcurrentStage(t *testing.T) {
 		staged := make(chan error, 1)
 		go func() {
 			time.Sleep(time.Duration(round) * 5 * time.Millisecond)
-			_, err := r2.EditStage(ctx, snap.EditRequest{Path: "cfg.txt", Old: "x = 1", New: "x = 2"})
+			_, err := workflow.New(r2).EditStage(ctx, workflow.EditRequest{Path: "cfg.txt", Old: "x = 1", New: "x = 2"})
 			staged <- err
 		}()
-		if _, err := r.TaskRevert(ctx, snap.TaskOptions{Text: "abandon"}); err != nil {
+		if _, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Text: "abandon"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-staged; err != nil {
@@ -457,19 +461,19 @@ func TestTaskRevertKeepsConcurrentStage(t *testing.T) {
 		r2.Close()
 		// Staged before the revert began: dropped with it and recorded, so
 		// undo stages it again; after: still pending. Never lost.
-		st, _ := r.EditStatus(ctx, "")
+		st, _ := workflow.New(r).EditStatus(ctx, "")
 		if len(st.Pending) == 0 {
 			if _, err := r.Undo(ctx, ""); err != nil {
 				t.Fatal(err)
 			}
-			if st, _ = r.EditStatus(ctx, ""); len(st.Pending) != 1 {
+			if st, _ = workflow.New(r).EditStatus(ctx, ""); len(st.Pending) != 1 {
 				t.Fatalf("round %d: the staged change is gone (undo did not bring it back): %+v", round, st.Pending)
 			}
 			if _, err := r.Redo(ctx, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := r.EditRevert(ctx, "", "next round"); err != nil {
+		if _, err := workflow.New(r).EditRevert(ctx, "", "next round"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -483,13 +487,13 @@ func TestEditToEmptyKeepsTheFile(t *testing.T) {
 	writeFile(t, filepath.Join(root, "a.txt"), "only\n")
 	writeFile(t, filepath.Join(root, "b.txt"), "b\n")
 	checkpoint(t, r, snap.CheckpointOptions{})
-	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a.txt", Old: "only\n", New: ""}); err != nil {
+	if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: "a.txt", Old: "only\n", New: ""}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "b.txt", Kind: "write", New: ""}); err != nil {
+	if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: "b.txt", Kind: "write", New: ""}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.EditCommit(ctx, "", "emptied")
+	res, err := workflow.New(r).EditCommit(ctx, "", "emptied")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +517,7 @@ func TestEditCommitRefusesASymlinkMadeSince(t *testing.T) {
 	r, root := snaptest.NewRepo(t)
 	writeFile(t, filepath.Join(root, "x"), "x1\n")
 	checkpoint(t, r, snap.CheckpointOptions{})
-	if _, err := r.EditStage(ctx, snap.EditRequest{Path: "a/x", Kind: "write", New: "hi\n"}); err != nil {
+	if _, err := workflow.New(r).EditStage(ctx, workflow.EditRequest{Path: "a/x", Kind: "write", New: "hi\n"}); err != nil {
 		t.Fatal(err)
 	}
 	ext := t.TempDir()
@@ -521,16 +525,18 @@ func TestEditCommitRefusesASymlinkMadeSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := r.Log(ctx, snap.LogOptions{Session: snap.DefaultSession})
-	if _, err := r.EditCommit(ctx, "", "through a link"); err == nil || !strings.Contains(err.Error(), "symlink") {
+	if _, err := workflow.New(r).EditCommit(ctx, "", "through a link"); err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Fatalf("commit: %v", err)
 	}
 	if after, _ := r.Log(ctx, snap.LogOptions{Session: snap.DefaultSession}); len(before) == 0 || len(after) != len(before) {
 		t.Fatalf("a checkpoint was recorded: %d, %d before", len(after), len(before))
 	}
-	if st, err := r.EditStatus(ctx, ""); err != nil || len(st.Pending) != 1 {
+	if st, err := workflow.New(r).EditStatus(ctx, ""); err != nil || len(st.Pending) != 1 {
 		t.Fatalf("pending after the refusal: %v %v", st, err)
 	}
 	if entries, _ := os.ReadDir(ext); len(entries) != 0 {
 		t.Fatal("something was written through the link")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
