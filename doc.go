@@ -27,6 +27,29 @@
 // (capture and safe restore), conversation (transcript views) and gc
 // (fsck, collection).
 //
+// The package's files, by concept:
+//
+//	the store        repo.go (Open, Init, Options), config.go, tx.go (the one
+//	                 write path), locks.go (every lock, in one order),
+//	                 errors.go (sentinels and advice), names.go (what a
+//	                 session, label or document may be called), aliases.go
+//	                 (the layers' types front-ends see)
+//	checkpoints      checkpoint.go (Checkpoint), capture.go (the working tree
+//	                 and documents captured), node.go (the head read, a node
+//	                 built on it)
+//	state documents  statedocs.go (read from their sources, written back by a
+//	                 move, previewed by Show)
+//	moves            rewind.go (Rewind), move.go (the core every move shares),
+//	                 journal.go (the move journal, recovery), undo.go,
+//	                 opkinds.go (what undo and redo do with each operation)
+//	history views    history.go (the op log as one value), log.go, resolve.go
+//	                 (REFs), diff.go, convdiff.go, cat.go, ls.go
+//	sessions         sessions.go (archive, remove, labels)
+//	import, export   transfer.go (checkpoints read as stored, Importer)
+//	the workflow's   steps.go (Repo.Steps: Record, Move, Plan), taskdoc.go,
+//	API              staged.go (package workflow is built on these)
+//	maintenance      maintenance.go (GC, Fsck, automatic gc)
+//
 // Store layout (the .snap directory at the project root):
 //
 //	config            settings (JSON)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
-	"github.com/snapcore-dev/snap/storage"
 )
 
 // Journal of the move in progress; moves in one store run one at a time.
@@ -49,7 +48,7 @@ type move struct {
 	// build, when set, records the checkpoint the move ends on (a task
 	// revert's, an edit commit's) once the safety checkpoint is taken; it
 	// becomes Target and NewHead. summary is that checkpoint's.
-	build   func(m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error)
+	build   func(t *tx, m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error)
 	summary string
 	// Created, CreatedState: set from the restore, for the op log.
 	Created      []string        `json:"created,omitempty"`
@@ -61,26 +60,6 @@ func (m *move) op() *refs.Op {
 	detail, _ := json.Marshal(moveDetail{m.Scope, m.Created, m.CreatedState})
 	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Checkpoint: m.Found, Undoes: m.Undoes,
 		Refs: []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
-}
-
-// waitMoves waits for a rewind, undo or redo moving files in this project
-// (bounded by Options.LockTimeout, then ErrBusy) and holds further ones off
-// until the returned function is called; any number of holders share it.
-func (r *Repo) waitMoves(ctx context.Context) (func(), error) {
-	f, err := r.refs.Locks().Lock(ctx, moveLockName, storage.Shared, r.lockTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("waiting for a rewind in progress: %w", err)
-	}
-	return func() { f.Close() }, nil
-}
-
-// lockMoves serialises rewinds, undos and redos of the working tree.
-func (r *Repo) lockMoves(ctx context.Context) (func(), error) {
-	f, err := r.refs.Locks().Lock(ctx, moveLockName, storage.Exclusive, r.lockTimeout)
-	if err != nil {
-		return nil, err
-	}
-	return func() { f.Close() }, nil
 }
 
 func newTxn() string {
@@ -101,7 +80,7 @@ func (r *Repo) writeJournal(m *move) error {
 // finishMove moves the head to m.NewHead, records the operation and removes
 // the journal. It is idempotent, so a recovery may repeat what a killed
 // move already did.
-func (r *Repo) finishMove(m *move) error {
+func (r *Repo) finishMove(t *tx, m *move) error {
 	head, err := r.refs.Get(refs.SessionHead(m.Session))
 	if err != nil && !errors.Is(err, refs.ErrNotFound) {
 		return err
@@ -117,11 +96,10 @@ func (r *Repo) finishMove(m *move) error {
 	var op *refs.Op
 	if !done {
 		op = m.op()
-		op.Time = r.clock().UTC()
 	}
 	// The tree has moved: the head and the record follow, whatever
 	// happens to the caller's context now.
-	if err := r.refs.Commit(context.Background(), changes, op); err != nil {
+	if err := t.write(context.Background(), changes, op); err != nil {
 		return err
 	}
 	return r.refs.RemoveJournal()
@@ -151,11 +129,11 @@ func (r *Repo) Interrupted(ctx context.Context) (*InterruptedMove, error) {
 	if err != nil || j == nil {
 		return nil, err
 	}
-	lock, err := r.refs.Locks().Lock(ctx, moveLockName, storage.Shared, 0)
-	if err != nil {
+	unlock, ok := r.tryMoveLock(ctx, false)
+	if !ok {
 		return nil, nil // its process still runs: a move in progress, not an interrupted one
 	}
-	lock.Close()
+	unlock()
 	return &InterruptedMove{Kind: j.Kind, Session: j.Session, Target: j.Target, Safety: j.Safety}, nil
 }
 
@@ -164,16 +142,9 @@ func (r *Repo) Interrupted(ctx context.Context) (*InterruptedMove, error) {
 // tree (which may hold a mix of old and new files, never a torn one) is
 // brought to the target, the head moved and the operation recorded, and
 // 'snap undo' then returns to the safety checkpoint. It does nothing when
-// there is no journal or when the move's own process still runs.
-func (r *Repo) recoverMove(ctx context.Context) error {
-	if !r.refs.JournalPending() {
-		return nil
-	}
-	lock, err := r.refs.Locks().Lock(ctx, moveLockName, storage.Exclusive, 0)
-	if err != nil {
-		return nil // a live move holds it: not ours to finish
-	}
-	defer lock.Close()
+// there is no journal. It is part of transaction t's begin, which holds
+// the writers' lock and move.lock (so the move's own process is gone).
+func (r *Repo) recoverMove(ctx context.Context, t *tx) error {
 	data, j, err := r.refs.ReadJournal()
 	if err != nil || j == nil {
 		return err
@@ -199,8 +170,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		r.refs.AbandonJournal()
 		return nil
 	}
-	w := r.objects.NewWriter()
-	defer w.Abort()
+	w := t.objects()
 	cache := r.loadCache()
 	now, err := r.capture(ctx, w, cache, safetySpec(head, tck, m.Scope, r.isForeign(m.NewHead))) // as when it began (M11)
 	if err != nil {
@@ -222,10 +192,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := w.Commit(); err != nil {
-			return err
-		}
-		if err := r.refs.Commit(ctx, []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: curID, New: found.ID}}, nil); err != nil {
+		if err := t.write(ctx, []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: curID, New: found.ID}}, nil); err != nil {
 			return fmt.Errorf("completing an interrupted %s: %w", m.Kind, err)
 		}
 		m.Current, m.Found = found.ID, found.ID
@@ -243,7 +210,7 @@ func (r *Repo) recoverMove(ctx context.Context) error {
 	// its undo leaves it.)
 	m.Created, m.CreatedState = res.Created, res.createdState()
 	cache.SaveFS(r.fs, r.cachePath())
-	if err := r.finishMove(&m); err != nil {
+	if err := r.finishMove(t, &m); err != nil {
 		return err
 	}
 	if r.onComplete != nil {

@@ -165,3 +165,72 @@ func TestOneWritePath(t *testing.T) {
 		t.Fatalf("only %d files checked", checked)
 	}
 }
+
+// The engine's operations are transactions (tx.go): in the root package,
+// only tx.go makes a pack durable, moves refs or records an operation, and
+// only locks.go takes the store's locks, so the order of the write
+// (objects, then refs and the one op-log record) and of the locks is
+// stated and kept in one place each.
+func TestOneTransactionType(t *testing.T) {
+	only := regexp.MustCompile(`\brefs\.Commit\(|\.Commit\(\)|\bNewWriter\(\)|storage\.Lock(Writer|Sweep)\(|Locks\(\)\.Lock\(|flock\.Lock\{`)
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, e := range entries {
+		p := e.Name()
+		if e.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || p == "tx.go" || p == "locks.go" {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for i, line := range strings.Split(string(b), "\n") {
+			if only.MatchString(line) && !strings.HasPrefix(strings.TrimSpace(line), "//") {
+				t.Errorf("%s:%d: %s: write through a tx (tx.go: write, commit) and lock in locks.go (begin, lockMoves, lockEdits)", p, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	if checked < 15 {
+		t.Fatalf("only %d files checked", checked)
+	}
+}
+
+// doc.go maps the package's files by concept: every file is in the map,
+// and every file the map names exists.
+func TestDocMapsEveryFile(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(doc), "The package's files, by concept")
+	end := strings.Index(string(doc), "Store layout")
+	if start < 0 || end < start {
+		t.Fatal("doc.go has no map of the package's files")
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\b[a-z0-9]+\.go\b`).FindAllString(string(doc)[start:end], -1) {
+		named[m] = true
+	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") && n != "doc.go" {
+			have[n] = true
+			if !named[n] {
+				t.Errorf("%s is not in doc.go's map of files by concept", n)
+			}
+		}
+	}
+	for n := range named {
+		if !have[n] {
+			t.Errorf("doc.go's map names %s, which does not exist", n)
+		}
+	}
+}

@@ -7,34 +7,8 @@ import (
 	"time"
 
 	"github.com/snapcore-dev/snap/gc"
-	"github.com/snapcore-dev/snap/objects"
-	"github.com/snapcore-dev/snap/refs"
 	"github.com/snapcore-dev/snap/worktree"
 )
-
-// The storage layers' types that front-ends see, under the engine's
-// names: one definition each (the JSON contract), so a front-end imports
-// this package only.
-type (
-	ID          = objects.ID
-	Op          = refs.Op
-	RefChange   = refs.RefChange
-	Policy      = gc.Policy
-	GCResult    = gc.Result
-	FsckReport  = gc.FsckReport
-	FsckProblem = gc.Problem
-)
-
-// LabelOf parses a ref name of the op log (Op.Refs): the label's name,
-// and whether it names a label.
-func LabelOf(ref string) (string, bool) { return refs.LabelOf(ref) }
-
-// FsckError is the severity of a problem that is damage (exit 12).
-const FsckError = gc.SeverityError
-
-// DefaultGCGrace is how young unreferenced data gc never removes, unless
-// gc.grace is set.
-const DefaultGCGrace = gc.DefaultGrace
 
 // GCOptions configure a collection.
 type GCOptions struct {
@@ -60,21 +34,6 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 	}
 	return gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: true,
 		DryRun: o.DryRun, Progress: o.Progress, LockTimeout: r.lockTimeout, Now: r.clock})
-}
-
-// appendOp records op in the op log, stamped with the Repo's clock.
-func (r *Repo) appendOp(op *refs.Op) error {
-	op.Time = r.clock().UTC()
-	return r.refs.Commit(context.Background(), nil, op)
-}
-
-// commitOp moves op.Refs (each by compare-and-swap, all or none) and
-// records op, under the op-log lock (refs.Store.Commit). A wait for that
-// lock ends when ctx is done (Ctrl-C): nothing is then moved or recorded.
-// Refs a caller moved already are recorded with appendOp.
-func (r *Repo) commitOp(ctx context.Context, op *refs.Op) error {
-	op.Time = r.clock().UTC()
-	return r.refs.Commit(ctx, op.Refs, op)
 }
 
 // Fsck checks the store: every ref and op-log record names a present

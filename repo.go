@@ -17,7 +17,6 @@ import (
 	"github.com/snapcore-dev/snap/index"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
-	"github.com/snapcore-dev/snap/storage"
 	"github.com/snapcore-dev/snap/worktree"
 )
 
@@ -311,27 +310,6 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 	// and op-log locks too.
 	r.refs.SetLockTimeout(opts.LockTimeout)
 	return r, nil
-}
-
-// writing waits for any running gc sweep and holds it off until the
-// returned function is called; every operation that writes objects or moves
-// refs runs inside it. The object index is reloaded once the lock is held,
-// so nothing is deduplicated against a pack a gc has just removed, and a
-// rewind that a crash interrupted is completed first (recoverMove).
-func (r *Repo) writing(ctx context.Context) (func(), error) {
-	release, err := storage.LockWriter(ctx, r.refs.Locks(), r.lockTimeout)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.objects.Reload(); err != nil {
-		release()
-		return nil, err
-	}
-	if err := r.recoverMove(ctx); err != nil {
-		release()
-		return nil, err
-	}
-	return release, nil
 }
 
 // Close releases the store's open files.

@@ -73,11 +73,11 @@ func (r *Repo) Label(ctx context.Context, session, ref, name string) (objects.ID
 	if err := validLabel(name); err != nil {
 		return objects.ID{}, err
 	}
-	release, err := r.writing(ctx)
+	t, err := r.begin(ctx, writer)
 	if err != nil {
 		return objects.ID{}, err
 	}
-	defer release()
+	defer t.end()
 	id, err := r.Resolve(ctx, session, ref)
 	if err != nil {
 		return id, err
@@ -89,7 +89,7 @@ func (r *Repo) Label(ctx context.Context, session, ref, name string) (objects.ID
 	if old == id {
 		return id, nil
 	}
-	return id, r.commitOp(ctx, &refs.Op{Kind: string(OpLabel), Session: session,
+	return id, t.commit(ctx, &refs.Op{Kind: string(OpLabel), Session: session,
 		Refs: []refs.RefChange{{Name: refs.Label(name), Old: old, New: id}}})
 }
 
@@ -124,11 +124,11 @@ func (r *Repo) moveSession(ctx context.Context, session, to string, kind OpKind)
 	if err != nil {
 		return err
 	}
-	release, err := r.writing(ctx)
+	t, err := r.begin(ctx, writer)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer t.end()
 	from := refs.SessionHead(session)
 	id, err := r.refs.Get(from)
 	if errors.Is(err, refs.ErrNotFound) {
@@ -155,5 +155,5 @@ func (r *Repo) moveSession(ctx context.Context, session, to string, kind OpKind)
 		op.Refs = append(op.Refs, refs.RefChange{Name: to, New: id})
 	}
 	op.Refs = append(op.Refs, refs.RefChange{Name: from, Old: id})
-	return r.commitOp(ctx, op)
+	return t.commit(ctx, op)
 }

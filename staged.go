@@ -14,7 +14,6 @@ import (
 
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/fsys"
-	"github.com/snapcore-dev/snap/internal/flock"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/worktree"
 )
@@ -197,19 +196,6 @@ func (r *Repo) editsFile(session string) string {
 	return filepath.Join(r.StoreDir, "edits", session+".json")
 }
 
-// lockEdits serialises the edit verbs of one session.
-func (r *Repo) lockEdits(ctx context.Context, session string) (func(), error) {
-	if err := os.MkdirAll(filepath.Join(r.StoreDir, "edits"), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := flock.Lock{Path: filepath.Join(r.StoreDir, "edits", session+".lock"), Timeout: r.lockTimeout,
-		Busy: ErrBusy, Holder: "another edit of session " + session}.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return func() { f.Close() }, nil
-}
-
 // loadEdits reads the session's pending changes (the caller holds the
 // edits lock) and settles a commit a killed process left: when the op log
 // records its txn, it completed and the changes are gone; when its move is
@@ -222,11 +208,11 @@ func (r *Repo) loadEdits(session string) (*edits.Pending, error) {
 	}
 	ctx := context.Background()
 	if r.refs.JournalPending() {
-		release, err := r.writing(ctx) // completes the journalled move
+		t, err := r.begin(ctx, writer) // completes the journalled move
 		if err != nil {
 			return nil, err
 		}
-		release()
+		t.end()
 	}
 	done, err := r.history().recorded(p.Committing)
 	if err != nil {

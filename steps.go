@@ -128,11 +128,11 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 	if err := r.checkNotArchived(session); err != nil {
 		return nil, ID{}, err
 	}
-	release, err := r.writing(ctx)
+	t, err := r.begin(ctx, writer)
 	if err != nil {
 		return nil, ID{}, err
 	}
-	defer release()
+	defer t.end()
 	headID, head, err := r.head(session)
 	if err != nil {
 		return nil, ID{}, err
@@ -161,10 +161,8 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 	built := false
 	if s.Files.IsZero() {
 		m.Scope.MovesHead, m.Scope.FromPresent = true, true
-		m.build = func(m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
-			w := r.objects.NewWriter()
-			defer w.Abort()
-			tree, paths, err := s.End(&Present{Tree: now.tree, r: r, w: w, now: now})
+		m.build = func(t *tx, m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
+			tree, paths, err := s.End(&Present{Tree: now.tree, r: r, w: t.objects(), now: now})
 			if err != nil {
 				return objects.ID{}, err
 			}
@@ -175,25 +173,23 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 			for _, q := range now.unreadable() {
 				snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: q, Kept: true})
 			}
-			id, err := r.recordMoveEnd(w, m, safety, tree, snap, s.Step)
+			id, err := r.recordMoveEnd(ctx, t, m, safety, tree, snap, s.Step)
 			built = err == nil
 			return id, err
 		}
 	} else {
 		m.Target, m.NewHead = s.Files, s.Files
-		m.build = func(m *move, safety objects.ID, _ *captured, tck *objects.Checkpoint) (objects.ID, error) {
-			w := r.objects.NewWriter()
-			defer w.Abort()
+		m.build = func(t *tx, m *move, safety objects.ID, _ *captured, tck *objects.Checkpoint) (objects.ID, error) {
 			snap := &worktree.Snapshot{Files: tck.Stats.Files, Bytes: tck.Stats.Bytes}
 			for _, p := range tck.Skipped {
 				snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: p, Kept: true})
 			}
-			id, err := r.recordMoveEnd(w, m, safety, tck.Tree, snap, s.Step)
+			id, err := r.recordMoveEnd(ctx, t, m, safety, tck.Tree, snap, s.Step)
 			built = err == nil
 			return id, err
 		}
 	}
-	rr, err := r.run(ctx, m, false)
+	rr, err := r.run(ctx, t, m, false)
 	var end ID
 	if built {
 		end = m.NewHead
@@ -241,12 +237,16 @@ func (st *Steps) Plan(ctx context.Context, session string, f func(p *Present) er
 	if err != nil {
 		return err
 	}
-	dry := r.objects.NewDryWriter()
-	now, err := r.capture(ctx, dry, r.loadCache(), captureSpec{parent: head})
+	t, err := r.begin(ctx, dry)
 	if err != nil {
 		return err
 	}
-	return f(&Present{Tree: now.tree, r: r, w: dry, now: now})
+	defer t.end()
+	now, err := r.capture(ctx, t.objects(), r.loadCache(), captureSpec{parent: head})
+	if err != nil {
+		return err
+	}
+	return f(&Present{Tree: now.tree, r: r, w: t.objects(), now: now})
 }
 
 // Entry finds path (slashes, no leading slash) in tree (any stored tree,

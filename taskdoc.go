@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -93,7 +94,8 @@ func (r *Repo) applyStep(step *Step, c *captured, parent *objects.Checkpoint) ([
 // on: tree (snap gives its counts and kept paths), the safety
 // checkpoint's state documents with the task document step changes (when
 // it does); its parent is the safety checkpoint.
-func (r *Repo) recordMoveEnd(w *objects.Writer, m *move, safety, tree objects.ID, snap *worktree.Snapshot, step *Step) (objects.ID, error) {
+func (r *Repo) recordMoveEnd(ctx context.Context, t *tx, m *move, safety, tree objects.ID, snap *worktree.Snapshot, step *Step) (objects.ID, error) {
+	w := t.objects()
 	sck, err := r.objects.ReadCheckpoint(safety)
 	if err != nil {
 		return objects.ID{}, err
@@ -139,8 +141,6 @@ func (r *Repo) recordMoveEnd(w *objects.Writer, m *move, safety, tree objects.ID
 	if err != nil {
 		return objects.ID{}, err
 	}
-	if _, err := w.Commit(); err != nil {
-		return objects.ID{}, err
-	}
-	return res.ID, nil
+	// Durable now: the journal, written next, names it.
+	return res.ID, t.write(ctx, nil, nil)
 }

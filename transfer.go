@@ -19,25 +19,6 @@ import (
 // checkpoints built elsewhere so that they get the same ids. It knows
 // nothing of git.
 
-// Node is a checkpoint as stored: its files (Tree), state documents
-// (State), parents and metadata. Its canonical encoding (Encode) is what
-// its id hashes.
-type Node = objects.Checkpoint
-
-// TreeEntry is one name of a stored directory (or state-document tree).
-type TreeEntry = objects.TreeEntry
-
-// Mode is a tree entry's kind: ModeFile, ModeExec, ModeSymlink or ModeDir.
-type Mode = objects.Mode
-
-// The four modes a tree entry can have.
-const (
-	ModeFile    = objects.ModeFile
-	ModeExec    = objects.ModeExec
-	ModeSymlink = objects.ModeSymlink
-	ModeDir     = objects.ModeDir
-)
-
 // ReadNode returns checkpoint id as stored and its canonical encoding.
 func (r *Repo) ReadNode(ctx context.Context, id ID) (*Node, []byte, error) {
 	if err := ctx.Err(); err != nil {
@@ -80,19 +61,19 @@ func (r *Repo) WriteContent(ctx context.Context, id ID, w io.Writer) (int64, err
 // caller compares. An Importer holds the store's writer lock (gc waits)
 // until Commit or Abort.
 type Importer struct {
-	r       *Repo
-	w       *objects.Writer
-	release func()
-	nodes   map[ID]*Node // put in this batch
+	r     *Repo
+	t     *tx             // nil once committed or aborted
+	w     *objects.Writer // t's
+	nodes map[ID]*Node    // put in this batch
 }
 
 // NewImporter starts an import. Call Commit or Abort.
 func (r *Repo) NewImporter(ctx context.Context) (*Importer, error) {
-	release, err := r.writing(ctx)
+	t, err := r.begin(ctx, writer)
 	if err != nil {
 		return nil, err
 	}
-	return &Importer{r: r, w: r.objects.NewWriter(), release: release, nodes: map[ID]*Node{}}, nil
+	return &Importer{r: r, t: t, w: t.objects(), nodes: map[ID]*Node{}}, nil
 }
 
 // ReadTree reads a tree stored or put in this import.
@@ -195,7 +176,7 @@ func (im *Importer) Commit(ctx context.Context, sessions []SessionImport) ([]Imp
 			}
 		}
 	}
-	if _, err := im.w.Commit(); err != nil {
+	if err := im.t.write(ctx, nil, nil); err != nil {
 		return nil, err
 	}
 	// What they say of the machine they were taken on (their documents'
@@ -214,7 +195,7 @@ func (im *Importer) Commit(ctx context.Context, sessions []SessionImport) ([]Imp
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		res, err := im.r.importSession(h, s)
+		res, err := im.r.importSession(im.t, h, s)
 		if err != nil {
 			return out, err
 		}
@@ -226,10 +207,9 @@ func (im *Importer) Commit(ctx context.Context, sessions []SessionImport) ([]Imp
 // Abort drops what was put and releases the writer lock (after Commit, it
 // does nothing).
 func (im *Importer) Abort() {
-	if im.release != nil {
-		im.w.Abort()
-		im.release()
-		im.release = nil
+	if im.t != nil {
+		im.t.end()
+		im.t = nil
 	}
 }
 
@@ -240,7 +220,7 @@ type importDetail struct {
 	Times []int64 `json:"times"`
 }
 
-func (r *Repo) importSession(h *history, s SessionImport) (*ImportResult, error) {
+func (r *Repo) importSession(t *tx, h *history, s SessionImport) (*ImportResult, error) {
 	session, err := sessionName(s.Session)
 	if err != nil {
 		return nil, err
@@ -310,7 +290,7 @@ func (r *Repo) importSession(h *history, s SessionImport) (*ImportResult, error)
 	if res.Moved {
 		op.Refs = []refs.RefChange{{Name: refs.SessionHead(session), Old: old, New: s.Head}}
 	}
-	if err := r.commitOp(context.Background(), op); err != nil {
+	if err := t.commit(context.Background(), op); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -341,13 +321,6 @@ func (r *Repo) isAncestor(a, b ID) (bool, error) {
 	}
 	return false, nil
 }
-
-// ParseID parses a checkpoint or object id written in full (64 hex digits).
-func ParseID(s string) (ID, error) { return objects.ParseID(s) }
-
-// DecodeNode decodes a checkpoint's canonical encoding (as ReadNode returns
-// it); any other encoding of the same fields is refused.
-func DecodeNode(raw []byte) (*Node, error) { return objects.DecodeCheckpoint(raw) }
 
 // isForeign reports whether checkpoint id was taken in another store (an
 // Importer brought it): the paths it records are that machine's.

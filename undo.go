@@ -14,6 +14,10 @@ import (
 type UndoResult struct {
 	Op     refs.Op       `json:"op"`     // the operation reversed or re-applied
 	Rewind *RewindResult `json:"rewind"` // for a rewind: what the files and state did
+	// restage: the staged edits the operation committed or dropped, to
+	// stage again (undo) or drop again (redo) once the tx has ended (the
+	// edits lock comes before the writers' in the lock order).
+	restage json.RawMessage
 }
 
 // Undo reverses the session's last operation: a checkpoint moves the head
@@ -34,11 +38,20 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 	if err != nil {
 		return nil, err
 	}
-	release, err := r.writing(ctx)
+	res, err := r.reverse(ctx, session, undo)
+	if err == nil && len(res.restage) > 0 {
+		err = r.restageEdits(ctx, session, res.restage, undo)
+	}
+	return res, err
+}
+
+// reverse undoes or redoes the session's last operation, one tx.
+func (r *Repo) reverse(ctx context.Context, session string, undo bool) (*UndoResult, error) {
+	t, err := r.begin(ctx, writer)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer t.end()
 	us, rs, err := r.history().stacks(session)
 	if err != nil {
 		return nil, err
@@ -60,7 +73,7 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 	if !undo {
 		reverse = k.redo
 	}
-	return res, reverse(r, ctx, session, op, undo, res)
+	return res, reverse(r, ctx, t, session, op, undo, res)
 }
 
 // opName is what an undo or redo is called in messages and the op log.
@@ -74,7 +87,7 @@ func opName(undo bool) OpKind {
 // moveTree undoes a rewind (back to its safety checkpoint's content, the
 // head where it was, and what the rewind created though the rules ignored
 // it removed) or redoes it (to its target again).
-func moveTree(r *Repo, ctx context.Context, session string, op refs.Op, undo bool, res *UndoResult) error {
+func moveTree(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo bool, res *UndoResult) error {
 	kind := opName(undo)
 	var detail moveDetail
 	if err := json.Unmarshal(op.Detail, &detail); err != nil {
@@ -107,11 +120,11 @@ func moveTree(r *Repo, ctx context.Context, session string, op refs.Op, undo boo
 	if !newHead.IsZero() && !r.objects.Has(newHead) {
 		return fmt.Errorf("%w: cannot %s op %d: the head it returns to, %s, was expired by retention", ErrNoCheckpoint, kind, op.Seq, newHead.Short())
 	}
-	rr, err := r.run(ctx, &move{Kind: string(kind), Session: session, Target: target, NewHead: newHead, Known: known,
+	rr, err := r.run(ctx, t, &move{Kind: string(kind), Session: session, Target: target, NewHead: newHead, Known: known,
 		Undoes: op.Seq, Scope: scope}, false)
 	res.Rewind = rr
-	if err == nil && len(scope.Edits) > 0 {
-		err = r.restageEdits(ctx, session, scope.Edits, undo)
+	if err == nil {
+		res.restage = scope.Edits
 	}
 	return err
 }
@@ -119,7 +132,7 @@ func moveTree(r *Repo, ctx context.Context, session string, op refs.Op, undo boo
 // moveRefsBack undoes an operation that only moved refs (a checkpoint, a
 // label, archiving or removing a session) by moving each back, or redoes
 // it, compare-and-swap.
-func moveRefsBack(r *Repo, ctx context.Context, session string, op refs.Op, undo bool, res *UndoResult) error {
+func moveRefsBack(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo bool, res *UndoResult) error {
 	kind := opName(undo)
 	for _, c := range op.Refs {
 		if !c.Old.IsZero() && !r.objects.Has(c.Old) || !c.New.IsZero() && !r.objects.Has(c.New) {
@@ -136,7 +149,7 @@ func moveRefsBack(r *Repo, ctx context.Context, session string, op refs.Op, undo
 		changes = append(changes, c)
 	}
 	// All or none: a refused undo or redo moves nothing (M9).
-	err := r.commitOp(ctx, &refs.Op{Kind: string(kind), Session: session, Undoes: op.Seq, Refs: changes})
+	err := t.commit(ctx, &refs.Op{Kind: string(kind), Session: session, Undoes: op.Seq, Refs: changes})
 	var ce *refs.ConflictError
 	if errors.As(err, &ce) {
 		return fmt.Errorf("cannot %s op %d: %s has moved since: %w", kind, op.Seq, ce.Name, err)

@@ -540,3 +540,48 @@ func TestEditCommitRefusesASymlinkMadeSince(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The lock order (tx.go): a session's edits lock comes before the
+// writers' and the move's. An undo that stages dropped edits again does so
+// after its transaction has ended, so while another holder keeps the edits
+// lock, a rewind is not held off by the undo's move lock.
+func TestUndoRestagesAfterItsLocks(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	f := workflow.New(r)
+	writeFile(t, filepath.Join(root, "a.txt"), "one\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	begin(t, r, "", "goal")
+	if _, err := f.EditStage(ctx, workflow.EditRequest{Path: "a.txt", Old: "one", New: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.TaskRevert(ctx, workflow.TaskOptions{Text: "dropped"}); err != nil {
+		t.Fatal(err)
+	}
+	// Another holder of the session's edits lock (another process's edit verb).
+	other, err := snap.Open(snap.Options{Dir: root, LockTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	held, err := other.Steps().OpenEdits(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Undo(ctx, "")
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the undo's move is done; it waits for the edits lock
+	if _, err := other.Rewind(ctx, snap.RewindOptions{Target: "HEAD", DryRun: false}); err != nil {
+		t.Fatalf("a rewind while the undo waits to re-stage: %v", err)
+	}
+	held.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.EditStatus(ctx, "")
+	if err != nil || len(st.Pending) != 1 {
+		t.Fatalf("after the undo: %+v, %v; want the dropped edit staged again", st, err)
+	}
+}

@@ -1,8 +1,11 @@
 package snap
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -10,10 +13,156 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 
+	"github.com/snapcore-dev/snap/conversation"
 	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
 	"github.com/snapcore-dev/snap/worktree"
 )
+
+// State documents: the named documents a checkpoint binds beside the tree
+// (the conversation, the context of an API call, the task stack, a
+// caller's own), read from their source paths, written back by a move, and
+// previewed by show.
+
+// ConversationDoc is the name of the state document holding the transcript.
+const ConversationDoc = "conversation"
+
+// StateDoc is a named state document to record with a checkpoint.
+type StateDoc struct {
+	Name   string // "conversation", "context", ... ("tasks" is snap's own: TaskDoc)
+	Source string // absolute path it is read from and written back to; "" when read from stdin
+	// Data is the content; nil with a Source: read from Source when the
+	// checkpoint is taken, streamed through the chunker (memory stays
+	// bounded whatever its size).
+	Data []byte
+}
+
+// maxDocSize bounds how much of a state document views load into memory.
+const maxDocSize = 1 << 30
+
+// ReadStateDoc reads a state document from path (relative paths are taken
+// from the current directory), recording its absolute path as the source
+// that later checkpoints re-read and a rewind writes back to. Path "-"
+// reads stdin and records no source; so does a path under /dev or /proc
+// (/dev/stdin, /proc/self/fd/N: a stream, read once, never re-read or
+// written). Anything else must be a regular file, or a symlink to one (the
+// link is recorded, and a rewind writes through it to the file the agent
+// appends to); a missing file, a directory or a FIFO is ErrUsage.
+func ReadStateDoc(name, path string, stdin io.Reader) (StateDoc, error) {
+	if err := validStateName(name); err != nil {
+		return StateDoc{}, err
+	}
+	abs := path
+	if path != "-" {
+		var err error
+		if abs, err = filepath.Abs(path); err != nil {
+			return StateDoc{}, err
+		}
+	}
+	stream := path == "-" || isStream(abs)
+	if !stream {
+		if _, err := followLinks(abs); err != nil {
+			stream = true // a link (chain) to /dev/stdin and the like: a stream too
+		}
+	}
+	if stream {
+		if path != "-" {
+			f, err := os.Open(abs)
+			if err != nil {
+				return StateDoc{}, fmt.Errorf("%w: state document %s: %v", ErrUsage, name, err)
+			}
+			defer f.Close()
+			stdin = f
+		}
+		if stdin == nil {
+			return StateDoc{}, fmt.Errorf("%w: state document %s: no stdin", ErrUsage, name)
+		}
+		data, err := io.ReadAll(stdin)
+		return StateDoc{Name: name, Data: data}, err
+	}
+	f, err := openSource(abs)
+	if err != nil {
+		return StateDoc{}, fmt.Errorf("%w: state document %s: %v", ErrUsage, name, err)
+	}
+	f.Close()
+	return StateDoc{Name: name, Source: abs}, nil // read, streamed, by the checkpoint
+}
+
+// isStream reports whether p names a process's stream rather than a file
+// (/dev/stdin, /dev/fd/N, /proc/self/fd/N): read once, never recorded as a
+// source. Other paths are files only when they are regular files (a
+// device or FIFO is refused by openSource); a file under /dev/shm is a
+// file.
+func isStream(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	return strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/")
+}
+
+// errNotRegular: a state document's source is not a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openSource opens a state document's source path for reading: a regular
+// file, or a symlink to one, opened without blocking (a FIFO put there is
+// refused, not waited on; so is a link chain to a stream).
+func openSource(p string) (*os.File, error) {
+	if _, err := followLinks(p); isStream(p) || err != nil {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &fs.PathError{Op: "read", Path: p, Err: errNotRegular}
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// inProject returns the source paths that lie inside the project, relative
+// to its root: they are state documents, not tree files. A path is compared
+// as written and as the file system resolves its directory (a transcript
+// recorded through a symlinked project path is the same file).
+func (r *Repo) inProject(sources ...map[string]string) []string {
+	seen := map[string]bool{}
+	realRoot := realPath(r.Root)
+	for _, m := range sources {
+		for _, src := range m {
+			real := filepath.Join(realPath(filepath.Dir(src)), filepath.Base(src))
+			for _, pair := range [][2]string{{r.Root, src}, {realRoot, real}} {
+				if rel, err := filepath.Rel(pair[0], pair[1]); err == nil && filepath.IsLocal(rel) {
+					seen[filepath.ToSlash(rel)] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// sessionSources returns the state-document sources of every session's
+// head: a transcript one session keeps in the project is not a tree file
+// for another either, so no other session's rewind deletes it.
+func (r *Repo) sessionSources() map[string]string {
+	out := map[string]string{}
+	heads, _ := r.refs.List(refs.SessionsPrefix)
+	for _, h := range heads {
+		if ck, err := r.objects.ReadCheckpoint(h.ID); err == nil {
+			for name, src := range ck.StateSources {
+				out[h.Name+":"+name] = src
+			}
+		}
+	}
+	return out
+}
 
 // restoreState writes the target's state documents back to their source
 // paths (or into scope.StateOut), skipping those already equal; a document
@@ -309,4 +458,176 @@ func (r *Repo) removeDoc(real string) error {
 // reason: writing the documents to a directory of one's choice does.
 func stateOutError(p, reason string) worktree.PathError {
 	return worktree.PathError{Path: p, Error: reason, Err: Advise(errors.New(reason), Advice{Do: DoStateOut})}
+}
+
+// ContextDoc is the state document an agent saves the context of its next
+// API call in, on a "pre-call" checkpoint, so that a failed call can be
+// retried: 'snap rewind REF --state context' puts it back.
+const ContextDoc = "context"
+
+// ContextSummary is what show reports of a context document in the
+// recommended shape:
+//
+//	{"system": "...", "messages": [...],
+//	 "config": {"model": "...", "max_tokens": 8192, "temperature": 0.2},
+//	 "task": {...}, "files": [{"path": "...", "content": "..."}],
+//	 "call": {"attempt": 1, "params": {...}}}
+//
+// Every field is optional; a document that is not a JSON object with
+// messages or config has no summary.
+type ContextSummary struct {
+	Model       string         `json:"model,omitempty"`
+	Attempt     int            `json:"attempt,omitempty"`
+	SystemChars int            `json:"system_chars"`
+	Messages    int            `json:"messages"`
+	Files       []string       `json:"files"`
+	Config      map[string]any `json:"config,omitempty"`
+	Params      map[string]any `json:"params,omitempty"`
+	Task        any            `json:"task,omitempty"`
+}
+
+// maxPreviewDoc bounds the documents show reads whole for its previews.
+const maxPreviewDoc = 16 << 20
+
+func (r *Repo) summarizeContext(e objects.TreeEntry) *ContextSummary {
+	if e.Size > maxPreviewDoc {
+		return nil
+	}
+	data, err := r.objects.ReadBlob(e.ID, maxPreviewDoc)
+	if err != nil {
+		return nil
+	}
+	var doc struct {
+		System   *string           `json:"system"`
+		Messages []json.RawMessage `json:"messages"`
+		Config   map[string]any    `json:"config"`
+		Task     any               `json:"task"`
+		Files    []struct {
+			Path string `json:"path"`
+		} `json:"files"`
+		Call struct {
+			Attempt int            `json:"attempt"`
+			Params  map[string]any `json:"params"`
+		} `json:"call"`
+	}
+	if json.Unmarshal(data, &doc) != nil || doc.Messages == nil && doc.Config == nil {
+		return nil
+	}
+	s := &ContextSummary{Messages: len(doc.Messages), Files: []string{}, Config: doc.Config, Params: doc.Call.Params,
+		Attempt: doc.Call.Attempt, Task: doc.Task}
+	if doc.System != nil {
+		s.SystemChars = utf8.RuneCountInString(*doc.System)
+	}
+	if m, ok := doc.Config["model"].(string); ok {
+		s.Model = m
+	}
+	for _, f := range doc.Files {
+		s.Files = append(s.Files, f.Path)
+	}
+	return s
+}
+
+// ConversationPreview is a conversation's first user message and last
+// assistant message, each cut to 280 characters.
+type ConversationPreview struct {
+	Messages      int    `json:"messages"`
+	FirstUser     string `json:"first_user,omitempty"`
+	LastAssistant string `json:"last_assistant,omitempty"`
+}
+
+// previewConversation streams the document twice (its head, then its
+// tail), so memory stays bounded whatever its size.
+func (r *Repo) previewConversation(e objects.TreeEntry) *ConversationPreview {
+	page := func(off int) (*conversation.Conversation, int, error) {
+		rd := r.blobReader(e.ID)
+		defer rd.Close()
+		return conversation.ParsePage(rd, off, 20)
+	}
+	head, total, err := page(0)
+	if err != nil {
+		return nil
+	}
+	p := &ConversationPreview{Messages: total}
+	for _, m := range head.Messages {
+		if m.Role == "user" && m.Text != "" {
+			p.FirstUser = cut(m.Text, 280)
+			break
+		}
+	}
+	tail := head
+	if total > 20 {
+		if tail, _, err = page(total - 20); err != nil {
+			return p
+		}
+	}
+	for i := len(tail.Messages) - 1; i >= 0; i-- {
+		if m := tail.Messages[i]; m.Role == "assistant" && m.Text != "" {
+			p.LastAssistant = cut(m.Text, 280)
+			break
+		}
+	}
+	return p
+}
+
+// cut is s cut to n characters, marked.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// readDoc reads a whole state document into a buffer of its size (the
+// tree entry's), not one grown by doubling.
+func (r *Repo) readDoc(e objects.TreeEntry) ([]byte, error) {
+	if e.Size < 0 || e.Size > maxDocSize {
+		return r.objects.ReadBlob(e.ID, maxDocSize)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, e.Size))
+	if _, err := r.objects.WriteBlob(e.ID, buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// countMessages counts the conversation's messages, reusing the parent's
+// count when the document did not change. A document read from its source
+// is counted by streaming the file again, a stored one by streaming it from
+// the store: memory stays bounded (-1 when it cannot be counted).
+func (r *Repo) countMessages(doc objects.ID, c *captured, parent *objects.Checkpoint) int {
+	if parent != nil && parent.Stats.Messages >= 0 {
+		if pstate, err := r.objects.ReadTree(parent.State); err == nil {
+			if e, ok := pstate.Find(ConversationDoc); ok && e.ID == doc {
+				return parent.Stats.Messages
+			}
+		}
+	}
+	if data, ok := c.data[ConversationDoc]; ok {
+		return conversation.Count(data)
+	}
+	var n int
+	var err error
+	if src, ok := c.files[ConversationDoc]; ok {
+		var f *os.File
+		if f, err = openSource(src); err == nil {
+			n, err = conversation.CountReader(f)
+			f.Close()
+		}
+	} else {
+		n, err = conversation.CountReader(r.blobReader(doc))
+	}
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// blobReader streams stored content (verified as it is read).
+func (r *Repo) blobReader(id objects.ID) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := r.objects.WriteBlob(id, pw)
+		pw.CloseWithError(err)
+	}()
+	return pr
 }
