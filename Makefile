@@ -66,7 +66,7 @@ lint:
 	if [ -n "$$out" ]; then echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; fi
 
 # Every package's tests, with each package's statement coverage printed;
-# then the root package and the CLI measured together (the CLI's tests drive
+# then the root package, the workflow and the CLI measured together (the CLI's tests drive
 # the engine), the per-function report in $(TMP)/snap-cover.txt.
 test: deps fmt-check vet lint
 	SNAP_MCP_TS_CLIENT=1 SNAP_MCP_TS_DIR=$(TSDIR) $(GO) test -timeout 20m -cover ./...
@@ -74,10 +74,10 @@ test: deps fmt-check vet lint
 	$(MAKE) test-race
 
 cover:
-	$(GO) test -timeout 20m -coverpkg=github.com/snapcore-dev/snap,github.com/snapcore-dev/snap/cmd/snap \
-	  -coverprofile=$(TMP)/snap-cover.out . ./cmd/snap/ >/dev/null
+	$(GO) test -timeout 20m -coverpkg=github.com/snapcore-dev/snap,github.com/snapcore-dev/snap/workflow,github.com/snapcore-dev/snap/cmd/snap \
+	  -coverprofile=$(TMP)/snap-cover.out . ./workflow/ ./cmd/snap/ >/dev/null
 	$(GO) tool cover -func=$(TMP)/snap-cover.out > $(TMP)/snap-cover.txt
-	@echo "root package + cmd/snap: $$(tail -1 $(TMP)/snap-cover.txt | awk '{print $$NF}') of statements (per function: $(TMP)/snap-cover.txt)"
+	@echo "root package + workflow + cmd/snap: $$(tail -1 $(TMP)/snap-cover.txt | awk '{print $$NF}') of statements (per function: $(TMP)/snap-cover.txt)"
 
 # The long reliability run: 1,000 kill -9 iterations, 60 s of concurrent
 # sessions against a gc loop (CI runs the short version inside make test).
