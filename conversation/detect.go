@@ -217,8 +217,6 @@ func hasRecordLine(data []byte) bool {
 // trimWS trims JSON white space (not Unicode spaces, which JSON does not allow).
 func trimWS(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
 // valueKind names the JSON type of a value by its first byte.
 func valueKind(raw []byte) string {
 	raw = bytes.TrimLeft(raw, " \t\r\n")

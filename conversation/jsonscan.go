@@ -431,3 +431,5 @@ func hex4(s []byte) rune {
 	}
 	return r
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

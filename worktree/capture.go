@@ -758,26 +758,6 @@ func readlinkAt(dirfd int, name string) (string, error) {
 	return "", errors.New("symlink target too long")
 }
 
-// readSmallAt reads a small regular file (an ignore file) relative to dirfd.
-func readSmallAt(dirfd int, name string) ([]byte, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > 1<<20 {
-		return nil, errors.New("not a small regular file")
-	}
-	buf := make([]byte, st.Size)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && n != len(buf) {
-		return nil, err
-	}
-	return buf, nil
-}
-
 func errText(err error) string {
 	var pe *os.PathError
 	if errors.As(err, &pe) {

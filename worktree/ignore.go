@@ -3,6 +3,7 @@ package worktree
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path"
@@ -14,6 +15,7 @@ import (
 	"github.com/snapcore-dev/snap/objects"
 
 	"github.com/go-git/go-git/v5/plumbing/format/config"
+	"golang.org/x/sys/unix"
 )
 
 // Ignore files read in every directory, lowest precedence first.
@@ -398,4 +400,24 @@ func Ignored(root, rel string, isDir bool) bool {
 		}
 	}
 	return false
+}
+
+// readSmallAt reads a small regular file (an ignore file) relative to dirfd.
+func readSmallAt(dirfd int, name string) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > 1<<20 {
+		return nil, errors.New("not a small regular file")
+	}
+	buf := make([]byte, st.Size)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && n != len(buf) {
+		return nil, err
+	}
+	return buf, nil
 }
