@@ -18,10 +18,8 @@ import (
 // staged edits, the revert of one change, compaction) is built on. The
 // workflow decides what an operation does; the engine records it: every
 // object, ref and op-log record below is written on the engine's one write
-// path, under its locks.
-//
-// Lock order: a session's staged edits (OpenEdits) before the writer's
-// lock (taken by Record and Move), never after.
+// path, under its locks (taken in the order locks.go states: a session's
+// staged edits, OpenEdits, before Record's or Move's).
 
 // Steps is the engine API package workflow is built on; Repo.Steps
 // returns it.
@@ -122,8 +120,8 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 	if err != nil {
 		return nil, ID{}, err
 	}
-	if s.Step == nil || (s.Files.IsZero()) == (s.End == nil) {
-		return nil, ID{}, fmt.Errorf("%w: a move needs its step and either the files of a checkpoint or an end", ErrUsage)
+	if s.Step == nil || s.Files.IsZero() == (s.End == nil) || s.Commit && s.Edits == nil {
+		return nil, ID{}, fmt.Errorf("%w: a move needs its step, either the files of a checkpoint or an end, and the edits it commits", ErrUsage)
 	}
 	if err := r.checkNotArchived(session); err != nil {
 		return nil, ID{}, err
@@ -158,36 +156,34 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 		}
 		m.Scope.Txn = p.Committing
 	}
-	built := false
-	if s.Files.IsZero() {
+	if s.End != nil {
 		m.Scope.MovesHead, m.Scope.FromPresent = true, true
-		m.build = func(t *tx, m *move, safety objects.ID, now *captured, _ *objects.Checkpoint) (objects.ID, error) {
-			tree, paths, err := s.End(&Present{Tree: now.tree, r: r, w: t.objects(), now: now})
-			if err != nil {
+	} else {
+		m.Target, m.NewHead = s.Files, s.Files
+	}
+	built := false
+	// The end, recorded once the safety checkpoint holds the present: the
+	// files of s.Files, or what End makes of the present (tck is then the
+	// head).
+	m.build = func(t *tx, m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error) {
+		tree, snap, kept := tck.Tree, &worktree.Snapshot{Files: tck.Stats.Files, Bytes: tck.Stats.Bytes}, tck.Skipped
+		if s.End != nil {
+			var paths []string
+			var err error
+			if tree, paths, err = s.End(&Present{Tree: now.tree, r: r, w: t.objects()}); err != nil {
 				return objects.ID{}, err
 			}
 			if paths != nil {
 				m.Scope.Paths = paths
 			}
-			snap := &worktree.Snapshot{Files: -1}
-			for _, q := range now.unreadable() {
-				snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: q, Kept: true})
-			}
-			id, err := r.recordMoveEnd(ctx, t, m, safety, tree, snap, s.Step)
-			built = err == nil
-			return id, err
+			snap, kept = &worktree.Snapshot{Files: -1}, now.unreadable()
 		}
-	} else {
-		m.Target, m.NewHead = s.Files, s.Files
-		m.build = func(t *tx, m *move, safety objects.ID, _ *captured, tck *objects.Checkpoint) (objects.ID, error) {
-			snap := &worktree.Snapshot{Files: tck.Stats.Files, Bytes: tck.Stats.Bytes}
-			for _, p := range tck.Skipped {
-				snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: p, Kept: true})
-			}
-			id, err := r.recordMoveEnd(ctx, t, m, safety, tck.Tree, snap, s.Step)
-			built = err == nil
-			return id, err
+		for _, q := range kept {
+			snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: q, Kept: true})
 		}
+		id, err := r.recordMoveEnd(ctx, t, m, safety, tree, snap, s.Step)
+		built = err == nil
+		return id, err
 	}
 	rr, err := r.run(ctx, t, m, false)
 	var end ID
@@ -218,7 +214,6 @@ type Present struct {
 	Tree ID // the working tree's files
 	r    *Repo
 	w    *objects.Writer
-	now  *captured
 }
 
 // Plan captures the working tree as the session's next checkpoint would,
@@ -246,7 +241,7 @@ func (st *Steps) Plan(ctx context.Context, session string, f func(p *Present) er
 	if err != nil {
 		return err
 	}
-	return f(&Present{Tree: now.tree, r: r, w: t.objects(), now: now})
+	return f(&Present{Tree: now.tree, r: r, w: t.objects()})
 }
 
 // Entry finds path (slashes, no leading slash) in tree (any stored tree,

@@ -15,7 +15,7 @@ import (
 )
 
 // CompactedConversation is a conversation with each finished task's
-// messages replaced by one summary message (see Repo.CompactConversation).
+// messages replaced by one summary message (see Flow.CompactConversation).
 type CompactedConversation struct {
 	Checkpoint snap.ID                `json:"checkpoint"`
 	Format     conversation.Format    `json:"format"`

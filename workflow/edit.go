@@ -18,7 +18,7 @@ import (
 // them and commits them together; nothing touches the working tree before
 // the commit. The pending changes of a session live in the store
 // (edits/SESSION.json, replaced atomically under edits/SESSION.lock), so a
-// crash or another process loses none. The commit is a move (see run): a
+// crash or another process loses none. The commit is a move (snap.Steps.Move): a
 // safety checkpoint of the present, then the changed paths written through
 // the move journal (all or, after a crash, completed by the next command),
 // and an edit-commit checkpoint of the result; undo puts those paths back.
