@@ -293,7 +293,13 @@ func (r *runner) afterKill(p *project, op *Op, kc killedCommit) {
 	// What the completion found: the tree just before, under the rules on
 	// disk only, as the commit's own capture (M11; journal.go).
 	fe := p.expectMove(dB, oBetween, rec, srec, scope{files: true, paths: kc.paths, movesHead: true, diskRules: true}, nil, nil)
-	wantFound := !recordMatches(fe.safety, srec.files) && (kc.task || !recordMatches(fe.safety, rec.files))
+	// The same state is the same files and the same unreadable paths (as
+	// for an unchanged checkpoint): a path the rules on disk no longer
+	// ignore, unreadable now, makes a state no checkpoint holds (M24).
+	sameAs := func(files tree, unreadable []string) bool {
+		return recordMatches(fe.safety, files) && fmt.Sprint(trimAll(fe.safety.unreadable)) == fmt.Sprint(trimAll(unreadable))
+	}
+	wantFound := !sameAs(srec.files, srec.skipped) && (kc.task || !sameAs(rec.files, kc.m0.safety.unreadable))
 	switch {
 	case wantFound && rop.found.IsZero():
 		r.failf("commit-killed", "%s: the tree just before the completion (neither the safety checkpoint's nor the commit's) is in no checkpoint: %s",
