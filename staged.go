@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/fsys"
@@ -169,9 +171,22 @@ func (r *Repo) fileBase(rel string) ([]byte, string, error) {
 	if fi.Size() > r.MaxFileSize() {
 		return nil, "", fmt.Errorf("%w: %s is larger than capture.max-file-size", ErrUsage, rel)
 	}
-	data, err := os.ReadFile(p)
+	// Read from what was checked: a file swapped meanwhile for a symlink
+	// or a FIFO is refused, never followed or waited on.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %s changed while it was read: %v", ErrConflict, rel, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, "", fmt.Errorf("%w: %s is not a regular file any more", ErrConflict, rel)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, r.MaxFileSize()+1))
 	if err != nil {
 		return nil, "", err
+	}
+	if int64(len(data)) > r.MaxFileSize() {
+		return nil, "", fmt.Errorf("%w: %s is larger than capture.max-file-size", ErrUsage, rel)
 	}
 	w := r.objects.NewDryWriter()
 	defer w.Abort()

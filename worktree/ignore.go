@@ -81,13 +81,21 @@ func excludesIgnorer(text string) *ignorer {
 	return newIgnorer(ps, lits)
 }
 
-// readSmall reads a file of at most 1 MiB (an ignore or config file).
+// readSmall reads at most 1 MiB of a configuration or exclude file
+// outside the tree (git's configuration, its excludes file,
+// .git/info/exclude): symlinks are followed, as git follows them, but only
+// a regular file is read. A FIFO or a device is never opened for a
+// blocking read (M25: a FIFO made the read, and so the command, wait
+// forever).
 func readSmall(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
 	return io.ReadAll(io.LimitReader(f, 1<<20))
 }
 
@@ -390,7 +398,9 @@ func Ignored(root, rel string, isDir bool) bool {
 		dir := slices.Clone(comps[:i])
 		var files [][]byte
 		for _, name := range ignoreFiles {
-			if d, err := readSmall(filepath.Join(root, filepath.FromSlash(strings.Join(dir, "/")), name)); err == nil {
+			// As a capture reads it (readSmallAt): a small regular file,
+			// not through a symlink, never a FIFO (M25).
+			if d, err := readSmallAt(unix.AT_FDCWD, filepath.Join(root, filepath.FromSlash(strings.Join(dir, "/")), name)); err == nil {
 				files = append(files, d)
 			}
 		}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/snapcore-dev/snap/objects"
 )
@@ -124,5 +126,38 @@ func TestIgnoredAgreesWithCapture(t *testing.T) {
 	}
 	if !Ignored(root, "build/new/file.txt", false) || Ignored(root, "src/new.txt", false) {
 		t.Error("paths that do not exist yet")
+	}
+}
+
+// M25 (model, seed 803): a FIFO where an ignore or exclude file is looked
+// for made Ignored (and so 'snap edit') wait forever on its open. Neither
+// Ignored nor Excludes may block, and a symlinked or FIFO .gitignore is
+// read as a capture reads it: not at all.
+func TestIgnoredNeverBlocksOnAFIFO(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"src", ".git/info"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{".gitignore", "src/.snapignore", ".git/info/exclude"} {
+		if err := syscall.Mkfifo(filepath.Join(root, p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "elsewhere"), []byte("*.go\n"), 0o644)
+	os.Symlink("../elsewhere", filepath.Join(root, "src", ".gitignore"))
+	done := make(chan bool, 1)
+	go func() {
+		Excludes(root)
+		done <- Ignored(root, "src/main.go", false)
+	}()
+	select {
+	case ignored := <-done:
+		if ignored {
+			t.Error("src/main.go is ignored through a symlinked .gitignore, which a capture does not read")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ignored or Excludes blocked on a FIFO")
 	}
 }
