@@ -51,6 +51,13 @@ const (
 	ModeDir     = objects.ModeDir
 )
 
+// The actors a checkpoint names (CheckpointOptions.Actor, Node.Actor); ""
+// is unknown.
+const (
+	ActorAgent = objects.ActorAgent
+	ActorUser  = objects.ActorUser
+)
+
 // ParseID parses a checkpoint or object id written in full (64 hex digits).
 func ParseID(s string) (ID, error) { return objects.ParseID(s) }
 

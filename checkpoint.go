@@ -20,6 +20,15 @@ import (
 type CheckpointOptions struct {
 	Session     string
 	MessageID   string
+	// Actor is who made the changes since the head: ActorAgent (the
+	// session's agent, in a tool call or its turn), ActorUser (the person,
+	// or anything outside the agent's tool calls), or "" when the caller
+	// cannot say (unknown). It decides what the session's actor-scoped
+	// moves treat as its own (Kept).
+	Actor string
+	// Call is the tool call (or message) whose changes an ActorAgent
+	// checkpoint records, for blame.
+	Call        string
 	Summary     string
 	Kind        string // why it was taken; "manual" when empty
 	Labels      []string
@@ -71,6 +80,14 @@ type CheckpointResult struct {
 func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*CheckpointResult, error) {
 	if !utf8.ValidString(o.MessageID) {
 		return nil, fmt.Errorf("%w: message id %q is not valid UTF-8", ErrUsage, o.MessageID)
+	}
+	if !utf8.ValidString(o.Call) {
+		return nil, fmt.Errorf("%w: tool call id %q is not valid UTF-8", ErrUsage, o.Call)
+	}
+	switch o.Actor {
+	case "", ActorAgent, ActorUser:
+	default:
+		return nil, fmt.Errorf("%w: actor %q: want %q or %q (or none: unknown)", ErrUsage, o.Actor, ActorAgent, ActorUser)
 	}
 	o.Summary = strings.ToValidUTF8(o.Summary, "\uFFFD")
 	if o.Kind == "" {

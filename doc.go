@@ -42,6 +42,8 @@
 //	moves            rewind.go (Rewind), move.go (the core every move shares),
 //	                 journal.go (the move journal, recovery), undo.go,
 //	                 opkinds.go (what undo and redo do with each operation)
+//	actors           actors.go (who changed a path since a checkpoint, from
+//	                 the op log; what a session's move keeps of the others')
 //	history views    history.go (the op log as one value), log.go, resolve.go
 //	                 (REFs), diff.go, convdiff.go, cat.go, ls.go
 //	sessions         sessions.go (archive, remove, labels)

@@ -268,6 +268,9 @@ func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, e
 		if builds(op.Kind) {
 			ids = append(ids, op.Target)
 		}
+		if op.Kind != string(OpImport) {
+			ids = append(ids, op.Checkpoints...) // the end an actor-scoped move recorded
+		}
 		for _, id := range ids {
 			if op.Session == session && !id.IsZero() && !seen[id] {
 				seen[id] = true

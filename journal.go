@@ -50,6 +50,11 @@ type move struct {
 	// becomes Target and NewHead. summary is that checkpoint's.
 	build   func(t *tx, m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error)
 	summary string
+	// scoped: build is recordScopedEnd (the move kept what other actors
+	// changed); Built is the checkpoint it recorded, which the op log
+	// lists (Op.Checkpoints) so that the session's history has it.
+	scoped bool
+	Built  objects.ID `json:"built,omitzero"`
 	// Created, CreatedState: set from the restore, for the op log.
 	Created      []string        `json:"created,omitempty"`
 	CreatedState []StateRestored `json:"created_state,omitempty"`
@@ -58,8 +63,12 @@ type move struct {
 // op is the op-log record of a completed move.
 func (m *move) op() *refs.Op {
 	detail, _ := json.Marshal(moveDetail{m.Scope, m.Created, m.CreatedState})
-	return &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Checkpoint: m.Found, Undoes: m.Undoes,
+	op := &refs.Op{Kind: m.Kind, Session: m.Session, Target: m.Target, Safety: m.Safety, Checkpoint: m.Found, Undoes: m.Undoes,
 		Refs: []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: m.OldHead, New: m.NewHead}}, Detail: detail}
+	if !m.Built.IsZero() {
+		op.Checkpoints = []objects.ID{m.Built}
+	}
+	return op
 }
 
 func newTxn() string {

@@ -17,7 +17,7 @@ import (
 // past Repo into the storage layers.
 func TestFrontEndsImportOnlyTheEngine(t *testing.T) {
 	const module = "github.com/snapcore-dev/snap"
-	allowed := map[string]bool{module: true, module + "/conversation": true, module + "/tasks": true, module + "/edits": true, module + "/redact": true,
+	allowed := map[string]bool{module: true, module + "/conversation": true, module + "/tasks": true, module + "/edits": true, module + "/merge": true, module + "/redact": true,
 		module + "/workflow": true}
 	checked := 0
 	for _, dir := range []string{"cmd", "mcp", "agent", "gitbridge", "web", "workflow"} {
@@ -95,7 +95,7 @@ func TestSentinelErrorsInErrorsGo(t *testing.T) {
 // engine returns advice (snap.Advice) and each front-end words it.
 func TestEngineSpeaksNoCLI(t *testing.T) {
 	cli := regexp.MustCompile(`'snap [a-z]|"snap [a-z]|\bsnap (init|rewind|undo|redo|task|edit|session|checkpoint|label|gc|fsck|push|pull)\b|(^|[\s(])--[a-z]`)
-	dirs := []string{".", "objects", "refs", "gc", "worktree", "index", "fsys", "tasks", "edits", "conversation", "redact", "storage", "workflow"}
+	dirs := []string{".", "objects", "refs", "gc", "worktree", "index", "fsys", "tasks", "edits", "merge", "conversation", "redact", "storage", "workflow"}
 	checked := 0
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)

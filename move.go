@@ -64,6 +64,10 @@ type rewindScope struct {
 	// are read (A14). Nil: not recorded (an older store), those in force.
 	Excludes       *string `json:"excludes,omitempty"`
 	TargetExcludes *string `json:"target_excludes,omitempty"`
+	// All: the move changes every path back, whoever changed it since
+	// its target; without it, only what the session's own actors changed
+	// (Kept).
+	All bool `json:"all,omitempty"`
 	// recovering: completing a move a killed process began (its writes
 	// are made durable too, even when nothing is left to write).
 	recovering bool
@@ -119,7 +123,7 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 	if err := r.verifyTarget(w, now, tck, scope); err != nil {
 		return nil, err
 	}
-	res := &RewindResult{Target: target, DryRun: dryRun, Restored: []string{}, Deleted: []string{},
+	res := &RewindResult{Target: target, DryRun: dryRun, Restored: []string{}, Deleted: []string{}, Kept: []Kept{},
 		State: []StateRestored{}, Skipped: now.skipped(), Errors: []worktree.PathError{}}
 	// A --path that names nothing, in the target or in the tree now, is a
 	// typo: refused before anything is recorded. (An edit commit's paths
@@ -138,6 +142,24 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 			if _, ok := st.Find(n); !ok && tck.StateSources[n] == "" && now.sources[n] == "" {
 				return nil, fmt.Errorf("%w: state document %q is in neither checkpoint %s (it has %s) nor the session's head",
 					ErrNoPath, n, target.Short(), stateNames(st))
+			}
+		}
+	}
+	// Only what the session's own actors changed since the target moves
+	// back: what another actor changed since is kept (and the end, which
+	// is then no stored checkpoint, recorded once the present is safe).
+	if scope.Files && !scope.FromPresent && !scope.All {
+		end, kept, err := r.scopeToActors(w, session, now, target, tck, scope.Paths)
+		if err != nil {
+			return nil, fmt.Errorf("finding what other actors changed: %w", err)
+		}
+		if len(kept) > 0 {
+			res.Kept = kept
+			scoped := *tck
+			scoped.Tree = end
+			tck = &scoped
+			if m.build == nil {
+				m.build, m.scoped = r.recordScopedEnd, true
 			}
 		}
 	}
@@ -187,7 +209,15 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 		if tck, err = r.objects.ReadCheckpoint(id); err != nil {
 			return nil, err
 		}
-		m.Target, m.NewHead, res.Target = id, id, id
+		if m.NewHead == m.Target {
+			m.NewHead = id
+		}
+		if m.scoped {
+			m.Built = id // (the result still names the target asked for)
+		} else {
+			res.Target = id
+		}
+		m.Target = id
 	}
 	if !dryRun {
 		s := safety
@@ -227,6 +257,30 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 		return res, Partial(res.Errors)
 	}
 	return res, nil
+}
+
+// recordScopedEnd records the end of an actor-scoped move that kept what
+// other actors changed (tck: the target with their paths as they are), on
+// the safety checkpoint: the target's state documents and the kept tree.
+// It is durable when it returns, before the journal names it.
+func (r *Repo) recordScopedEnd(t *tx, m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error) {
+	sck, err := r.objects.ReadCheckpoint(safety)
+	if err != nil {
+		return objects.ID{}, err
+	}
+	c, err := r.capturedOf(tck, tck.Tree, &worktree.Snapshot{Files: -1})
+	if err != nil {
+		return objects.ID{}, err
+	}
+	for _, q := range tck.Skipped {
+		c.snap.Skipped = append(c.snap.Skipped, worktree.Skipped{Path: q, Kept: true})
+	}
+	summary := fmt.Sprintf("%s to %s, keeping what other actors changed since", m.Kind, m.Target.Short())
+	res, _, err := r.buildCheckpoint(t.objects(), m.Session, safety, sck, c, CheckpointOptions{Kind: m.Kind, Summary: summary})
+	if err != nil {
+		return objects.ID{}, err
+	}
+	return res.ID, t.write(context.Background(), nil, nil)
 }
 
 // inTree reports whether path p ("" is the root) names an entry of tree.

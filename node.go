@@ -3,10 +3,12 @@ package snap
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/worktree"
 )
 
 // The checkpoint node: a session's head read, and a node built on a parent
@@ -35,7 +37,7 @@ func (r *Repo) head(session string) (objects.ID, *objects.Checkpoint, error) {
 func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objects.ID, parent *objects.Checkpoint, c *captured, o CheckpointOptions) (*CheckpointResult, *objects.Checkpoint, error) {
 	ck := &objects.Checkpoint{
 		Tree: c.tree, State: c.state, StateSources: c.sources, Skipped: c.unreadable(), Session: session,
-		MessageID: o.MessageID, Kind: o.Kind, Summary: strings.ToValidUTF8(o.Summary, "\uFFFD"), Labels: o.Labels,
+		MessageID: o.MessageID, Actor: o.Actor, Call: o.Call, Kind: o.Kind, Summary: strings.ToValidUTF8(o.Summary, "\uFFFD"), Labels: o.Labels,
 		Time: r.clock().UnixNano(),
 	}
 	if len(ck.StateSources) == 0 {
@@ -77,4 +79,22 @@ func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objec
 	}
 	res.ID, res.Stats, res.NewBytes = id, ck.Stats, ck.Stats.NewBytes
 	return res, ck, nil
+}
+
+// capturedOf is what a capture of tree and of ck's state documents would
+// have recorded: the makings of a node no capture took (a move's end).
+func (r *Repo) capturedOf(ck *objects.Checkpoint, tree objects.ID, snap *worktree.Snapshot) (*captured, error) {
+	st, err := r.objects.ReadTree(ck.State)
+	if err != nil {
+		return nil, err
+	}
+	c := &captured{tree: tree, state: ck.State, sources: maps.Clone(ck.StateSources), docs: map[string]objects.TreeEntry{},
+		data: map[string][]byte{}, files: map[string]string{}, snap: snap}
+	if c.sources == nil {
+		c.sources = map[string]string{}
+	}
+	for _, e := range st.Entries {
+		c.docs[e.Name] = e
+	}
+	return c, nil
 }

@@ -30,7 +30,7 @@ const (
 
 // reverser undoes (undo) or re-applies (!undo) op in session, filling
 // res; it appends its own op-log record.
-type reverser func(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo bool, res *UndoResult) error
+type reverser func(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo, all bool, res *UndoResult) error
 
 // opKind says what undo and redo do with an operation of a kind, and
 // whether its record's Target is a checkpoint the operation itself recorded
@@ -68,11 +68,11 @@ func builds(kind string) bool { return opKinds[OpKind(kind)].builds }
 
 // commitBack undoes or redoes a task commit: a move when it applied staged
 // edits (its record then names a safety checkpoint), else a head move.
-func commitBack(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo bool, res *UndoResult) error {
+func commitBack(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo, all bool, res *UndoResult) error {
 	if !op.Safety.IsZero() {
-		return moveTree(r, ctx, t, session, op, undo, res)
+		return moveTree(r, ctx, t, session, op, undo, all, res)
 	}
-	return moveRefsBack(r, ctx, t, session, op, undo, res)
+	return moveRefsBack(r, ctx, t, session, op, undo, all, res)
 }
 
 // undoable reports whether operations of kind go on the undo stack.

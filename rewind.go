@@ -23,6 +23,10 @@ type RewindOptions struct {
 	// session's head: else ErrNoPath. The task stack travels with the head
 	// and cannot be restored alone.
 	State []string
+	// All restores every path, whoever changed it since the target.
+	// Without it, a path another actor changed since (another session, the
+	// user) is kept as it is, or merged, and listed (RewindResult.Kept).
+	All bool
 }
 
 // StateRestored is a state document a rewind wrote, or removed (Deleted:
@@ -51,7 +55,11 @@ type RewindResult struct {
 	// ignored it (see worktree.RestoreResult.Created); its undo removes
 	// these again while they are as it wrote them.
 	Created []string `json:"created,omitempty"`
-	DryRun  bool     `json:"dry_run"`
+	// Kept: the paths another actor changed since the target (another
+	// session, the user), which the move left as they are, or merged;
+	// none when the move was told to restore All.
+	Kept   []Kept `json:"kept"`
+	DryRun bool   `json:"dry_run"`
 }
 
 // Rewind moves the working tree and/or the state documents back (or
@@ -82,7 +90,7 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 		}
 	}
 	scope := rewindScope{Files: !o.ConversationOnly && len(o.State) == 0, State: !o.FilesOnly && len(o.Paths) == 0, Paths: o.Paths,
-		StateOut: o.StateOut, Docs: o.State}
+		StateOut: o.StateOut, Docs: o.State, All: o.All}
 	if o.StateOut != "" {
 		if scope.StateOut, err = filepath.Abs(o.StateOut); err != nil {
 			return nil, err

@@ -110,6 +110,9 @@ type MoveSpec struct {
 	// move killed part way is settled by the next OpenEdits.
 	Edits  *Edits
 	Commit bool
+	// All: a move to Files changes every path, whoever changed it since;
+	// without it, only what the session's own actors changed (Kept).
+	All bool
 }
 
 // Move makes the move s describes and returns what its restore did and
@@ -139,7 +142,7 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 		return nil, ID{}, fmt.Errorf("%w: session %q has no checkpoints yet", ErrNoCheckpoint, session)
 	}
 	m := &move{Kind: string(s.Step.Op), Session: session, Target: headID, NewHead: headID, summary: s.Summary,
-		Scope: rewindScope{Files: true, Paths: s.Paths}}
+		Scope: rewindScope{Files: true, Paths: s.Paths, All: s.All}}
 	var p *edits.Pending
 	if s.Edits != nil {
 		p = s.Edits.Pending

@@ -100,17 +100,9 @@ func (r *Repo) recordMoveEnd(ctx context.Context, t *tx, m *move, safety, tree o
 	if err != nil {
 		return objects.ID{}, err
 	}
-	st, err := r.objects.ReadTree(sck.State)
+	c, err := r.capturedOf(sck, tree, snap)
 	if err != nil {
 		return objects.ID{}, err
-	}
-	c := &captured{tree: tree, state: sck.State, sources: maps.Clone(sck.StateSources), docs: map[string]objects.TreeEntry{},
-		data: map[string][]byte{}, files: map[string]string{}, snap: snap}
-	if c.sources == nil {
-		c.sources = map[string]string{}
-	}
-	for _, e := range st.Entries {
-		c.docs[e.Name] = e
 	}
 	if step.Apply != nil {
 		doc, err := r.taskDoc(sck)

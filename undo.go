@@ -24,21 +24,35 @@ type UndoResult struct {
 // back, a label is removed or moved back, a rewind puts the working tree and
 // state documents back exactly as they were before it (after a safety
 // checkpoint of whatever changed since).
-func (r *Repo) Undo(ctx context.Context, session string) (*UndoResult, error) {
-	return r.undoRedo(ctx, session, true)
+//
+// An undo or redo that moves files changes only what the session's own
+// actors changed since its target, as a rewind does (RewindResult.Kept),
+// unless o says All.
+func (r *Repo) Undo(ctx context.Context, session string, o ...UndoOptions) (*UndoResult, error) {
+	return r.undoRedo(ctx, session, true, o)
 }
 
 // Redo re-applies the last undone operation of the session.
-func (r *Repo) Redo(ctx context.Context, session string) (*UndoResult, error) {
-	return r.undoRedo(ctx, session, false)
+func (r *Repo) Redo(ctx context.Context, session string, o ...UndoOptions) (*UndoResult, error) {
+	return r.undoRedo(ctx, session, false, o)
 }
 
-func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoResult, error) {
+// UndoOptions modify an undo or redo.
+type UndoOptions struct {
+	// All: a move back changes every path, whoever changed it since.
+	All bool
+}
+
+func (r *Repo) undoRedo(ctx context.Context, session string, undo bool, o []UndoOptions) (*UndoResult, error) {
 	session, err := sessionName(session)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.reverse(ctx, session, undo)
+	all := false
+	for _, x := range o {
+		all = all || x.All
+	}
+	res, err := r.reverse(ctx, session, undo, all)
 	if err == nil && len(res.restage) > 0 {
 		err = r.restageEdits(ctx, session, res.restage, undo)
 	}
@@ -46,7 +60,7 @@ func (r *Repo) undoRedo(ctx context.Context, session string, undo bool) (*UndoRe
 }
 
 // reverse undoes or redoes the session's last operation, one tx.
-func (r *Repo) reverse(ctx context.Context, session string, undo bool) (*UndoResult, error) {
+func (r *Repo) reverse(ctx context.Context, session string, undo, all bool) (*UndoResult, error) {
 	t, err := r.begin(ctx, writer)
 	if err != nil {
 		return nil, err
@@ -73,7 +87,7 @@ func (r *Repo) reverse(ctx context.Context, session string, undo bool) (*UndoRes
 	if !undo {
 		reverse = k.redo
 	}
-	return res, reverse(r, ctx, t, session, op, undo, res)
+	return res, reverse(r, ctx, t, session, op, undo, all, res)
 }
 
 // opName is what an undo or redo is called in messages and the op log.
@@ -87,7 +101,7 @@ func opName(undo bool) OpKind {
 // moveTree undoes a rewind (back to its safety checkpoint's content, the
 // head where it was, and what the rewind created though the rules ignored
 // it removed) or redoes it (to its target again).
-func moveTree(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo bool, res *UndoResult) error {
+func moveTree(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo, all bool, res *UndoResult) error {
 	kind := opName(undo)
 	var detail moveDetail
 	if err := json.Unmarshal(op.Detail, &detail); err != nil {
@@ -103,6 +117,7 @@ func moveTree(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, u
 	}
 	scope.FromPresent = false // a move to an older checkpoint, under its rules
 	scope.Txn = ""            // the undo or redo is an operation of its own
+	scope.All = all
 	target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}
 	if undo && (len(detail.Created) > 0 || len(detail.CreatedState) > 0) {
 		from := op.Target
@@ -132,7 +147,7 @@ func moveTree(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, u
 // moveRefsBack undoes an operation that only moved refs (a checkpoint, a
 // label, archiving or removing a session) by moving each back, or redoes
 // it, compare-and-swap.
-func moveRefsBack(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo bool, res *UndoResult) error {
+func moveRefsBack(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, undo, all bool, res *UndoResult) error {
 	kind := opName(undo)
 	for _, c := range op.Refs {
 		if !c.Old.IsZero() && !r.objects.Has(c.Old) || !c.New.IsZero() && !r.objects.Has(c.New) {

@@ -25,14 +25,28 @@ type Checkpoint struct {
 	// entries, if any; a restore to this checkpoint leaves them alone.
 	Skipped []string `json:"skipped,omitempty"`
 
-	Session   string   `json:"session"`
-	MessageID string   `json:"message_id,omitempty"`
-	Kind      string   `json:"kind"`
-	Summary   string   `json:"summary,omitempty"`
-	Labels    []string `json:"labels,omitempty"`
-	Time      int64    `json:"time"` // Unix nanoseconds
-	Stats     Stats    `json:"stats"`
+	Session   string `json:"session"`
+	MessageID string `json:"message_id,omitempty"`
+	// Actor is who made the changes the checkpoint records against its
+	// parent, as the capture's caller knew it: ActorAgent (the session's
+	// agent, in a tool call or its turn), ActorUser (a change made outside
+	// any of its agent's tool calls), or "" when nobody said (unknown).
+	Actor string `json:"actor,omitempty"`
+	// Call is the agent's tool call (or message) whose changes an
+	// ActorAgent checkpoint records ("" when none was given).
+	Call    string   `json:"call,omitempty"`
+	Kind    string   `json:"kind"`
+	Summary string   `json:"summary,omitempty"`
+	Labels  []string `json:"labels,omitempty"`
+	Time    int64    `json:"time"` // Unix nanoseconds
+	Stats   Stats    `json:"stats"`
 }
+
+// The actors a checkpoint can name (Checkpoint.Actor).
+const (
+	ActorAgent = "agent"
+	ActorUser  = "user"
+)
 
 // Stats is what log and show print without diffing trees.
 type Stats struct {
@@ -74,6 +88,9 @@ func DecodeCheckpoint(data []byte) (*Checkpoint, error) {
 	}
 	if c.Tree.IsZero() || c.State.IsZero() || c.Kind == "" || c.Session == "" {
 		return nil, fmt.Errorf("%w: checkpoint: missing tree, state, kind or session", ErrCorrupt)
+	}
+	if c.Actor != "" && c.Actor != ActorAgent && c.Actor != ActorUser {
+		return nil, fmt.Errorf("%w: checkpoint: unknown actor %q", ErrCorrupt, c.Actor)
 	}
 	if !bytes.Equal(c.Encode(), data) {
 		return nil, fmt.Errorf("%w: checkpoint: non-canonical encoding", ErrCorrupt)

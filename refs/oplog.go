@@ -49,7 +49,8 @@ type Op struct {
 	Safety     objects.ID  `json:"safety,omitzero"`     // rewind: checkpoint of the tree+state from before the rewind
 	Undoes     int64       `json:"undoes,omitempty"`    // undo/redo: Seq of the op reversed / re-applied
 	// Checkpoints are more checkpoints the op brought into the store (an
-	// import's); like the ids above, gc keeps them (unless expired).
+	// import's) or recorded (the end of an actor-scoped move); like the
+	// ids above, gc keeps them (unless expired).
 	Checkpoints []objects.ID    `json:"checkpoints,omitempty"`
 	Detail      json.RawMessage `json:"detail,omitempty"` // engine-specific payload, valid JSON, stored with insignificant whitespace removed
 }

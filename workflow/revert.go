@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"unicode/utf8"
-
-	"github.com/epiclabs-io/diff3"
 
 	"github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/merge"
 )
 
 // RevertOptions describe a revert: the inverse of one checkpoint's change
@@ -273,7 +271,7 @@ func planRevert(pr *snap.Present, fromTree, toTree snap.ID, changed []string) (*
 		if err := firstErr(err1, err2, err3); err != nil {
 			return nil, err
 		}
-		if !isText(o) || !isText(a) || !isText(b) {
+		if !merge.IsText(o) || !merge.IsText(a) || !merge.IsText(b) {
 			conflict("binary content changed since the change")
 			continue
 		}
@@ -309,28 +307,13 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// isText: valid UTF-8 without NUL bytes.
-func isText(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
-
 // merge3 merges, line by line, the changes from o to a and from o to b;
 // it returns the merged text, or the conflicting hunks.
 func merge3(a, o, b []byte) ([]byte, []ConflictHunk) {
-	lines := func(x []byte) []string {
-		if len(x) == 0 {
-			return nil
-		}
-		return strings.SplitAfter(string(x), "\n")
-	}
-	var out strings.Builder
+	out, hs := merge.Lines(a, o, b)
 	var hunks []ConflictHunk
-	for _, blk := range diff3.Diff3Merge(lines(a), lines(o), lines(b), true) {
-		if blk.Conflict == nil {
-			out.WriteString(strings.Join(blk.Ok, ""))
-			continue
-		}
-		c := blk.Conflict
-		hunks = append(hunks, ConflictHunk{Line: c.AIndex + 1, Current: strings.Join(c.A, ""),
-			Original: strings.Join(c.O, ""), Reverted: strings.Join(c.B, "")})
+	for _, h := range hs {
+		hunks = append(hunks, ConflictHunk{Line: h.Line, Current: h.A, Original: h.O, Reverted: h.B})
 	}
-	return []byte(out.String()), hunks
+	return out, hunks
 }

@@ -27,6 +27,10 @@ type TaskOptions struct {
 	// session's others are re-read from the paths they were last recorded
 	// from, as every checkpoint does.
 	State []snap.StateDoc
+	// All (revert): restore every path as it was when the task began,
+	// whoever changed it since; without it, a path another actor changed
+	// since (another session, the user) is kept (TaskResult's Kept).
+	All bool
 }
 
 // TaskInfo is one task as every front-end reports it.
@@ -244,7 +248,7 @@ func (f *Flow) TaskRevert(ctx context.Context, o TaskOptions) (*TaskResult, erro
 	if _, err := s.Clone().Revert(o.Text, 0); err != nil { // refuse a bad reason before anything is recorded
 		return nil, modelAdvice(fmt.Errorf("%w: %w", snap.ErrUsage, err))
 	}
-	rr, end, err := f.s.Move(ctx, snap.MoveSpec{Session: e.Session, Summary: o.Text, Step: &st.Step, Files: begin, Edits: e})
+	rr, end, err := f.s.Move(ctx, snap.MoveSpec{Session: e.Session, Summary: o.Text, Step: &st.Step, Files: begin, Edits: e, All: o.All})
 	if end.IsZero() {
 		return nil, err
 	}

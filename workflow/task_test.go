@@ -337,7 +337,9 @@ func TestTaskRevertAfterCrossSessionRewind(t *testing.T) {
 	if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "b", Target: aWork.ID.String()}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Session: "b", Text: "no"})
+	// (All: a.txt's content is session a's work, which b's revert would
+	// otherwise keep; this test is about which begin it goes to.)
+	res, err := workflow.New(r).TaskRevert(ctx, workflow.TaskOptions{Session: "b", Text: "no", All: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,360 @@
+package snap
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snapcore-dev/snap/merge"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+	"github.com/snapcore-dev/snap/worktree"
+)
+
+// Actors: who changed a path since a checkpoint, read from what the op log
+// recorded, and the end of a move that changes only what its own session's
+// actors changed (Kept).
+//
+// Every session captures the one working tree, so the order in which
+// changes were first recorded, by any session, is the order in which they
+// were made. A change's actor is the one its first recording names: a
+// checkpoint of another session (whatever that checkpoint's actor), a
+// checkpoint of this session marked ActorUser, or a move (rewind, undo,
+// commit of staged edits, ...) of another session. What a safety capture
+// found, and what no checkpoint recorded yet, nobody can vouch for: it
+// counts as the moving session's own (unknown), as it did before actors.
+
+// Kept is a path an actor-scoped move (a rewind, undo, redo or task revert
+// without All) left as another actor made it since the move's target:
+// unchanged, or Merged (only the session's own changes taken out, by
+// lines), or unchanged because the two cannot be told apart (Conflict).
+type Kept struct {
+	Path string `json:"path"`
+	// Session recorded the other actor's change first, in Checkpoint at
+	// Time; Actor is who made it, as that record says: "user", "agent" (of
+	// that other session) or "unknown".
+	Session    string    `json:"session"`
+	Actor      string    `json:"actor"`
+	Checkpoint ID        `json:"checkpoint"`
+	Time       time.Time `json:"time"`
+	Merged     bool      `json:"merged,omitempty"`
+	Conflict   bool      `json:"conflict,omitempty"`
+}
+
+// ActorUnknown is what Kept.Actor (and blame) say when no record names who
+// made a change.
+const ActorUnknown = "unknown"
+
+// pathChange is one recorded change of a path: the entry it left (a zero
+// Mode: the path absent), and who made it, as its first record says.
+type pathChange struct {
+	entry   objects.TreeEntry
+	session string // "" when no session vouches for it (what a safety capture found)
+	actor   string // the checkpoint's Actor ("" unknown)
+	ck      objects.ID
+	time    time.Time
+}
+
+// own reports whether a change counts as session's own: made by its agent
+// or by nobody known, not by another session or by the user.
+func (c pathChange) own(session string) bool {
+	return c.session == "" || c.session == session && c.actor != ActorUser
+}
+
+// pathChanges returns the changes of each of paths that the op log
+// recorded after since, in the order they were recorded. With others, only
+// changes of the actors that are not session's own are returned, and only
+// for paths that have one; without, every change of every path.
+func (r *Repo) pathChanges(h *history, session string, since time.Time, skip objects.ID, paths map[string]bool, othersOnly bool) (map[string][]pathChange, error) {
+	if err := h.load(); err != nil {
+		return nil, err
+	}
+	out := map[string][]pathChange{}
+	diff := func(from, to objects.ID, c pathChange, under []string) error {
+		var fromTree objects.ID
+		if !from.IsZero() {
+			fck, err := r.objects.ReadCheckpoint(from)
+			if err != nil {
+				return err
+			}
+			fromTree = fck.Tree
+		}
+		tck, err := r.objects.ReadCheckpoint(to)
+		if err != nil {
+			return err
+		}
+		return objects.DiffTrees(r.objects, fromTree, tck.Tree, func(ch objects.Change) error {
+			if paths[ch.Path] && pathMatch(ch.Path, under) {
+				c.entry = ch.New
+				out[ch.Path] = append(out[ch.Path], c)
+			}
+			return nil
+		})
+	}
+	// An unreadable checkpoint (expired, damaged) records nothing here:
+	// the change it held counts as unknown, as if never recorded.
+	gone := func(err error) bool { return errors.Is(err, objects.ErrNotFound) || errors.Is(err, objects.ErrCorrupt) }
+	for _, op := range h.ops {
+		if !op.Time.After(since) || len(op.Refs) == 0 || op.Refs[0].Name != refs.SessionHead(op.Session) {
+			continue
+		}
+		switch OpKind(op.Kind) {
+		case OpImport, OpMessage, OpLabel, OpSessionArchive, OpSessionRemove, OpGC:
+			continue // the working tree did not change
+		}
+		if !op.Safety.IsZero() {
+			// A move: it wrote its target's files (within its paths), as
+			// its session's own change. (What its safety checkpoint
+			// found was nobody's known doing, so it is not a record.)
+			if othersOnly && op.Session == session {
+				continue
+			}
+			var d moveDetail
+			if op.Detail != nil && json.Unmarshal(op.Detail, &d) != nil || op.Detail != nil && !d.Files || op.Target == skip {
+				continue
+			}
+			c := pathChange{session: op.Session, ck: op.Target, time: op.Time}
+			if err := diff(op.Safety, op.Target, c, d.Paths); err != nil && !gone(err) {
+				return nil, err
+			}
+			continue
+		}
+		if op.Checkpoint.IsZero() || op.Checkpoint == skip {
+			continue
+		}
+		ck, err := r.objects.ReadCheckpoint(op.Checkpoint)
+		if gone(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c := pathChange{session: op.Session, actor: ck.Actor, ck: op.Checkpoint, time: op.Time}
+		if ck.Kind == kindPreRewind {
+			c.session = ""
+		}
+		if othersOnly && c.own(session) {
+			continue
+		}
+		var parent objects.ID
+		if len(ck.Parents) > 0 {
+			parent = ck.Parents[0]
+		}
+		if err := diff(parent, op.Checkpoint, c, nil); err != nil && !gone(err) {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scopeToActors returns the end of a move of session from the present
+// (now) to tck, within paths, that changes only what the session's own
+// actors changed since tck was recorded: tck's tree, with each path that
+// another actor changed since as it is now, or with only the session's
+// own changes taken out of it (a line merge). kept lists those paths;
+// end is tck.Tree when there are none.
+func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, target objects.ID, tck *objects.Checkpoint, paths []string) (objects.ID, []Kept, error) {
+	// The paths the move would change: those it leaves alone anyway
+	// (unreadable now or then, excluded) are not its to keep.
+	leave := slices.Concat(now.unreadable(), tck.Skipped, now.excluded)
+	type ends struct{ now, end objects.TreeEntry }
+	cands := map[string]ends{}
+	err := objects.DiffTrees(w, now.tree, tck.Tree, func(c objects.Change) error {
+		if pathMatch(c.Path, paths) && !underAny(c.Path, leave) {
+			cands[c.Path] = ends{c.Old, c.New}
+		}
+		return nil
+	})
+	if err != nil || len(cands) == 0 {
+		return tck.Tree, nil, err
+	}
+	set := map[string]bool{}
+	for p := range cands {
+		set[p] = true
+	}
+	h := r.history()
+	others, err := r.pathChanges(h, session, tck.When(), target, set, true)
+	if err != nil || len(others) == 0 {
+		return tck.Tree, nil, err
+	}
+	// Only the paths another actor changed need the whole story.
+	set = map[string]bool{}
+	for p := range others {
+		set[p] = true
+	}
+	all, err := r.pathChanges(h, session, tck.When(), target, set, false)
+	if err != nil {
+		return tck.Tree, nil, err
+	}
+	present := &Present{Tree: now.tree, r: r, w: w}
+	edits := map[string]*objects.TreeEntry{}
+	var kept []Kept
+	for _, p := range slices.Sorted(maps.Keys(set)) {
+		e := cands[p]
+		// The path's versions since tck: its content then, each change
+		// that left a different content, and the present when no record
+		// holds it yet (nobody's known doing).
+		seq := []pathChange{{entry: e.end, session: session}}
+		for _, c := range all[p] {
+			if !sameEntry(c.entry, seq[len(seq)-1].entry) {
+				seq = append(seq, c)
+			}
+		}
+		if !sameEntry(seq[len(seq)-1].entry, e.now) {
+			seq = append(seq, pathChange{entry: e.now})
+		}
+		var other *pathChange
+		ownChange := false
+		for i := 1; i < len(seq); i++ {
+			if seq[i].own(session) {
+				ownChange = true
+			} else {
+				other = &seq[i]
+			}
+		}
+		if other == nil {
+			continue // only the session's own changes since: they go
+		}
+		k := Kept{Path: p, Session: other.session, Actor: orUnknown(other.actor), Checkpoint: other.ck, Time: other.time}
+		keep := e.now
+		if ownChange {
+			merged, ok, err := unpick(present, p, seq, session)
+			if err != nil {
+				return tck.Tree, nil, err
+			}
+			switch {
+			case !ok:
+				k.Conflict = true
+			case sameEntry(merged, e.end):
+				continue // what the others changed is gone already
+			case !sameEntry(merged, e.now):
+				keep, k.Merged = merged, true
+			}
+		}
+		kept = append(kept, k)
+		if keep.Mode == 0 {
+			edits[p] = nil
+		} else {
+			keep.Name = filepath.Base(p)
+			edits[p] = &keep
+		}
+	}
+	if len(kept) == 0 {
+		return tck.Tree, nil, nil
+	}
+	// A path the move writes above or below a kept one (a file where a
+	// kept directory is, or the reverse) is left as it is too.
+	for q, e := range cands {
+		if _, done := edits[q]; done {
+			continue
+		}
+		for _, k := range kept {
+			if strings.HasPrefix(q, k.Path+"/") || strings.HasPrefix(k.Path, q+"/") {
+				if e.now.Mode == 0 {
+					edits[q] = nil
+				} else {
+					n := e.now
+					n.Name = filepath.Base(q)
+					edits[q] = &n
+				}
+				k.Path = q
+				kept = append(kept, k)
+				break
+			}
+		}
+	}
+	slices.SortFunc(kept, func(a, b Kept) int { return strings.Compare(a.Path, b.Path) })
+	end, err := worktree.EditTree(w, tck.Tree, edits, func(dir string) bool {
+		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
+		return err == nil && fi.IsDir()
+	})
+	return end, kept, err
+}
+
+// unpick takes the session's own changes out of path p's present content,
+// latest first, each as a line merge (the inverse of the change applied
+// to what came after it). It reports false when one cannot be: the lines
+// overlap, or a version is not text in a file.
+func unpick(present *Present, p string, seq []pathChange, session string) (objects.TreeEntry, bool, error) {
+	cur := seq[len(seq)-1].entry
+	var data []byte
+	read := func(e objects.TreeEntry, path string) ([]byte, bool, error) {
+		if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec {
+			return nil, false, nil
+		}
+		b, err := present.Read(e, path)
+		if err != nil {
+			return nil, false, err
+		}
+		return b, merge.IsText(b), nil
+	}
+	for i := len(seq) - 1; i >= 1; i-- {
+		if !seq[i].own(session) {
+			continue
+		}
+		if data == nil && sameEntry(cur, seq[i].entry) {
+			cur = seq[i-1].entry // nothing came after the change: its before is the content
+			continue
+		}
+		if data == nil {
+			b, ok, err := read(cur, p)
+			if err != nil || !ok {
+				return cur, false, err
+			}
+			data = b
+		}
+		o, ok1, err := read(seq[i].entry, "")
+		if err != nil {
+			return cur, false, err
+		}
+		b, ok2, err := read(seq[i-1].entry, "")
+		if err != nil || !ok1 || !ok2 {
+			return cur, false, err
+		}
+		merged, hunks := merge.Lines(data, o, b)
+		if len(hunks) > 0 {
+			return cur, false, nil
+		}
+		data = merged
+	}
+	if data == nil {
+		return cur, true, nil
+	}
+	id, n, err := present.Put(data)
+	if err != nil {
+		return cur, false, err
+	}
+	mode := cur.Mode
+	if mode != objects.ModeExec {
+		mode = objects.ModeFile
+	}
+	return objects.TreeEntry{Mode: mode, ID: id, Size: n}, true, nil
+}
+
+// sameEntry reports whether two entries hold the same content (both absent
+// included).
+func sameEntry(a, b objects.TreeEntry) bool { return a.Mode == b.Mode && a.ID == b.ID }
+
+// underAny reports whether p is one of paths or lies beneath one (a
+// directory's path may end in "/").
+func underAny(p string, paths []string) bool {
+	for _, q := range paths {
+		q = strings.TrimSuffix(q, "/")
+		if p == q || strings.HasPrefix(p, q+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func orUnknown(actor string) string {
+	if actor == "" {
+		return ActorUnknown
+	}
+	return actor
+}

@@ -1,0 +1,185 @@
+package snap_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/snaptest"
+)
+
+// keptPaths is the paths of a result's Kept, in order, each with its
+// marks: "b.txt" or "f.txt(merged)" or "g.txt(conflict)".
+func keptPaths(ks []snap.Kept) []string {
+	out := []string{}
+	for _, k := range ks {
+		p := k.Path
+		if k.Merged {
+			p += "(merged)"
+		}
+		if k.Conflict {
+			p += "(conflict)"
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// N2 (2026-11-27 report): session A's rewind leaves alone what session B
+// wrote and checkpointed since A's target; --all restores it all.
+func TestRewindKeepsAnotherSessionsWork(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "a\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{Session: "A"})
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "A-attempt\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent})
+	snaptest.WriteFiles(t, root, map[string]string{"b.txt": "B's work\n"})
+	b1 := checkpoint(t, r, snap.CheckpointOptions{Session: "B"})
+
+	dry, err := r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String(), DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keptPaths(dry.Kept); !sameStrings(got, []string{"b.txt"}) || len(dry.Deleted) != 0 {
+		t.Fatalf("dry run: kept %v, deleted %v", got, dry.Deleted)
+	}
+	res, err := r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := snaptest.Snapshot(t, root, snaptest.SkipStore)
+	if got["a.txt"] != "a\n" || got["b.txt"] != "B's work\n" {
+		t.Fatalf("after A's rewind: %v", got)
+	}
+	k := res.Kept[0]
+	if k.Session != "B" || k.Actor != snap.ActorUnknown || k.Checkpoint != b1.ID || res.Target != c1.ID {
+		t.Fatalf("kept %+v (target %s)", k, res.Target.Short())
+	}
+	// The head holds what is on disk: A's status is clean.
+	st, err := r.Status(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Clean {
+		t.Fatalf("status after a scoped rewind: %+v", st)
+	}
+	// Undo is exact.
+	if _, err := r.Undo(ctx, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["a.txt"] != "A-attempt\n" || got["b.txt"] != "B's work\n" {
+		t.Fatalf("after undo: %v", got)
+	}
+	// --all: as before actors.
+	res, err = r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String(), All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["b.txt"] != "" || len(res.Kept) != 0 {
+		t.Fatalf("after rewind --all: %v, kept %v", got, res.Kept)
+	}
+	snaptest.Fsck(t, r)
+}
+
+// The user's edits, recorded as theirs, survive the agent session's
+// rewind: a whole file kept, a file where both wrote different lines
+// merged, one where they wrote the same line kept as a conflict; and a
+// file another session wrote that the agent then overwrote goes back to
+// the other session's version, not to the target's.
+func TestRewindKeepsTheUsersLines(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"f.txt": "1\n2\n3\n4\n5\n", "g.txt": "x\n", "h.txt": "h0\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{Session: "A"})
+	snaptest.WriteFiles(t, root, map[string]string{"f.txt": "ONE\n2\n3\n4\n5\n", "g.txt": "agent\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent, Call: "toolu_1"})
+	snaptest.WriteFiles(t, root, map[string]string{"f.txt": "ONE\n2\n3\n4\nFIVE\n", "g.txt": "user\n", "notes.md": "mine\n", "h.txt": "B\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorUser})
+	snaptest.WriteFiles(t, root, map[string]string{"h.txt": "agent over B\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent})
+
+	res, err := r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keptPaths(res.Kept); !sameStrings(got, []string{"f.txt(merged)", "g.txt(conflict)", "h.txt(merged)", "notes.md"}) {
+		t.Fatalf("kept %v", got)
+	}
+	got := snaptest.Snapshot(t, root, snaptest.SkipStore)
+	want := map[string]string{"f.txt": "1\n2\n3\n4\nFIVE\n", "g.txt": "user\n", "h.txt": "B\n", "notes.md": "mine\n"}
+	if d := snaptest.Diff(want, got); d != "" {
+		t.Fatalf("after the rewind:\n%s", d)
+	}
+	for _, k := range res.Kept {
+		if k.Session != "A" || k.Actor != snap.ActorUser {
+			t.Fatalf("kept %+v: want the user of session A", k)
+		}
+	}
+	if _, err := r.Undo(ctx, "A"); err != nil {
+		t.Fatal(err)
+	}
+	got = snaptest.Snapshot(t, root, snaptest.SkipStore)
+	want = map[string]string{"f.txt": "ONE\n2\n3\n4\nFIVE\n", "g.txt": "user\n", "h.txt": "agent over B\n", "notes.md": "mine\n"}
+	if d := snaptest.Diff(want, got); d != "" {
+		t.Fatalf("after undo:\n%s", d)
+	}
+	snaptest.Fsck(t, r)
+}
+
+// An undo of a rewind leaves alone what another session wrote after the
+// rewind; undo --all does not; a redo keeps it too.
+func TestUndoKeepsWhatAnotherSessionWroteSince(t *testing.T) {
+	setup := func(t *testing.T) (*snap.Repo, string) {
+		r, root := snaptest.NewRepo(t)
+		snaptest.WriteFiles(t, root, map[string]string{"a.txt": "a1\n"})
+		c1 := checkpoint(t, r, snap.CheckpointOptions{Session: "A"})
+		snaptest.WriteFiles(t, root, map[string]string{"a.txt": "a2\n"})
+		checkpoint(t, r, snap.CheckpointOptions{Session: "A"})
+		if _, err := r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String()}); err != nil {
+			t.Fatal(err)
+		}
+		// B rewrites a.txt after A's rewind.
+		os.WriteFile(filepath.Join(root, "a.txt"), []byte("B\n"), 0o644)
+		checkpoint(t, r, snap.CheckpointOptions{Session: "B"})
+		return r, root
+	}
+	t.Run("scoped", func(t *testing.T) {
+		r, root := setup(t)
+		res, err := r.Undo(ctx, "A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["a.txt"] != "B\n" || len(res.Rewind.Kept) != 1 || res.Rewind.Kept[0].Session != "B" {
+			t.Fatalf("after A's undo: %v, kept %+v", got, res.Rewind.Kept)
+		}
+		// The redo (back to a1) keeps it too: A's changes and B's overlap.
+		res, err = r.Redo(ctx, "A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["a.txt"] != "B\n" || len(res.Rewind.Kept) != 1 || !res.Rewind.Kept[0].Conflict {
+			t.Fatalf("after A's redo: %v, kept %+v", got, res.Rewind.Kept)
+		}
+	})
+	t.Run("all", func(t *testing.T) {
+		r, root := setup(t)
+		if _, err := r.Undo(ctx, "A", snap.UndoOptions{All: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["a.txt"] != "a2\n" {
+			t.Fatalf("after undo --all: %v", got)
+		}
+	})
+}
