@@ -41,6 +41,7 @@ type Kept struct {
 	Session    string    `json:"session"`
 	Actor      string    `json:"actor"`
 	Checkpoint ID        `json:"checkpoint"`
+	Seq        int       `json:"seq"` // the checkpoint's #N in its session (0: none)
 	Time       time.Time `json:"time"`
 	Merged     bool      `json:"merged,omitempty"`
 	Conflict   bool      `json:"conflict,omitempty"`
@@ -67,13 +68,16 @@ func (c pathChange) own(session string) bool {
 }
 
 // pathChanges returns the changes of each of paths that the op log
-// recorded after since, in the order they were recorded. With others, only
+// recorded since target was (those of target itself aside), in the order
+// they were recorded. With others, only
 // changes of the actors that are not session's own are returned, and only
 // for paths that have one; without, every change of every path.
-func (r *Repo) pathChanges(h *history, session string, since time.Time, skip objects.ID, paths map[string]bool, othersOnly bool) (map[string][]pathChange, error) {
+func (r *Repo) pathChanges(h *history, session string, target objects.ID, since time.Time, paths map[string]bool, othersOnly bool) (map[string][]pathChange, error) {
 	if err := h.load(); err != nil {
 		return nil, err
 	}
+	skip := target
+	first := h.recordedAt(target, since)
 	out := map[string][]pathChange{}
 	diff := func(from, to objects.ID, c pathChange, under []string) error {
 		var fromTree objects.ID
@@ -99,8 +103,8 @@ func (r *Repo) pathChanges(h *history, session string, since time.Time, skip obj
 	// An unreadable checkpoint (expired, damaged) records nothing here:
 	// the change it held counts as unknown, as if never recorded.
 	gone := func(err error) bool { return errors.Is(err, objects.ErrNotFound) || errors.Is(err, objects.ErrCorrupt) }
-	for _, op := range h.ops {
-		if !op.Time.After(since) || len(op.Refs) == 0 || op.Refs[0].Name != refs.SessionHead(op.Session) {
+	for _, op := range h.ops[first:] {
+		if len(op.Refs) == 0 || op.Refs[0].Name != refs.SessionHead(op.Session) {
 			continue
 		}
 		switch OpKind(op.Kind) {
@@ -178,7 +182,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 		set[p] = true
 	}
 	h := r.history()
-	others, err := r.pathChanges(h, session, tck.When(), target, set, true)
+	others, err := r.pathChanges(h, session, target, tck.When(), set, true)
 	if err != nil || len(others) == 0 {
 		return tck.Tree, nil, err
 	}
@@ -187,7 +191,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 	for p := range others {
 		set[p] = true
 	}
-	all, err := r.pathChanges(h, session, tck.When(), target, set, false)
+	all, err := r.pathChanges(h, session, target, tck.When(), set, false)
 	if err != nil {
 		return tck.Tree, nil, err
 	}
@@ -269,6 +273,21 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 		}
 	}
 	slices.SortFunc(kept, func(a, b Kept) int { return strings.Compare(a.Path, b.Path) })
+	seqs := map[string]map[objects.ID]int{} // session → checkpoint → #N
+	for i, k := range kept {
+		if k.Session == "" {
+			continue
+		}
+		if seqs[k.Session] == nil {
+			seqs[k.Session] = map[objects.ID]int{}
+			if list, err := r.sessionCheckpoints(h, k.Session); err == nil {
+				for n, e := range list {
+					seqs[k.Session][e.ID] = n + 1
+				}
+			}
+		}
+		kept[i].Seq = seqs[k.Session][k.Checkpoint]
+	}
 	end, err := worktree.EditTree(w, tck.Tree, edits, func(dir string) bool {
 		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
 		return err == nil && fi.IsDir()

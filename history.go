@@ -3,7 +3,9 @@ package snap
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
@@ -296,4 +298,22 @@ func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, e
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].time < list[j].time })
 	return list, nil
+}
+
+// recordedAt is the index in the log of the op that recorded checkpoint
+// id (its checkpoint, safety checkpoint, built end or import); when no op
+// names it (a record a crash lost), the first op after time since. The log
+// must be loaded.
+func (h *history) recordedAt(id objects.ID, since time.Time) int {
+	for i, op := range h.ops {
+		if op.Checkpoint == id || op.Safety == id || builds(op.Kind) && op.Target == id || slices.Contains(op.Checkpoints, id) {
+			return i
+		}
+	}
+	for i, op := range h.ops {
+		if op.Time.After(since) {
+			return i
+		}
+	}
+	return len(h.ops)
 }

@@ -12,13 +12,17 @@ import (
 
 // LogEntry is one checkpoint as log lists it.
 type LogEntry struct {
-	Seq       int           `json:"seq"` // 1 = oldest in the session
-	ID        objects.ID    `json:"id"`
-	Session   string        `json:"session"`
-	Parent    *objects.ID   `json:"parent"`
-	Time      time.Time     `json:"time"`
-	Kind      string        `json:"kind"`
-	MessageID string        `json:"message_id,omitempty"`
+	Seq       int         `json:"seq"` // 1 = oldest in the session
+	ID        objects.ID  `json:"id"`
+	Session   string      `json:"session"`
+	Parent    *objects.ID `json:"parent"`
+	Time      time.Time   `json:"time"`
+	Kind      string      `json:"kind"`
+	MessageID string      `json:"message_id,omitempty"`
+	// Actor is who made the checkpoint's change (agent, user; "" unknown)
+	// and Call the agent's tool call it records, as the capture said.
+	Actor     string        `json:"actor,omitempty"`
+	Call      string        `json:"call,omitempty"`
 	Summary   string        `json:"summary,omitempty"`
 	Labels    []string      `json:"labels,omitempty"`
 	Stats     objects.Stats `json:"stats"`
@@ -82,7 +86,7 @@ func (r *Repo) Log(ctx context.Context, o LogOptions) ([]LogEntry, error) {
 			if ck == nil || o.Kind != "" && ck.Kind != o.Kind {
 				continue // expired by retention, or not asked for
 			}
-			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID,
+			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID, Actor: ck.Actor, Call: ck.Call,
 				Summary: ck.Summary, Labels: labels[list[i].ID], Stats: ck.Stats, Head: list[i].ID == head}
 			if len(ck.Parents) > 0 {
 				p := ck.Parents[0]
@@ -175,7 +179,7 @@ func (r *Repo) Show(ctx context.Context, id objects.ID) (*ShowResult, error) {
 		return nil, err
 	}
 	res := &ShowResult{Tree: ck.Tree, State: []StateInfo{}}
-	res.LogEntry = LogEntry{ID: id, Session: ck.Session, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID,
+	res.LogEntry = LogEntry{ID: id, Session: ck.Session, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID, Actor: ck.Actor, Call: ck.Call,
 		Summary: ck.Summary, Labels: labels[id], Stats: ck.Stats}
 	if list, err := r.sessionCheckpoints(r.history(), ck.Session); err == nil {
 		for i, e := range list {

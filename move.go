@@ -171,7 +171,7 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 	}
 	if !dryRun && safety == headID && (head == nil || !now.same(head)) {
 		summary := "before " + m.Kind + " to " + target.Short()
-		if m.build != nil {
+		if m.build != nil && !m.scoped {
 			summary = "before " + m.Kind // its target is recorded after this
 		}
 		cres, _, err := r.buildCheckpoint(w, session, headID, head, now, CheckpointOptions{Kind: kindPreRewind, Summary: summary})
@@ -260,11 +260,12 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 }
 
 // recordScopedEnd records the end of an actor-scoped move that kept what
-// other actors changed (tck: the target with their paths as they are), on
-// the safety checkpoint: the target's state documents and the kept tree.
-// It is durable when it returns, before the journal names it.
+// other actors changed (tck: the target with their paths as they are), as
+// a child of the target: its state documents and the kept tree, so that
+// the node's change is what was kept. It is durable when it returns,
+// before the journal names it.
 func (r *Repo) recordScopedEnd(t *tx, m *move, safety objects.ID, now *captured, tck *objects.Checkpoint) (objects.ID, error) {
-	sck, err := r.objects.ReadCheckpoint(safety)
+	target, err := r.objects.ReadCheckpoint(m.Target)
 	if err != nil {
 		return objects.ID{}, err
 	}
@@ -276,7 +277,7 @@ func (r *Repo) recordScopedEnd(t *tx, m *move, safety objects.ID, now *captured,
 		c.snap.Skipped = append(c.snap.Skipped, worktree.Skipped{Path: q, Kept: true})
 	}
 	summary := fmt.Sprintf("%s to %s, keeping what other actors changed since", m.Kind, m.Target.Short())
-	res, _, err := r.buildCheckpoint(t.objects(), m.Session, safety, sck, c, CheckpointOptions{Kind: m.Kind, Summary: summary})
+	res, _, err := r.buildCheckpoint(t.objects(), m.Session, m.Target, target, c, CheckpointOptions{Kind: m.Kind, Summary: summary})
 	if err != nil {
 		return objects.ID{}, err
 	}

@@ -57,6 +57,7 @@ type Event struct {
 	Kind       string // checkpoint kind: session-start, prompt, pre-tool, post-tool, stop, ...
 	Summary    string
 	MessageID  string // msg:ID finds the checkpoint (a tool call's id)
+	Call       string // the tool call whose changes a post-tool event records
 	// Paths, when not nil, are the only paths that can have changed (the
 	// edit-set hint of a file-editing tool), absolute or relative to Cwd.
 	// A path outside the project makes the event a full capture.
@@ -73,8 +74,25 @@ func (ev *Event) SetTool(before bool, what string, paths []string, id string) {
 	if before {
 		ev.Kind, ev.Summary, ev.MessageID = "pre-tool", "before "+what, id
 	} else {
-		ev.Kind, ev.Summary = "post-tool", "after "+what
+		ev.Kind, ev.Summary, ev.Call = "post-tool", "after "+what, id
 	}
+}
+
+// actorOf is who made what an event's capture finds changed since the
+// session's previous capture. A hook brackets every tool call that may
+// write: what a post-tool capture finds, or the end of a turn's, is the
+// agent's doing; what one before a tool call, at a prompt or at the
+// session's start finds was done outside the agent's tool calls: the
+// user's (unless another session recorded it first). Other events say
+// nothing ("": unknown).
+func actorOf(kind string) string {
+	switch kind {
+	case "post-tool", "stop", "subagent-stop":
+		return snap.ActorAgent
+	case "pre-tool", "prompt", "session-start":
+		return snap.ActorUser
+	}
+	return ""
 }
 
 // Options bound a hook's run.
@@ -289,7 +307,8 @@ func record(ctx context.Context, ev Event, o Options, opened func(*snap.Repo)) (
 		return nil, nil, "", err
 	}
 	opened(repo)
-	co := snap.CheckpointOptions{Session: SessionName(ev.Agent, ev.Session), Kind: ev.Kind, Summary: ev.Summary, MessageID: ev.MessageID}
+	co := snap.CheckpointOptions{Session: SessionName(ev.Agent, ev.Session), Kind: ev.Kind, Summary: ev.Summary, MessageID: ev.MessageID,
+		Actor: actorOf(ev.Kind), Call: ev.Call}
 	if ev.Label != "" {
 		co.Labels = []string{ev.Label}
 	}

@@ -21,6 +21,8 @@ type checkpointOptions struct {
 	Paths       []string
 	MaxFileSize string // bytes, with an optional K/M/G/T suffix
 	AllowEmpty  bool
+	Actor       string
+	Call        string
 }
 
 // docFlags are the state documents a command records: --conversation and
@@ -64,6 +66,13 @@ document back there.
 --paths P (repeatable) is the edit-set hint of a pre-edit hook: only those
 paths are examined; the rest of the tree is inherited from the parent.
 
+--actor says who made the changes since the head: "user" (you, or anything
+outside the agent's tool calls) or "agent" (the session's agent; --call ID
+names its tool call). Without it the actor is unknown. A rewind, undo or
+task revert of one session keeps what another session or the user changed
+since its target (see 'snap help rewind'); the hooks set the actor
+themselves.
+
 A checkpoint identical to the head (same files, same state documents, no
 --label) records nothing: the head's id is printed, marked unchanged
 ("unchanged": true in JSON), and -m MSG_ID still finds it. --allow-empty
@@ -76,7 +85,8 @@ the checkpoint; no rewind touches it while that is so.
 Examples:
    snap checkpoint -m msg_01 --summary "add parser" --conversation session.jsonl
    cat transcript.json | snap checkpoint --conversation - --kind post-tool
-   snap checkpoint --paths src/main.go --kind pre-tool --json`,
+   snap checkpoint --paths src/main.go --kind pre-tool --json
+   snap checkpoint --actor user --summary "my own fix"`,
 		Flags: withGlobals(append(docCLIFlags(),
 			&cli.StringFlag{Name: "message-id", Aliases: []string{"m"}, Usage: "the agent's message `ID` this checkpoint belongs to (REF msg:ID finds it)"},
 			&cli.StringFlag{Name: "summary", Usage: "one-line `TEXT` describing the step"},
@@ -85,6 +95,8 @@ Examples:
 			&cli.StringSliceFlag{Name: "paths", Usage: "examine only `P` (edit-set hint), inherit the rest; repeatable"},
 			&cli.StringFlag{Name: "max-file-size", Usage: "skip files larger than `N` bytes (suffixes K, M, G, T); default: the store's setting"},
 			&cli.BoolFlag{Name: "allow-empty", Usage: "record a checkpoint even when nothing differs from the head"},
+			&cli.StringFlag{Name: "actor", Usage: "who made the changes since the head: `A` = user or agent (default: unknown)"},
+			&cli.StringFlag{Name: "call", Usage: "the agent's tool call `ID` whose changes this records (with --actor agent)"},
 		)...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -100,6 +112,8 @@ Examples:
 				Paths:         c.StringSlice("paths"),
 				MaxFileSize:   c.String("max-file-size"),
 				AllowEmpty:    c.Bool("allow-empty"),
+				Actor:         c.String("actor"),
+				Call:          c.String("call"),
 			}, inv.stdout)
 		},
 	}
@@ -107,7 +121,7 @@ Examples:
 
 func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) error {
 	co := snap.CheckpointOptions{Session: o.session(), MessageID: o.MessageID, Summary: o.Summary,
-		Kind: o.Kind, Labels: o.Labels, AllowEmpty: o.AllowEmpty}
+		Kind: o.Kind, Labels: o.Labels, AllowEmpty: o.AllowEmpty, Actor: o.Actor, Call: o.Call}
 	if o.MaxFileSize != "" {
 		n, err := parseSize(o.MaxFileSize)
 		if err != nil {

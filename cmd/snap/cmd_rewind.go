@@ -20,6 +20,7 @@ type rewindOptions struct {
 	DryRun           bool
 	StateOut         string
 	State            []string
+	All              bool
 }
 
 func rewindCommand(inv *invocation) *cli.Command {
@@ -45,11 +46,21 @@ still are; the exit code is then 3.
                          session head stays where it is, as with
                          'git checkout REF -- P'; a P in neither REF nor the
                          working tree is an error (exit 4)
+   --all                 restore every path, also those other sessions or you
+                         changed since REF
    --dry-run             show what would change, change nothing
    --state-out DIR       write the state documents into DIR instead
    --state NAME          restore only state document NAME (repeatable): no
                          files, no other document; the head stays (to retry
                          an API call from a saved 'context', say)
+
+Only this session's own changes go back. A path that another session, or you
+outside the agent's tool calls, changed since REF (as the checkpoints record
+it) is kept and listed: "kept b.txt: written by session B at #3, ...". Where
+this session and the other changed different lines of one file, only this
+session's lines go back (merged); where they overlap, the file is left as it
+is (conflict). The session head then moves to a new checkpoint holding what
+is on disk. --all restores every path as REF has it, whoever changed it.
 
 The checkpoints after REF stay in 'snap log', marked (abandoned), and can be
 rewound to in turn.
@@ -65,6 +76,7 @@ Examples:
 			&cli.BoolFlag{Name: "conversation-only", Usage: "restore the state documents only, not the working tree"},
 			&cli.StringSliceFlag{Name: "path", Usage: "restore only `P` and what lies beneath it (implies --files-only); repeatable"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "report what would change; change nothing"},
+			&cli.BoolFlag{Name: "all", Usage: "restore every path, also what other sessions or you changed since REF"},
 			&cli.StringFlag{Name: "state-out", Usage: "write state documents into `DIR` instead of their recorded paths"},
 			&cli.StringSliceFlag{Name: "state", Usage: "restore only state document `NAME` (no files; the head stays); repeatable"},
 		),
@@ -74,7 +86,7 @@ Examples:
 			}
 			o := rewindOptions{globalOptions: globals(c), Ref: c.Args().First(),
 				FilesOnly: c.Bool("files-only"), ConversationOnly: c.Bool("conversation-only"),
-				Paths: c.StringSlice("path"), DryRun: c.Bool("dry-run"), StateOut: c.String("state-out"), State: c.StringSlice("state")}
+				Paths: c.StringSlice("path"), DryRun: c.Bool("dry-run"), StateOut: c.String("state-out"), State: c.StringSlice("state"), All: c.Bool("all")}
 			if len(o.State) > 0 && (o.FilesOnly || len(o.Paths) > 0) {
 				return usageErrorf("--state restores state documents only; it cannot go with --files-only or --path")
 			}
@@ -101,7 +113,7 @@ func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
 	}
 	defer repo.Close()
 	ro := snap.RewindOptions{Session: o.session(), Target: o.Ref, FilesOnly: o.FilesOnly,
-		ConversationOnly: o.ConversationOnly, DryRun: o.DryRun, State: o.State}
+		ConversationOnly: o.ConversationOnly, DryRun: o.DryRun, State: o.State, All: o.All}
 	if len(o.Paths) > 0 {
 		if ro.Paths, err = o.projectPaths(repo, o.Paths); err != nil {
 			return err
@@ -134,7 +146,7 @@ func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
 			}
 			fmt.Fprintf(w, "%s session %s to %s\n", verb, o.session(), res.Target.Short())
 		}
-		writeRewind(w, res, "'snap undo' returns to it")
+		writeRewind(w, res, o.session(), "'snap undo' returns to it")
 		return nil
 	}); perr != nil {
 		return perr
@@ -142,8 +154,8 @@ func runRewind(ctx context.Context, o rewindOptions, out io.Writer) error {
 	return err
 }
 
-// writeRewind prints what a rewind (or an undo/redo of one) did.
-func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
+// writeRewind prints what a rewind (or an undo/redo of one) did in session.
+func writeRewind(w io.Writer, res *snap.RewindResult, session, safetyNote string) {
 	switch {
 	case res.SafetyCheckpoint != nil && res.SafetyCreated:
 		fmt.Fprintf(w, "safety checkpoint %s (%s)\n", res.SafetyCheckpoint, safetyNote)
@@ -179,6 +191,9 @@ func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
 		}
 		fmt.Fprintf(w, "  %s %s -> %s%s\n", state, s.Name, quotePath(s.Path), note)
 	}
+	for _, k := range res.Kept {
+		fmt.Fprintf(w, "  kept     %s: %s\n", quotePath(k.Path), keptReason(k, session))
+	}
 	for _, e := range res.Errors {
 		fmt.Fprintf(w, "  FAILED   %s: %s\n", quotePath(e.Path), printable(e.Error))
 	}
@@ -198,7 +213,40 @@ func writeRewind(w io.Writer, res *snap.RewindResult, safetyNote string) {
 	if len(res.Errors) > 0 {
 		summary += fmt.Sprintf("; %s FAILED", plural(len(res.Errors), "path"))
 	}
+	if len(res.Kept) > 0 {
+		summary += fmt.Sprintf("; KEPT %s that another session or you changed since (--all restores them too)", plural(len(res.Kept), "path"))
+	}
 	fmt.Fprintln(w, summary)
+}
+
+// keptReason says who changed a kept path and what the move did with it:
+// "written by session B at #3, 14:02", "your edit at 14:05", and for a
+// merge or a conflict how it stands.
+func keptReason(k snap.Kept, session string) string {
+	who := "written by session " + printable(k.Session)
+	switch {
+	case k.Actor == snap.ActorUser:
+		who = "your edit"
+		if k.Session != session {
+			who += " (recorded in session " + printable(k.Session) + ")"
+		}
+	case k.Session == "":
+		who = "changed by another actor"
+	case k.Actor == snap.ActorAgent:
+		who += "'s agent"
+	}
+	at := " at "
+	if k.Seq > 0 {
+		at += fmt.Sprintf("#%d, ", k.Seq)
+	}
+	at += when(k.Time)
+	switch {
+	case k.Merged:
+		return who + at + "; merged: this session's own change taken out, that one kept"
+	case k.Conflict:
+		return who + at + ", over this session's change: left as it is (conflict)"
+	}
+	return who + at + ": left as it is"
 }
 
 // withSafety adds the safety checkpoint to the error of a rewind that failed

@@ -105,6 +105,13 @@ func runShow(ctx context.Context, o showOptions, out io.Writer) error {
 		fmt.Fprintf(tw, "session\t%s\n", session)
 		fmt.Fprintf(tw, "time\t%s\n", when(res.Time))
 		fmt.Fprintf(tw, "kind\t%s\n", res.Kind)
+		if res.Actor != "" {
+			actor := res.Actor
+			if res.Call != "" {
+				actor += " (tool call " + printable(res.Call) + ")"
+			}
+			fmt.Fprintf(tw, "actor\t%s\n", actor)
+		}
 		if res.MessageID != "" {
 			fmt.Fprintf(tw, "message id\t%s\n", res.MessageID)
 		}

@@ -23,6 +23,7 @@ type taskOptions struct {
 	KeepOpen  bool
 	GitCommit *bool  // --git-commit given (nil: git.commit-on decides)
 	Format    string // tree: "" (the tree) or "text" (for a prompt)
+	All       bool   // revert: every path back, whoever changed it
 }
 
 func taskCommand(inv *invocation) *cli.Command {
@@ -44,7 +45,7 @@ func taskCommand(inv *invocation) *cli.Command {
 					return usageErrorf("task %s takes one argument, %s (quote it)", verb, what)
 				}
 				o.Text, o.docFlags = c.Args().First(), docFlagsOf(c, inv)
-				o.Parent, o.KeepOpen, o.GitCommit = c.String("parent"), c.Bool("keep-open"), gitCommitFlagOf(c)
+				o.Parent, o.KeepOpen, o.GitCommit, o.All = c.String("parent"), c.Bool("keep-open"), gitCommitFlagOf(c), c.Bool("all")
 			}
 			return runTask(c.Context, o, inv.stdout)
 		}
@@ -109,9 +110,11 @@ task-begin checkpoint; the conversation and other state documents stay as
 they are. The task is recorded as reverted with REASON in a task-revert
 checkpoint and popped; tasks finished since it began are marked undone with
 it, and staged edits are dropped. 'snap undo' brings the attempt (and the
-staged edits) back. --json answers
-{task, checkpoint, stack, rewind} (rewind as 'snap rewind --json' reports it).`,
-				Flags:  withGlobals(),
+staged edits) back. What another session or you changed since the task
+began is kept and listed, as by 'snap rewind'; --all puts every path back.
+--json answers {task, checkpoint, stack, rewind} (rewind as 'snap rewind
+--json' reports it, with kept).`,
+				Flags:  withGlobals(allFlag()),
 				Action: run("revert"),
 			},
 			{Name: "tree", Usage: "show the task stack and tree (the default)", Flags: treeFlags, Action: run("tree"),
@@ -166,7 +169,7 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	to := workflow.TaskOptions{Session: o.session(), Text: o.Text, KeepOpen: o.KeepOpen, State: docs}
+	to := workflow.TaskOptions{Session: o.session(), Text: o.Text, KeepOpen: o.KeepOpen, State: docs, All: o.All}
 	if o.Parent != "" {
 		n, err := strconv.Atoi(o.Parent)
 		if err != nil {
@@ -246,7 +249,7 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 				fmt.Fprintf(w, "committed task %d: %s (checkpoint %s)\n", t.ID, printable(oneLine(t.Summary)), res.Checkpoint.Short())
 			}
 		case "revert":
-			writeRewind(w, res.Rewind, "'snap undo' brings the attempt back")
+			writeRewind(w, res.Rewind, o.session(), "'snap undo' brings the attempt back")
 			fmt.Fprintf(w, "reverted task %d: %s (checkpoint %s)\n", t.ID, printable(oneLine(t.Reason)), res.Checkpoint.Short())
 		}
 		if len(res.Stack) == 0 {

@@ -14,6 +14,7 @@ import (
 type undoOptions struct {
 	globalOptions
 	Redo bool // re-apply the last undone operation instead
+	All  bool // a move changes every path back, whoever changed it since
 }
 
 func undoCommand(inv *invocation) *cli.Command {
@@ -38,6 +39,10 @@ func undoCommand(inv *invocation) *cli.Command {
                 the files they changed go back as they were, uncheckpointed
                 edits included; a task revert's staged edits are staged again
 
+An undo that moves files changes only this session's own changes, as a rewind
+does: what another session or you changed since the operation is kept and
+listed; --all puts every path back. (See 'snap help rewind'.)
+
 Repeated undos walk further back; 'snap redo' re-applies what was undone.
 Before an undo changes files it records a safety checkpoint of whatever
 changed since, so an undo cannot lose work either.
@@ -45,12 +50,12 @@ changed since, so an undo cannot lose work either.
 Examples:
    snap rewind '#2' && snap undo    # as if the rewind never happened
    snap undo --json`,
-		Flags: withGlobals(),
+		Flags: withGlobals(allFlag()),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usageErrorf("undo takes no arguments")
 			}
-			return runUndo(c.Context, undoOptions{globalOptions: globals(c)}, inv.stdout)
+			return runUndo(c.Context, undoOptions{globalOptions: globals(c), All: c.Bool("all")}, inv.stdout)
 		},
 	}
 }
@@ -67,14 +72,20 @@ undo clears what can be redone, as in an editor.
 
 Example:
    snap undo && snap redo`,
-		Flags: withGlobals(),
+		Flags: withGlobals(allFlag()),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usageErrorf("redo takes no arguments")
 			}
-			return runUndo(c.Context, undoOptions{globalOptions: globals(c), Redo: true}, inv.stdout)
+			return runUndo(c.Context, undoOptions{globalOptions: globals(c), Redo: true, All: c.Bool("all")}, inv.stdout)
 		},
 	}
+}
+
+// allFlag is --all of the commands that move files back: every path, not
+// only the session's own changes.
+func allFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "all", Usage: "put every path back, also what other sessions or you changed since"}
 }
 
 // runUndo runs undo (or redo with o.Redo). For a rewind that failed on some
@@ -87,9 +98,9 @@ func runUndo(ctx context.Context, o undoOptions, out io.Writer) error {
 	defer repo.Close()
 	var res *snap.UndoResult
 	if o.Redo {
-		res, err = repo.Redo(ctx, o.session())
+		res, err = repo.Redo(ctx, o.session(), snap.UndoOptions{All: o.All})
 	} else {
-		res, err = repo.Undo(ctx, o.session())
+		res, err = repo.Undo(ctx, o.session(), snap.UndoOptions{All: o.All})
 	}
 	startAutoGC(ctx, repo)
 	if err != nil && !(errors.Is(err, snap.ErrPartial) && res != nil && res.Rewind != nil) {
@@ -109,7 +120,7 @@ func runUndo(ctx context.Context, o undoOptions, out io.Writer) error {
 			if o.Redo {
 				op = "redo"
 			}
-			writeRewind(w, res.Rewind, "holds the state from before this "+op)
+			writeRewind(w, res.Rewind, o.session(), "holds the state from before this "+op)
 			return nil
 		}
 		for _, c := range res.Op.Refs {

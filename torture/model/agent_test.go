@@ -1508,7 +1508,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 		}
 	}
 	if why != "" || begin == nil {
-		_, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text})
+		_, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text, All: true})
 		r.checkUnchanged(p, d0, o0, "a refused task revert")
 		if err == nil {
 			r.failf("task-op", "%s succeeded; the model expects a usage error: %s", what, why)
@@ -1523,7 +1523,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	}
 	sc := scope{files: true}
 	me := p.expectMove(d0, o0, begin, h, sc, nil, nil)
-	res, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text})
+	res, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text, All: true})
 	if maybe && err != nil && !errors.Is(err, snap.ErrPartial) {
 		if !errors.Is(err, snap.ErrNoCheckpoint) {
 			r.failf("task-op", "%s: %v; across checkpoints retention expired the model expects a no-such-checkpoint error (ErrExpired)", what, err)

@@ -640,7 +640,10 @@ func (p *project) target(origin int, form, session string) (rec *ckRec, ref stri
 }
 
 func scopeOf(op *Op) (scope, snap.RewindOptions) {
-	o := snap.RewindOptions{Session: op.Session}
+	// All: the model predicts moves of every path; what a session's move
+	// keeps of other actors' changes (RewindOptions.All unset) is not
+	// modelled yet (issue 22; actors_test.go and actors.txtar test it).
+	o := snap.RewindOptions{Session: op.Session, All: true}
 	switch op.Scope {
 	case "files":
 		o.FilesOnly = true
@@ -979,9 +982,9 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	o0 := p.scanOut()
 	call := func() (*snap.UndoResult, error) {
 		if undo {
-			return p.repo.Undo(r.ctx, op.Session)
+			return p.repo.Undo(r.ctx, op.Session, snap.UndoOptions{All: true})
 		}
-		return p.repo.Redo(r.ctx, op.Session)
+		return p.repo.Redo(r.ctx, op.Session, snap.UndoOptions{All: true})
 	}
 	if p.desynced && len(stack) == 0 {
 		// The model lost track after a failure it could not predict:
