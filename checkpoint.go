@@ -18,8 +18,8 @@ import (
 
 // CheckpointOptions describe one checkpoint.
 type CheckpointOptions struct {
-	Session     string
-	MessageID   string
+	Session   string
+	MessageID string
 	// Actor is who made the changes since the head: ActorAgent (the
 	// session's agent, in a tool call or its turn), ActorUser (the person,
 	// or anything outside the agent's tool calls), or "" when the caller
