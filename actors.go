@@ -165,7 +165,7 @@ func (r *Repo) pathChanges(h *history, session string, target objects.ID, since 
 func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, target objects.ID, tck *objects.Checkpoint, paths []string) (objects.ID, []Kept, error) {
 	// The paths the move would change: those it leaves alone anyway
 	// (unreadable now or then, excluded) are not its to keep.
-	leave := slices.Concat(now.unreadable(), tck.Skipped, now.excluded)
+	leave := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)))
 	type ends struct{ now, end objects.TreeEntry }
 	cands := map[string]ends{}
 	err := objects.DiffTrees(w, now.tree, tck.Tree, func(c objects.Change) error {

@@ -25,8 +25,13 @@ type captured struct {
 	snap    *worktree.Snapshot
 	// stateSkipped: documents whose source could not be read ("state:NAME").
 	stateSkipped []worktree.Skipped
-	// excluded: project paths that are state-document sources, not files.
+	// excluded: project paths that are this session's state-document
+	// sources, not files.
 	excluded []string
+	// othersDocs: project paths that another session keeps a state
+	// document at (path → "session S's state document NAME"): files here,
+	// which no move of this session changes.
+	othersDocs map[string]string
 }
 
 // same reports whether c records exactly what checkpoint ck does: tree,
@@ -95,7 +100,11 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			delete(sources, d.Name)
 		}
 	}
-	wopts.Exclude = r.inProject(sources, spec.exclude, r.sessionSources())
+	// Another session's documents are files here (N1): recorded, never
+	// recorded as deleted while on disk, and left alone by this session's
+	// moves.
+	wopts.Exclude = r.inProject(sources, spec.exclude)
+	others := r.othersDocs(wopts.Exclude)
 	var snap *worktree.Snapshot
 	var err error
 	switch {
@@ -120,7 +129,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		return nil, err
 	}
 	c := &captured{tree: snap.Tree, snap: snap, sources: map[string]string{}, docs: map[string]objects.TreeEntry{},
-		data: map[string][]byte{}, files: map[string]string{}, excluded: wopts.Exclude}
+		data: map[string][]byte{}, files: map[string]string{}, excluded: wopts.Exclude, othersDocs: others}
 	var pstate *objects.Tree
 	if parent != nil {
 		if pstate, err = r.objects.ReadTree(parent.State); err != nil {

@@ -371,8 +371,9 @@ func (r *Repo) ChangedPaths(ctx context.Context, from objects.ID, to *objects.ID
 
 // sourcesNow: Diff(from, nil) captures the working tree as a child of
 // from, so it leaves out the state-document sources from recorded inside
-// the project as well as every session head's. A task commit's checkpoint
-// is a child of the session head and leaves out only the heads' sources:
+// the project. A task commit's checkpoint is a child of the session head
+// and leaves out only the head's sources (another session's are files to
+// it):
 // a file at a source of from's that no head names any more (the
 // transcript moved out, say) is a tree file to it, and the git bridge
 // commits it (model finding M20). sourcesNow returns those sources (redo)
@@ -383,7 +384,15 @@ func (r *Repo) sourcesNow(ctx context.Context, from objects.ID) (redo []string, 
 	if err != nil || len(node.StateSources) == 0 {
 		return nil, nil, err
 	}
-	excluded := r.inProject(r.sessionSources())
+	_, head, err := r.head(node.Session)
+	if err != nil {
+		return nil, nil, err
+	}
+	var headSources map[string]string
+	if head != nil {
+		headSources = head.StateSources
+	}
+	excluded := r.inProject(headSources)
 	for _, rel := range r.inProject(node.StateSources) {
 		if !slices.Contains(excluded, rel) {
 			redo = append(redo, rel)

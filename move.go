@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -303,7 +304,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 	if scope.Files {
 		// Paths that could not be read, now or when the target was
 		// captured, are left as they are: neither side knows their content.
-		keep := slices.Concat(now.unreadable(), tck.Skipped, now.excluded)
+		keep := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)))
 		var undoFrom objects.ID // the tree the undone rewind wrote its created paths from
 		if scope.UndoFrom != nil {
 			if ck, err := r.objects.ReadCheckpoint(*scope.UndoFrom); err == nil {
@@ -335,8 +336,14 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		}
 		for _, p := range rr.Kept {
 			if !slices.ContainsFunc(res.Skipped, func(s worktree.Skipped) bool { return s.Path == p }) {
-				res.Skipped = append(res.Skipped, worktree.Skipped{Path: p, Kept: true,
-					Reason: "could not be read when the target was checkpointed"})
+				reason := "could not be read when the target was checkpointed"
+				switch {
+				case now.othersDocs[p] != "":
+					reason = now.othersDocs[p]
+				case slices.Contains(now.excluded, p):
+					reason = "a state document of this session (restored as one, not as a file)"
+				}
+				res.Skipped = append(res.Skipped, worktree.Skipped{Path: p, Kept: true, Reason: reason})
 			}
 		}
 	}

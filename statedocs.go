@@ -148,16 +148,25 @@ func (r *Repo) inProject(sources ...map[string]string) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// sessionSources returns the state-document sources of every session's
-// head: a transcript one session keeps in the project is not a tree file
-// for another either, so no other session's rewind deletes it.
-func (r *Repo) sessionSources() map[string]string {
+// othersDocs returns the project paths where a session's head keeps a
+// state document, other than own (this capture's own, excluded from its
+// tree), each with what it is: "session S's state document NAME". To
+// every other session such a path is a file (model finding M1, report
+// N1), which no move of theirs overwrites or deletes.
+func (r *Repo) othersDocs(own []string) map[string]string {
 	out := map[string]string{}
 	heads, _ := r.refs.List(refs.SessionsPrefix)
 	for _, h := range heads {
-		if ck, err := r.objects.ReadCheckpoint(h.ID); err == nil {
-			for name, src := range ck.StateSources {
-				out[h.Name+":"+name] = src
+		ck, err := r.objects.ReadCheckpoint(h.ID)
+		if err != nil {
+			continue
+		}
+		session, _, _ := refs.SessionOf(h.Name)
+		for _, name := range slices.Sorted(maps.Keys(ck.StateSources)) {
+			for _, rel := range r.inProject(map[string]string{name: ck.StateSources[name]}) {
+				if _, seen := out[rel]; !seen && !slices.Contains(own, rel) {
+					out[rel] = fmt.Sprintf("session %s's state document %s", session, name)
+				}
 			}
 		}
 	}
