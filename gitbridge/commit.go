@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,12 +16,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/merge"
 )
 
 // CommitResult is the commit made on the user's branch.
@@ -255,6 +258,10 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 	if err != nil {
 		return nil, err
 	}
+	fromNode, _, err := b.snap.ReadNode(ctx, from)
+	if err != nil {
+		return nil, err
+	}
 	res := &CommitResult{Branch: u.branch.Short(), Paths: []string{}}
 	g := newToGit(ctx, b.snap, b.git.Storer, nil)
 	// What each path becomes (by its path in the git repository, which
@@ -289,6 +296,13 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 		}
 		h, err := g.blob(e.ID, e.Size)
 		if err != nil {
+			return nil, err
+		}
+		// Only the task's change goes on the branch (N3): where HEAD
+		// differs from what the task began with (your uncommitted edits),
+		// the change from its begin to its end is applied to HEAD's
+		// content, and your edits stay in the working tree, uncommitted.
+		if h, err = b.ownChange(ctx, g, u, fromNode.Tree, sp, p, e, h); err != nil {
 			return nil, err
 		}
 		mode := map[snap.Mode]filemode.FileMode{snap.ModeFile: filemode.Regular, snap.ModeExec: filemode.Executable, snap.ModeSymlink: filemode.Symlink}[e.Mode]
@@ -343,8 +357,11 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 	if err != nil {
 		return nil, err
 	}
-	sig := b.signature(node.When())
-	msg := strings.TrimRight(message, "\n") + "\n\n" + TrailerCheckpoint + ": " + to.String() + "\n"
+	// The commit is on the user's branch: theirs to sign (N3), the
+	// session and checkpoint in trailers.
+	sig := b.userSignature(node.When())
+	msg := strings.TrimRight(message, "\n") + "\n\n" + TrailerCheckpoint + ": " + to.String() + "\n" +
+		TrailerSession + ": " + node.Session + "\n"
 	c := &object.Commit{Author: sig, Committer: sig, TreeHash: tree, ParentHashes: parents, Message: msg}
 	obj := b.git.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
@@ -362,6 +379,74 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 		return res, fmt.Errorf("committed %s on %s, but updating the git index failed: %w ('git reset -q -- %s' refreshes it)", ch.String()[:12], res.Branch, err, strings.Join(paths, " "))
 	}
 	return res, nil
+}
+
+// ownChange is the content path p (sp in the project) is committed with,
+// given the task's end e (git blob h): h itself when HEAD holds what the
+// task began with (or no file, or the task's begin had none); else the
+// change from the begin to e applied to HEAD's content by lines. A change
+// that cannot be applied so (overlapping lines, not text) refuses the
+// commit, naming the path.
+func (b *Bridge) ownChange(ctx context.Context, g *toGit, u *userRepo, fromTree snap.ID, sp, p string, e snap.TreeEntry, h plumbing.Hash) (plumbing.Hash, error) {
+	if u.tree == nil || e.Mode == snap.ModeSymlink {
+		return h, nil
+	}
+	he, err := u.tree.FindEntry(p)
+	if err != nil || he.Mode != filemode.Regular && he.Mode != filemode.Executable {
+		return h, nil
+	}
+	fe, ok, err := b.entryAt(ctx, fromTree, sp)
+	if err != nil || !ok || fe.Mode != snap.ModeFile && fe.Mode != snap.ModeExec {
+		return h, err
+	}
+	fh, err := g.blob(fe.ID, fe.Size)
+	if err != nil || fh == he.Hash || h == he.Hash {
+		return h, err
+	}
+	read := func(id plumbing.Hash) ([]byte, error) {
+		blob, err := b.git.BlobObject(id)
+		if err != nil {
+			return nil, err
+		}
+		rd, err := blob.Reader()
+		if err != nil {
+			return nil, err
+		}
+		defer rd.Close()
+		return io.ReadAll(rd)
+	}
+	head, err1 := read(he.Hash)
+	begin, err2 := read(fh)
+	end, err3 := read(h)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return h, err
+	}
+	refuse := func(why string) error {
+		return fmt.Errorf("%w: %s: %s; commit or stash your own changes to it first, or commit with git (nothing was committed)",
+			snap.ErrConflict, p, why)
+	}
+	if !merge.IsText(head) || !merge.IsText(begin) || !merge.IsText(end) {
+		return h, refuse("it holds uncommitted changes from before the task, and it is not text that the task's change could be applied to alone")
+	}
+	merged, hunks := merge.Lines(head, begin, end)
+	if len(hunks) > 0 {
+		return h, refuse(fmt.Sprintf("the task's change overlaps uncommitted changes made before it (at line %d)", hunks[0].Line))
+	}
+	return g.putStream(int64(len(merged)), func(w io.Writer) error {
+		_, err := w.Write(merged)
+		return err
+	})
+}
+
+// userSignature is the identity of a commit on the user's own branch: the
+// repository's user.name and user.email (its config, then the global and
+// system ones), else snap's git.author.
+func (b *Bridge) userSignature(t time.Time) object.Signature {
+	sig := b.signature(t)
+	if cfg, err := b.git.ConfigScoped(config.SystemScope); err == nil && cfg.User.Name != "" && cfg.User.Email != "" {
+		sig.Name, sig.Email = cfg.User.Name, cfg.User.Email
+	}
+	return sig
 }
 
 // entryAt finds path p in snap tree root.
