@@ -152,6 +152,13 @@ type rewindIn struct {
 	FilesOnly        bool   `json:"files_only,omitempty" jsonschema:"leave the conversation as it is"`
 	ConversationOnly bool   `json:"conversation_only,omitempty" jsonschema:"leave the files as they are"`
 	Confirm          bool   `json:"confirm,omitempty" jsonschema:"false (default): only report what would change; true: do it"`
+	All              bool   `json:"all,omitempty" jsonschema:"also put back what other sessions or the user changed since ref (default false: only this session's own changes go back; the others' are kept and listed in kept)"`
+}
+
+// undoIn is the argument of undo and redo.
+type undoIn struct {
+	sessionArg
+	All bool `json:"all,omitempty" jsonschema:"also put back what other sessions or the user changed since (default false: they are kept and listed in rewind.kept)"`
 }
 
 type conversationIn struct {
@@ -193,6 +200,7 @@ type commitIn struct {
 type revertIn struct {
 	sessionArg
 	Reason string `json:"reason" jsonschema:"why the attempt is abandoned"`
+	All    bool   `json:"all,omitempty" jsonschema:"with a task open: also put back what other sessions or the user changed since it began (default false: kept and listed)"`
 }
 
 // tool registers a tool whose result is the engine's answer.
@@ -302,15 +310,19 @@ func (s *Server) register(srv *sdk.Server) {
 		})
 	tool(s, srv, "status", "What changed in the working tree and the state documents since the last checkpoint.",
 		func(ctx context.Context, in sessionArg) (any, error) { return r.Status(ctx, s.sess(in)) })
-	tool(s, srv, "rewind", "Move the files and/or the conversation back (or forward) to a checkpoint. A dry run that reports what would change unless confirm is true; when done, a safety checkpoint of the present was taken first, so 'undo' returns.",
+	tool(s, srv, "rewind", "Move the files and/or the conversation back (or forward) to a checkpoint. A dry run that reports what would change unless confirm is true; when done, a safety checkpoint of the present was taken first, so 'undo' returns. Only this session's own changes go back: files another session or the user changed since are kept and listed in kept (all: true puts them back too).",
 		func(ctx context.Context, in rewindIn) (any, error) {
 			return r.Rewind(ctx, snap.RewindOptions{Session: s.sess(in.sessionArg), Target: in.Ref, FilesOnly: in.FilesOnly,
-				ConversationOnly: in.ConversationOnly, DryRun: !in.Confirm})
+				ConversationOnly: in.ConversationOnly, DryRun: !in.Confirm, All: in.All})
 		})
-	tool(s, srv, "undo", "Undo the session's last operation (a rewind, a checkpoint, a task or edit commit, a revert).",
-		func(ctx context.Context, in sessionArg) (any, error) { return r.Undo(ctx, s.sess(in)) })
+	tool(s, srv, "undo", "Undo the session's last operation (a rewind, a checkpoint, a task or edit commit, a revert). Files another session or the user changed since are kept (all: true puts them back too).",
+		func(ctx context.Context, in undoIn) (any, error) {
+			return r.Undo(ctx, s.sess(in.sessionArg), snap.UndoOptions{All: in.All})
+		})
 	tool(s, srv, "redo", "Redo the operation the last undo reversed.",
-		func(ctx context.Context, in sessionArg) (any, error) { return r.Redo(ctx, s.sess(in)) })
+		func(ctx context.Context, in undoIn) (any, error) {
+			return r.Redo(ctx, s.sess(in.sessionArg), snap.UndoOptions{All: in.All})
+		})
 	tool(s, srv, "conversation", "Read the conversation recorded at a checkpoint as messages (paged); with compact, each finished task's messages are replaced by its summary.",
 		func(ctx context.Context, in conversationIn) (any, error) {
 			ref := in.Ref
@@ -388,7 +400,7 @@ func (s *Server) register(srv *sdk.Server) {
 		func(ctx context.Context, in revertIn) (any, error) {
 			sess := s.sess(in.sessionArg)
 			if tree, err := s.flow.Tasks(ctx, sess, nil); err == nil && tree.Current != nil {
-				res, err := s.flow.TaskRevert(ctx, workflow.TaskOptions{Session: sess, Text: in.Reason})
+				res, err := s.flow.TaskRevert(ctx, workflow.TaskOptions{Session: sess, Text: in.Reason, All: in.All})
 				return withStatus("reverted", res), err
 			}
 			res, err := s.flow.EditRevert(ctx, sess, in.Reason)

@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/mcp"
 	"github.com/snapcore-dev/snap/snaptest"
 )
@@ -335,5 +336,47 @@ func TestBeginTaskParentAsTheCLI(t *testing.T) {
 	out, _, _ = begin(map[string]any{"goal": "child"})
 	if task, _ := out["task"].(map[string]any); task["parent"] != float64(2) {
 		t.Fatalf("a begin with no parent_task_id: parent %v, want the current task 2", task["parent"])
+	}
+}
+
+// An agent's rewind through the MCP server keeps what another session
+// wrote since its target and lists it in kept; all: true puts it back too;
+// undo takes all as well.
+func TestRewindKeepsAnotherSession(t *testing.T) {
+	ctx := context.Background()
+	repo, root := snaptest.NewRepo(t)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644)
+	cs := connect(t, mcp.New(repo, mcp.Options{Session: "agent", Version: "test"}))
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %s", name, err, text(res))
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var out map[string]any
+		json.Unmarshal(b, &out)
+		return out
+	}
+	first := call("checkpoint", map[string]any{"summary": "start"})
+	os.WriteFile(filepath.Join(root, "b.txt"), []byte("B's work\n"), 0o644)
+	if _, err := repo.Checkpoint(ctx, snap.CheckpointOptions{Session: "B"}); err != nil {
+		t.Fatal(err)
+	}
+	res := call("rewind", map[string]any{"ref": first["id"], "confirm": true})
+	kept, _ := res["kept"].([]any)
+	if len(kept) != 1 || kept[0].(map[string]any)["path"] != "b.txt" || kept[0].(map[string]any)["session"] != "B" {
+		t.Fatalf("rewind: kept %v", res["kept"])
+	}
+	if _, err := os.Stat(filepath.Join(root, "b.txt")); err != nil {
+		t.Fatalf("B's file after the agent's rewind: %v", err)
+	}
+	call("undo", map[string]any{"all": true})
+	res = call("rewind", map[string]any{"ref": first["id"], "confirm": true, "all": true})
+	if kept, _ := res["kept"].([]any); len(kept) != 0 {
+		t.Fatalf("rewind all: kept %v", res["kept"])
+	}
+	if _, err := os.Stat(filepath.Join(root, "b.txt")); err == nil {
+		t.Fatal("rewind with all: true left b.txt")
 	}
 }
