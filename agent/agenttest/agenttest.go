@@ -14,7 +14,9 @@
 //     parses to an Event of the adapter's, with the session, cwd and
 //     transcript, that records a checkpoint; agent.Hook records each one in
 //     the session agent.SessionName derives, and logs it under the
-//     adapter's name; an event it does not hook records nothing.
+//     adapter's name, with the actor its kind implies (the agent's after a
+//     tool call or a turn, the user's before a tool call, at a prompt or
+//     at the session's start); an event it does not hook records nothing.
 //   - garbage: no payload makes Parse panic or forget whose event it is
 //     (empty, not JSON, not an object, deeply nested, huge, every field
 //     missing or of the wrong type, hostile strings and paths in every
@@ -234,6 +236,17 @@ func events(t *testing.T, a agent.Adapter, f Fixtures) {
 	log, err := repo.Log(ctx, snap.LogOptions{Session: agent.SessionName(a.Name(), session)})
 	if err != nil || len(log) != len(a.Hooks()) {
 		t.Fatalf("%d checkpoints (%v) for %d events, each after a change", len(log), err, len(a.Hooks()))
+	}
+	// Who made each event's change (issue 22): what a capture after a
+	// tool call or at the end of a turn finds is the agent's, what one
+	// before a tool call, at a prompt or at the session's start finds is
+	// the user's.
+	wantActor := map[string]string{"post-tool": snap.ActorAgent, "stop": snap.ActorAgent, "subagent-stop": snap.ActorAgent,
+		"pre-tool": snap.ActorUser, "prompt": snap.ActorUser, "session-start": snap.ActorUser}
+	for _, e := range log {
+		if e.Actor != wantActor[e.Kind] {
+			t.Errorf("a %s checkpoint records actor %q, want %q", e.Kind, e.Actor, wantActor[e.Kind])
+		}
 	}
 	lines, _ := agent.ReadLog(repo, 0)
 	for i, h := range a.Hooks() {
