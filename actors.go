@@ -59,6 +59,7 @@ type pathChange struct {
 	actor   string // the checkpoint's Actor ("" unknown)
 	ck      objects.ID
 	time    time.Time
+	op      int // its record's index in the op log
 }
 
 // own reports whether a change counts as session's own: made by its agent
@@ -68,16 +69,14 @@ func (c pathChange) own(session string) bool {
 }
 
 // pathChanges returns the changes of each of paths that the op log
-// recorded since target was (those of target itself aside), in the order
-// they were recorded. With others, only
+// recorded from its op first on (those of checkpoint skip aside), in the
+// order they were recorded. With others, only
 // changes of the actors that are not session's own are returned, and only
 // for paths that have one; without, every change of every path.
-func (r *Repo) pathChanges(h *history, session string, target objects.ID, since time.Time, paths map[string]bool, othersOnly bool) (map[string][]pathChange, error) {
+func (r *Repo) pathChanges(h *history, session string, first int, skip objects.ID, paths map[string]bool, othersOnly bool) (map[string][]pathChange, error) {
 	if err := h.load(); err != nil {
 		return nil, err
 	}
-	skip := target
-	first := h.recordedAt(target, since)
 	out := map[string][]pathChange{}
 	diff := func(from, to objects.ID, c pathChange, under []string) error {
 		var fromTree objects.ID
@@ -103,7 +102,8 @@ func (r *Repo) pathChanges(h *history, session string, target objects.ID, since 
 	// An unreadable checkpoint (expired, damaged) records nothing here:
 	// the change it held counts as unknown, as if never recorded.
 	gone := func(err error) bool { return errors.Is(err, objects.ErrNotFound) || errors.Is(err, objects.ErrCorrupt) }
-	for _, op := range h.ops[first:] {
+	for i, op := range h.ops[first:] {
+		i += first
 		if len(op.Refs) == 0 || op.Refs[0].Name != refs.SessionHead(op.Session) {
 			continue
 		}
@@ -122,7 +122,7 @@ func (r *Repo) pathChanges(h *history, session string, target objects.ID, since 
 			if op.Detail != nil && json.Unmarshal(op.Detail, &d) != nil || op.Detail != nil && !d.Files || op.Target == skip {
 				continue
 			}
-			c := pathChange{session: op.Session, ck: op.Target, time: op.Time}
+			c := pathChange{session: op.Session, ck: op.Target, time: op.Time, op: i}
 			if err := diff(op.Safety, op.Target, c, d.Paths); err != nil && !gone(err) {
 				return nil, err
 			}
@@ -138,7 +138,7 @@ func (r *Repo) pathChanges(h *history, session string, target objects.ID, since 
 		if err != nil {
 			return nil, err
 		}
-		c := pathChange{session: op.Session, actor: ck.Actor, ck: op.Checkpoint, time: op.Time}
+		c := pathChange{session: op.Session, actor: ck.Actor, ck: op.Checkpoint, time: op.Time, op: i}
 		if ck.Kind == kindPreRewind {
 			c.session = ""
 		}
@@ -182,7 +182,11 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 		set[p] = true
 	}
 	h := r.history()
-	others, err := r.pathChanges(h, session, target, tck.When(), set, true)
+	if err := h.load(); err != nil {
+		return tck.Tree, nil, err
+	}
+	first := h.recordedAt(target, tck.When())
+	others, err := r.pathChanges(h, session, first, target, set, true)
 	if err != nil || len(others) == 0 {
 		return tck.Tree, nil, err
 	}
@@ -191,7 +195,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 	for p := range others {
 		set[p] = true
 	}
-	all, err := r.pathChanges(h, session, target, tck.When(), set, false)
+	all, err := r.pathChanges(h, session, first, target, set, false)
 	if err != nil {
 		return tck.Tree, nil, err
 	}

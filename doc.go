@@ -45,7 +45,8 @@
 //	actors           actors.go (who changed a path since a checkpoint, from
 //	                 the op log; what a session's move keeps of the others')
 //	history views    history.go (the op log as one value), log.go, resolve.go
-//	                 (REFs), diff.go, convdiff.go, cat.go, ls.go
+//	                 (REFs), diff.go, convdiff.go, cat.go, ls.go, blame.go
+//	                 (who wrote each line)
 //	sessions         sessions.go (archive, remove, labels)
 //	import, export   transfer.go (checkpoints read as stored, Importer)
 //	the workflow's   steps.go (Repo.Steps: Record, Move, Plan), taskdoc.go,

@@ -353,6 +353,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			statusCommand(inv),
 			diffCommand(inv),
 			catCommand(inv),
+			blameCommand(inv),
 			conversationCommand(inv),
 			rewindCommand(inv),
 			undoCommand(inv),

@@ -1,0 +1,59 @@
+package snap_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/snaptest"
+)
+
+// Blame attributes each line to the checkpoint that first recorded it: the
+// agent's tool calls, the user's edit, another session's line, through a
+// rewind and with the prompt each agent line answered.
+func TestBlame(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	write := func(s string) { snaptest.WriteFiles(t, root, map[string]string{"f.txt": s}) }
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Kind: "prompt", Summary: "write f", Actor: snap.ActorUser, AllowEmpty: true})
+	write("one\ntwo\nthree\n")
+	c1 := checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent, Call: "toolu_1"})
+	write("one\ntwo\nthree\nfour (user)\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorUser})
+	write("one\ntwo\nthree\nfour (user)\nfive (B)\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "B"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Kind: "prompt", Summary: "fix two", Actor: snap.ActorUser, AllowEmpty: true})
+	write("one\nTWO\nthree\nfour (user)\nfive (B)")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent, Call: "toolu_2"})
+
+	res, err := r.Blame(ctx, snap.BlameOptions{Session: "A", Path: "f.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range res.Lines {
+		got = append(got, fmt.Sprintf("%d %s %s %s %q %q", l.Line, l.Session, l.Actor, l.MessageID, l.Prompt, l.Text))
+	}
+	want := []string{
+		`1 A agent toolu_1 "write f" "one"`,
+		`2 A agent toolu_2 "fix two" "TWO"`,
+		`3 A agent toolu_1 "write f" "three"`,
+		`4 A user  "write f" "four (user)"`,
+		`5 B unknown  "" "five (B)"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("blame:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if res.Lines[0].Checkpoint != c1.ID {
+		t.Fatalf("line 1 from %s, want %s", res.Lines[0].Checkpoint.Short(), c1.ID.Short())
+	}
+	// At an older checkpoint: only what it holds.
+	old, err := r.Blame(ctx, snap.BlameOptions{Session: "A", Path: "f.txt", Ref: c1.ID.String()})
+	if err != nil || len(old.Lines) != 3 || old.Lines[1].Text != "two" || old.Lines[1].MessageID != "toolu_1" {
+		t.Fatalf("blame at %s: %+v %v", c1.ID.Short(), old, err)
+	}
+	// A path that is not there, a directory: clear errors.
+	if _, err := r.Blame(ctx, snap.BlameOptions{Session: "A", Path: "nope.txt"}); err == nil || !strings.Contains(err.Error(), "nope.txt") {
+		t.Fatalf("blame of a missing path: %v", err)
+	}
+}
