@@ -43,23 +43,31 @@ type opKind struct {
 // opKinds is the one table of undoable kinds. A kind not in it is never on
 // the undo stack. A new kind of operation is one entry here, with its two
 // functions.
-var opKinds = map[OpKind]opKind{
-	OpCheckpoint:     {moveRefsBack, moveRefsBack, false},
-	OpLabel:          {moveRefsBack, moveRefsBack, false},
-	OpSessionArchive: {moveRefsBack, moveRefsBack, false},
-	OpSessionRemove:  {moveRefsBack, moveRefsBack, false},
-	OpImport:         {moveRefsBack, moveRefsBack, false},
-	OpRewind:         {moveTree, moveTree, false},
-	// The task stack travels with the head: moving the head back undoes a
-	// begin or a commit (a commit that applied staged edits is a move). A
-	// revert rewound the files: it is a move.
-	OpTaskBegin:  {moveRefsBack, moveRefsBack, false},
-	OpTaskCommit: {commitBack, commitBack, true},
-	OpTaskRevert: {moveTree, moveTree, true},
-	// An edit commit and a revert are moves limited to their paths
-	// (MovesHead).
-	OpEditCommit: {moveTree, moveTree, true},
-	OpRevert:     {moveTree, moveTree, true},
+var opKinds map[OpKind]opKind
+
+// (Set in init: the reversers reach back to the table through the moves
+// they make.)
+func init() { opKinds = opKindTable() }
+
+func opKindTable() map[OpKind]opKind {
+	return map[OpKind]opKind{
+		OpCheckpoint:     {moveRefsBack, moveRefsBack, false},
+		OpLabel:          {moveRefsBack, moveRefsBack, false},
+		OpSessionArchive: {moveRefsBack, moveRefsBack, false},
+		OpSessionRemove:  {moveRefsBack, moveRefsBack, false},
+		OpImport:         {moveRefsBack, moveRefsBack, false},
+		OpRewind:         {moveTree, moveTree, false},
+		// The task stack travels with the head: moving the head back undoes a
+		// begin or a commit (a commit that applied staged edits is a move). A
+		// revert rewound the files: it is a move.
+		OpTaskBegin:  {moveRefsBack, moveRefsBack, false},
+		OpTaskCommit: {commitBack, commitBack, true},
+		OpTaskRevert: {moveTree, moveTree, true},
+		// An edit commit and a revert are moves limited to their paths
+		// (MovesHead).
+		OpEditCommit: {moveTree, moveTree, true},
+		OpRevert:     {moveTree, moveTree, true},
+	}
 }
 
 // builds reports whether an operation of kind records the checkpoint its
