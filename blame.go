@@ -254,3 +254,151 @@ func splitLines(s string) []string {
 	}
 	return out
 }
+
+// Contribution is what one checkpoint first recorded: the lines it added
+// to each text file (ranges in the file as it holds it), with who made
+// them. Files whose content another checkpoint recorded first are not in
+// it (they are that one's).
+type Contribution struct {
+	Checkpoint ID                 `json:"checkpoint"`
+	Session    string             `json:"session"`
+	Actor      string             `json:"actor"` // "agent", "user", "import" or "unknown"
+	MessageID  string             `json:"message_id,omitempty"`
+	Kind       string             `json:"kind"`
+	Summary    string             `json:"summary,omitempty"`
+	Time       time.Time          `json:"time"`
+	Files      []FileContribution `json:"files"`
+}
+
+// FileContribution is the lines one checkpoint added to a file: line
+// ranges (from 1, both ends included) of the file as it holds it; a file
+// that is not text has none, and Binary set.
+type FileContribution struct {
+	Path   string   `json:"path"`
+	Ranges [][2]int `json:"ranges"`
+	Lines  int      `json:"lines"`
+	Binary bool     `json:"binary,omitempty"`
+}
+
+// ContributionOptions select the checkpoints Contributions reads.
+type ContributionOptions struct {
+	Session string
+	Since   string // REF: only checkpoints recorded after it ("" = all)
+}
+
+// Contributions lists, oldest first, the session's checkpoints that first
+// recorded a change of the working tree (not a rewind's safety checkpoint,
+// not a move's end), each with the lines it added: what Agent Trace and
+// git-ai records are made of.
+func (r *Repo) Contributions(ctx context.Context, o ContributionOptions) ([]Contribution, error) {
+	session, err := sessionName(o.Session)
+	if err != nil {
+		return nil, err
+	}
+	h := r.history()
+	if err := h.load(); err != nil {
+		return nil, err
+	}
+	first := 0
+	if o.Since != "" {
+		id, err := r.Resolve(ctx, session, o.Since)
+		if err != nil {
+			return nil, err
+		}
+		ck, err := r.loadCheckpoint(id)
+		if err != nil {
+			return nil, err
+		}
+		first = h.recordedAt(id, ck.When()) + 1
+	}
+	recorded := map[string]map[objects.ID]bool{} // path → contents recorded before
+	seen := func(p string, id objects.ID) bool {
+		if recorded[p] == nil {
+			recorded[p] = map[objects.ID]bool{}
+		}
+		s := recorded[p][id]
+		recorded[p][id] = true
+		return s
+	}
+	// Every content recorded before the first op counts as seen.
+	out := []Contribution{}
+	for i, op := range h.ops {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if op.Checkpoint.IsZero() || !op.Safety.IsZero() || OpKind(op.Kind) == OpMessage || OpKind(op.Kind) == OpImport {
+			continue
+		}
+		ck, err := r.objects.ReadCheckpoint(op.Checkpoint)
+		if err != nil || ck.Kind == kindPreRewind {
+			continue
+		}
+		var parentTree objects.ID
+		if len(ck.Parents) > 0 {
+			if pck, err := r.objects.ReadCheckpoint(ck.Parents[0]); err == nil {
+				parentTree = pck.Tree
+			}
+		}
+		mine := i >= first && op.Session == session
+		c := Contribution{Checkpoint: op.Checkpoint, Session: op.Session, Actor: orUnknown(ck.Actor), MessageID: ck.Call,
+			Kind: ck.Kind, Summary: ck.Summary, Time: ck.When(), Files: []FileContribution{}}
+		if c.MessageID == "" {
+			c.MessageID = ck.MessageID
+		}
+		err = objects.DiffTrees(r.objects, parentTree, ck.Tree, func(ch objects.Change) error {
+			if ch.New.Mode != objects.ModeFile && ch.New.Mode != objects.ModeExec || seen(ch.Path, ch.New.ID) || !mine {
+				return nil
+			}
+			f, err := r.addedLines(ch)
+			if err == nil {
+				f.Path = ch.Path
+				c.Files = append(c.Files, f)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if mine && len(c.Files) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// addedLines is the lines change ch added to its file.
+func (r *Repo) addedLines(ch objects.Change) (FileContribution, error) {
+	read := func(e objects.TreeEntry) ([]string, bool, error) {
+		if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec {
+			return nil, true, nil
+		}
+		var b bytes.Buffer
+		if _, err := r.objects.WriteBlob(e.ID, &b); err != nil {
+			return nil, false, err
+		}
+		if !merge.IsText(b.Bytes()) {
+			return nil, false, nil
+		}
+		ls := splitLines(b.String())
+		for i := range ls {
+			ls[i] = strings.TrimSuffix(ls[i], "\n")
+		}
+		return ls, true, nil
+	}
+	old, ok1, err := read(ch.Old)
+	if err != nil {
+		return FileContribution{}, err
+	}
+	cur, ok2, err := read(ch.New)
+	if err != nil || !ok1 || !ok2 {
+		return FileContribution{Ranges: [][2]int{}, Binary: true}, err
+	}
+	f := FileContribution{Ranges: [][2]int{}}
+	for _, d := range lcs.DiffLines(old, cur) {
+		if d.ReplEnd > d.ReplStart {
+			f.Ranges = append(f.Ranges, [2]int{d.ReplStart + 1, d.ReplEnd})
+			f.Lines += d.ReplEnd - d.ReplStart
+		}
+	}
+	return f, nil
+}

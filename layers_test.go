@@ -17,7 +17,7 @@ import (
 // past Repo into the storage layers.
 func TestFrontEndsImportOnlyTheEngine(t *testing.T) {
 	const module = "github.com/snapcore-dev/snap"
-	allowed := map[string]bool{module: true, module + "/conversation": true, module + "/tasks": true, module + "/edits": true, module + "/merge": true, module + "/redact": true,
+	allowed := map[string]bool{module: true, module + "/conversation": true, module + "/tasks": true, module + "/edits": true, module + "/merge": true, module + "/agenttrace": true, module + "/redact": true,
 		module + "/workflow": true}
 	checked := 0
 	for _, dir := range []string{"cmd", "mcp", "agent", "gitbridge", "web", "workflow"} {

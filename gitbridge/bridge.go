@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/snapcore-dev/snap"
 )
@@ -87,4 +88,16 @@ func gitDir(g *git.Repository, dir string) (string, error) {
 		target = filepath.Join(wt.Filesystem.Root(), target)
 	}
 	return filepath.Clean(target), nil
+}
+
+// Head is the commit HEAD names ("" on an unborn branch).
+func (b *Bridge) Head() (string, error) {
+	ref, err := b.git.Head()
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return ref.Hash().String(), nil
 }

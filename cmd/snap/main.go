@@ -354,6 +354,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			diffCommand(inv),
 			catCommand(inv),
 			blameCommand(inv),
+			traceCommand(inv),
 			conversationCommand(inv),
 			rewindCommand(inv),
 			undoCommand(inv),
