@@ -109,6 +109,9 @@ func (o Op) agentString(b *strings.Builder, q func(string) string) {
 		if o.Kind == "task-begin" && o.Parent != 0 {
 			fmt.Fprintf(b, " --parent %d", o.Parent)
 		}
+		if o.Kind == "task-revert" && !o.Scoped {
+			b.WriteString(" --all")
+		}
 	case "task-commit":
 		fmt.Fprintf(b, " -s %s %s", o.Session, q(o.Text))
 		if o.KeepOpen {
@@ -190,6 +193,7 @@ func genAgent(rng *rand.Rand, g *genState, op *Op) {
 		}
 		op.Text = randText(rng, "why")
 		op.KeepOpen = op.Kind == "task-commit" && rng.IntN(6) == 0
+		op.Scoped = op.Kind == "task-revert" && rng.IntN(5) > 0
 	case "linkdir":
 		op.Path = g.existing(rng, "d")
 		if op.Path == "" || rng.IntN(3) == 0 {
@@ -429,7 +433,11 @@ func agentCmd(op *Op) [][]string {
 		}
 		return [][]string{append(c, op.Text)}
 	case "task-revert":
-		return [][]string{{"task", "revert", "-s", s, "--json", op.Text}}
+		c := []string{"task", "revert", "-s", s, "--json"}
+		if !op.Scoped {
+			c = append(c, "--all")
+		}
+		return [][]string{append(c, op.Text)}
 	case "max-depth":
 		if op.Data == "" {
 			return [][]string{{"config", "--unset", "tasks.max-depth"}}
@@ -1092,7 +1100,8 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) *ckRec {
 		if rr.SafetyCreated {
 			r.failf("safety", "%s: the session had no checkpoint, yet the safety checkpoint is not the one taken first", what)
 		}
-		p.add(mrec)
+		mrec = p.add(mrec)
+		p.logCk(mrec)
 		r.push(p, s, &stackOp{kind: "checkpoint", step: r.step, session: s, newHead: mid})
 		p.noteOrder(s, mid)
 		p.heads[s] = mid
@@ -1128,7 +1137,8 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) *ckRec {
 	if ecr != nil && (ecr.AppliedChanges != len(pe.Changes) || fmt.Sprint(ecr.Paths) != fmt.Sprint(paths)) {
 		r.failf("edit-commit", "%s reports %d changes applied to %v", what, ecr.AppliedChanges, ecr.Paths)
 	}
-	p.add(rec)
+	rec = p.add(rec)
+	p.logMove(s, p.byID[sid], rec, paths, true, p.byID[sid], rec)
 	so := &stackOp{kind: "rewind", what: kind, step: r.step, session: s, oldHead: h.id, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1, edits: pe.clone(), exclude: excludeOf(d0),
 		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), sc.paths), createdDocs: map[string]string{}}
@@ -1442,7 +1452,7 @@ func (r *runner) opTaskCheckpoint(p *project, op *Op) *ckRec {
 	r.adoptTaskDoc(p, rec, want, op.Kind+" checkpoint")
 	r.verifyRecord(p, rec, exp, op.Kind+" checkpoint")
 	r.checkKind(p, rec.id, op.Kind)
-	p.add(rec)
+	p.logCk(p.add(rec))
 	so := &stackOp{kind: "checkpoint", step: r.step, session: s, newHead: rec.id}
 	if h != nil {
 		so.oldHead = h.id
@@ -1508,7 +1518,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 		}
 	}
 	if why != "" || begin == nil {
-		_, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text, All: true})
+		_, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text, All: !op.Scoped})
 		r.checkUnchanged(p, d0, o0, "a refused task revert")
 		if err == nil {
 			r.failf("task-op", "%s succeeded; the model expects a usage error: %s", what, why)
@@ -1523,7 +1533,11 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	}
 	sc := scope{files: true}
 	me := p.expectMove(d0, o0, begin, h, sc, nil, nil)
-	res, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text, All: true})
+	var se *scopedExp
+	if op.Scoped {
+		se = p.predictScoped(s, begin, me, nil, d0)
+	}
+	res, err := workflow.New(p.repo).TaskRevert(r.ctx, workflow.TaskOptions{Session: s, Text: op.Text, All: !op.Scoped})
 	if maybe && err != nil && !errors.Is(err, snap.ErrPartial) {
 		if !errors.Is(err, snap.ErrNoCheckpoint) {
 			r.failf("task-op", "%s: %v; across checkpoints retention expired the model expects a no-such-checkpoint error (ErrExpired)", what, err)
@@ -1537,11 +1551,27 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 		rr = res.Rewind
 	}
 	what += fmt.Sprintf(" to %s", begin)
-	ok, d1, o1 := r.checkMove(p, what, d0, o0, me, begin, h, s, rr, err)
+	if op.Scoped {
+		what = "scoped " + what
+	}
+	mbegin := begin
+	if err == nil || errors.Is(err, snap.ErrPartial) {
+		var taskEnd objects.ID
+		if res != nil {
+			taskEnd = res.Checkpoint
+		}
+		_, end := r.scopedEnd(p, what, "task-revert", se, begin, rr, taskEnd)
+		if se != nil {
+			me = p.rescoped(me, d0, o0, begin, end, h, sc, nil, nil)
+			mbegin = withEnd(begin, end)
+		}
+	}
+	ok, d1, o1 := r.checkMove(p, what, d0, o0, me, mbegin, h, s, rr, err)
 	if !ok || rr.SafetyCheckpoint == nil {
 		r.resyncAfterUnmodelled(p, s)
 		return
 	}
+	r.checkOverwritten(what, se, d1)
 	r.stats["task-revert"]++
 	if res.Task.ID != t.ID || fmt.Sprint(res.Stack) != fmt.Sprint(orEmptyInts(want.Stack)) {
 		r.failf("task-op", "%s: answered task %d, stack %v; the model expects task %d, stack %v", what, res.Task.ID, res.Stack, t.ID, want.Stack)
@@ -1553,11 +1583,12 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 			docs[n] = d
 		}
 	}
-	rec := &ckRec{id: res.Checkpoint, session: s, files: begin.files, docs: docs, kind: "task-revert", parent: sid}
+	rec := &ckRec{id: res.Checkpoint, session: s, files: mbegin.files, docs: docs, kind: "task-revert", parent: sid}
 	r.adoptTaskDoc(p, rec, want, "task-revert checkpoint")
-	r.verifyRecord(p, rec, capExp{files: begin.files, unreadable: trimAll(begin.skipped)}, "task-revert checkpoint")
+	r.verifyRecord(p, rec, capExp{files: mbegin.files, unreadable: trimAll(begin.skipped)}, "task-revert checkpoint")
 	r.checkKind(p, rec.id, "task-revert")
-	p.add(rec)
+	rec = p.add(rec)
+	p.logMove(s, p.byID[sid], rec, nil, true, p.byID[sid], rec)
 	so := &stackOp{kind: "rewind", what: "task-revert", step: r.step, session: s, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1, exclude: excludeOf(d0),
 		created: createdIgnored(d0, d1, recordRules(me.safety.files, d0), nil), createdDocs: map[string]string{}}

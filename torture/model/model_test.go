@@ -37,6 +37,13 @@ type ckRec struct {
 	skipped []string // paths that could not be read (objects.Checkpoint.Skipped; a directory's ends in "/")
 	kind    string   // checkpoint, safety
 	expired bool
+	// actor, call: who made the changes it records (a checkpoint op's
+	// Actor and Call; "" unknown). logAt: the index in the project's log
+	// (project.hist) of the first record that names it (logged: there is
+	// one).
+	actor, call string
+	logAt       int
+	logged      bool
 }
 
 func (c *ckRec) String() string {
@@ -185,6 +192,9 @@ type project struct {
 	// directory is git's (scanned for info/exclude only), and git-commit
 	// and git-add ops run in it.
 	git bool
+	// hist: the model's own log of what the store's op log records of
+	// each operation that changed the working tree (actors_test.go).
+	hist []histRec
 }
 
 // depth is the project's tasks.max-depth.
@@ -744,6 +754,7 @@ type moveExp struct {
 	safety    capExp // the safety capture
 	safetyDoc map[string]doc
 	docWrites map[string]bool // document sources the move writes (paths relative to root when inside)
+	exclude   map[string]bool // state-document sources in the project: no tree files (left as they are)
 }
 
 // expectMove computes what a move to target T within sc leaves, from the
@@ -756,6 +767,14 @@ type moveExp struct {
 // created and createdDocs, for an undo, are what the rewind undone created
 // (stackOp.created, stackOp.createdDocs).
 func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope, created tree, createdDocs map[string]string) moveExp {
+	return p.expectMoveEnd(d0, o0, T, T.files, h, sc, created, createdDocs)
+}
+
+// expectMoveEnd is expectMove to target T whose files are end instead of
+// T's own: an actor-scoped move (actors_test.go), whose safety capture
+// reads T's rules, and whose restore writes T with what another actor
+// changed kept as it is.
+func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckRec, sc scope, created tree, createdDocs map[string]string) moveExp {
 	var hfiles tree
 	if h != nil {
 		hfiles = h.files
@@ -790,13 +809,15 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 		rules = nil
 	}
 	me.safety = expectCapture(d0, capOpts{parent: hfiles, rules: rules, exclude: exclude})
+	me.exclude = exclude
+	tf := end
 
 	r0 := diskRules(d0)
 	isDirAt := func(q string) bool {
 		if e, ok := d0[q]; ok {
 			return e.K == 'd'
 		}
-		return T.files.isDir(q)
+		return tf.isDir(q)
 	}
 	keep := map[string]bool{}
 	for q, why := range me.safety.skipped {
@@ -822,7 +843,7 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 	// A target directory holding nothing but kept paths is implied by
 	// them: left as it is with them.
 	keptOnly := func(q string) bool {
-		if e, ok := T.files[q]; !ok || e.K != 'd' {
+		if e, ok := tf[q]; !ok || e.K != 'd' {
 			return false
 		}
 		if e, on := d0[q]; on && e.K != 'd' {
@@ -840,7 +861,7 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 			}
 			return false
 		}
-		for r, e := range T.files {
+		for r, e := range tf {
 			if e.K != 'd' && strings.HasPrefix(r, q+"/") && !isKept(r) {
 				return false
 			}
@@ -922,7 +943,7 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 				all[q] = true
 			}
 		}
-		for q := range T.files {
+		for q := range tf {
 			all[q] = true
 		}
 		for q := range all {
@@ -933,12 +954,12 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 				if _, on := d0[q]; on {
 					me.protected[q] = true
 				}
-				if te, ok := T.files[q]; ok && !te.same(d0[q]) {
+				if te, ok := tf[q]; ok && !te.same(d0[q]) {
 					me.mayFail[q] = true // the target's entry cannot be written over it
 				}
 				continue
 			}
-			if te, ok := T.files[q]; ok {
+			if te, ok := tf[q]; ok {
 				exp[q] = te
 			} else {
 				delete(exp, q)
@@ -953,7 +974,7 @@ func (p *project) expectMove(d0 tree, o0 outState, T *ckRec, h *ckRec, sc scope,
 				if me.protected[q] {
 					continue
 				}
-				te, fromT := T.files[q]
+				te, fromT := tf[q]
 				if !fromT || !te.same(e) || !inScope(q, sc.paths) {
 					continue
 				}

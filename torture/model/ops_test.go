@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	snap "github.com/snapcore-dev/snap"
 )
 
 // Op is one step of a run. Ops are plain data (JSON in a replay file):
@@ -59,6 +61,14 @@ type Op struct {
 	// working tree (Path, Data: what is written meanwhile; Form: the
 	// command that completes it).
 	Kill int `json:"kill,omitempty"`
+	// Actors (issue 22; actors_test.go). Actor: checkpoint: who made the
+	// changes it records ("", "agent", "user"); Call: the agent's tool
+	// call. Scoped: rewind, undo, redo, task-revert: the move changes
+	// only what the session's own actors changed (All unset); without it
+	// every path (All, as every op did before actors).
+	Actor  string `json:"actor,omitempty"`
+	Call   string `json:"call,omitempty"`
+	Scoped bool   `json:"scoped,omitempty"`
 
 	CLI *CLIOp `json:"cli,omitempty"` // read-only CLI command run after the op
 }
@@ -143,6 +153,12 @@ func (o Op) String() string {
 		for _, p := range o.Paths {
 			fmt.Fprintf(&b, " --paths %q", p)
 		}
+		if o.Actor != "" {
+			fmt.Fprintf(&b, " --actor %s", o.Actor)
+		}
+		if o.Call != "" {
+			fmt.Fprintf(&b, " --call %s", o.Call)
+		}
 	case "rewind":
 		fmt.Fprintf(&b, " -s %s C@%d (as %s) %s", o.Session, o.Target, o.Form, o.Scope)
 		for _, p := range o.Paths {
@@ -151,8 +167,14 @@ func (o Op) String() string {
 		if o.DryRun {
 			b.WriteString(" (dry run first)")
 		}
+		if !o.Scoped {
+			b.WriteString(" --all")
+		}
 	case "undo", "redo":
 		fmt.Fprintf(&b, " -s %s", o.Session)
+		if !o.Scoped {
+			b.WriteString(" --all")
+		}
 	case "label":
 		fmt.Fprintf(&b, " -s %s C@%d (as %s) %s", o.Session, o.Target, o.Form, o.Label)
 	case "gc":
@@ -428,6 +450,10 @@ func gen(rng *rand.Rand, g *genState) Op {
 			op.Label = labelNames[rng.IntN(len(labelNames))]
 		}
 		op.AllowEmpty = rng.IntN(8) == 0
+		op.Actor = []string{"", snap.ActorAgent, snap.ActorAgent, snap.ActorUser}[rng.IntN(4)]
+		if op.Actor == snap.ActorAgent && rng.IntN(2) == 0 {
+			op.Call = fmt.Sprintf("toolu_%d", rng.IntN(100))
+		}
 		if rng.IntN(7) == 0 {
 			for i := 1 + rng.IntN(2); i > 0; i-- {
 				if rng.IntN(3) == 0 {
@@ -464,8 +490,10 @@ func gen(rng *rand.Rand, g *genState) Op {
 			}
 		}
 		op.DryRun = rng.IntN(10) < 3
+		op.Scoped = rng.IntN(5) > 0
 	case "undo", "redo":
 		op.Session = randSession(rng)
+		op.Scoped = rng.IntN(5) > 0
 	case "label":
 		op.Session = randSession(rng)
 		op.Target, op.Form = randTarget(rng, g)

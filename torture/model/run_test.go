@@ -178,6 +178,12 @@ func (r *runner) cmdOf(p *project, op *Op, ref string) [][]string {
 		for _, q := range op.Paths {
 			c = append(c, "--paths", q)
 		}
+		if op.Actor != "" {
+			c = append(c, "--actor", op.Actor)
+		}
+		if op.Call != "" {
+			c = append(c, "--call", op.Call)
+		}
 		return [][]string{c}
 	case "rewind":
 		c := []string{"rewind", "-s", op.Session, ref, "--json"}
@@ -191,11 +197,17 @@ func (r *runner) cmdOf(p *project, op *Op, ref string) [][]string {
 				c = append(c, "--path="+q)
 			}
 		}
+		if !op.Scoped {
+			c = append(c, "--all")
+		}
 		if op.DryRun {
 			return [][]string{append(append([]string{}, c...), "--dry-run"), c}
 		}
 		return [][]string{c}
 	case "undo", "redo":
+		if !op.Scoped {
+			return [][]string{{op.Kind, "-s", op.Session, "--json", "--all"}}
+		}
 		return [][]string{{op.Kind, "-s", op.Session, "--json"}}
 	case "label":
 		return [][]string{{"label", "-s", op.Session, ref, op.Label}}
@@ -364,7 +376,7 @@ func (r *runner) opCheckpoint(p *project, op *Op) {
 	if op.Label != "" {
 		labels = []string{op.Label}
 	}
-	opts := snap.CheckpointOptions{Session: op.Session, Labels: labels, State: state, Paths: op.Paths}
+	opts := snap.CheckpointOptions{Session: op.Session, Labels: labels, State: state, Paths: op.Paths, Actor: op.Actor, Call: op.Call}
 	allowEmpty := op.AllowEmpty && setBoolField(&opts, "AllowEmpty", true)
 	res, err := p.repo.Checkpoint(r.ctx, opts)
 	r.checkUnchanged(p, d0, o0, "checkpoint")
@@ -399,11 +411,13 @@ func (r *runner) opCheckpoint(p *project, op *Op) {
 			return // nothing recorded, nothing to undo
 		}
 	}
-	rec := &ckRec{id: res.ID, session: op.Session, files: exp.files, docs: expDocs, labels: labels, skipped: exp.unreadable, kind: "checkpoint"}
+	rec := &ckRec{id: res.ID, session: op.Session, files: exp.files, docs: expDocs, labels: labels, skipped: exp.unreadable, kind: "checkpoint",
+		actor: op.Actor, call: op.Call}
 	if h != nil {
 		rec.parent = h.id
 	}
 	r.verifyRecord(p, rec, exp, "checkpoint")
+	r.checkActor(p, rec)
 	for _, d := range res.Files.Deleted {
 		if why, ok := exp.skipped[d]; ok && why != "not a regular file" {
 			r.failf("skipped-recorded-deleted", "checkpoint %s reports %s as deleted, but it was only skipped (%s)", res.ID.Short(), d, why)
@@ -412,7 +426,7 @@ func (r *runner) opCheckpoint(p *project, op *Op) {
 	if len(op.Paths) == 0 {
 		r.checkSkipped("checkpoint", res.Skipped, exp)
 	}
-	p.add(rec)
+	p.logCk(p.add(rec))
 	so := &stackOp{kind: "checkpoint", step: r.step, session: op.Session, newHead: res.ID}
 	if h != nil {
 		so.oldHead = h.id
@@ -577,6 +591,7 @@ func (r *runner) checkHeads(p *project) {
 }
 
 func (r *runner) resyncHead(p *project, s string) {
+	p.logGap() // the store recorded what the model does not know
 	id, err := p.repo.Refs().Get("sessions/" + s + "/head")
 	if err != nil {
 		delete(p.heads, s)
@@ -640,10 +655,9 @@ func (p *project) target(origin int, form, session string) (rec *ckRec, ref stri
 }
 
 func scopeOf(op *Op) (scope, snap.RewindOptions) {
-	// All: the model predicts moves of every path; what a session's move
-	// keeps of other actors' changes (RewindOptions.All unset) is not
-	// modelled yet (issue 22; actors_test.go and actors.txtar test it).
-	o := snap.RewindOptions{Session: op.Session, All: true}
+	// Scoped: only what the session's own actors changed since the
+	// target moves back (actors_test.go); else every path (All).
+	o := snap.RewindOptions{Session: op.Session, All: !op.Scoped}
 	switch op.Scope {
 	case "files":
 		o.FilesOnly = true
@@ -688,6 +702,11 @@ func (r *runner) opRewind(p *project, op *Op) {
 		r.checkHeads(p)
 		return
 	}
+	// Actor-scoped: the model's own reading of what the move keeps.
+	var se *scopedExp
+	if op.Scoped && sc.files {
+		se = p.predictScoped(op.Session, tgt, me, sc.paths, d0)
+	}
 	if op.DryRun {
 		opts.DryRun = true
 	}
@@ -703,7 +722,24 @@ func (r *runner) opRewind(p *project, op *Op) {
 		opts.DryRun = false
 	}
 	res, err := p.repo.Rewind(r.ctx, opts)
-	ok, d1, o1 := r.checkMove(p, "rewind to "+tgt.String()+" ("+sc.String()+")", d0, o0, me, tgt, h, op.Session, res, err)
+	what := "rewind to " + tgt.String() + " (" + sc.String() + ")"
+	if op.Scoped {
+		what = "scoped " + what
+	}
+	if op.DryRun && dres != nil {
+		r.checkKept(what+" --dry-run", se, dres.Kept)
+	}
+	var built objects.ID
+	mtgt := tgt
+	if err == nil || errors.Is(err, snap.ErrPartial) {
+		var end tree
+		built, end = r.scopedEnd(p, what, "rewind", se, tgt, res, objects.ID{})
+		if se != nil {
+			me = p.rescoped(me, d0, o0, tgt, end, h, sc, nil, nil)
+			mtgt = withEnd(tgt, end)
+		}
+	}
+	ok, d1, o1 := r.checkMove(p, what, d0, o0, me, mtgt, h, op.Session, res, err)
 	if op.DryRun && res != nil && dres != nil {
 		r.compareDry(dres, derr, res, err)
 	}
@@ -711,6 +747,8 @@ func (r *runner) opRewind(p *project, op *Op) {
 		r.resyncAfterUnmodelled(p, op.Session)
 		return
 	}
+	r.checkOverwritten(what, se, d1)
+	brec := r.addBuilt(p, what, op.Session, "rewind", built, tgt, mtgt.files)
 	so := &stackOp{kind: "rewind", step: r.step, session: op.Session, newHead: tgt.id, target: tgt.id, scope: sc,
 		before: d0, after: d1, outBefore: o0, outAfter: o1, exclude: excludeOf(d0)}
 	if h != nil {
@@ -720,10 +758,20 @@ func (r *runner) opRewind(p *project, op *Op) {
 		so.safety = *res.SafetyCheckpoint
 	}
 	so.newHead = newHeadOf(sc, tgt.id, h, res)
+	if brec != nil {
+		// The move ends on the end it built: the head goes there where
+		// it would have gone to the target, and a redo goes there again.
+		so.target = brec.id
+		if so.newHead == tgt.id {
+			so.newHead = brec.id
+		}
+	}
 	so.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), sc.paths)
 	so.createdDocs = p.createdDocs(me, tgt, sc, d0, o0, d1, o1)
 	r.push(p, op.Session, so)
-	p.noteOrder(op.Session, so.safety)
+	p.noteOrder(op.Session, so.safety) // (retention counts no end a move built: never expired)
+	srec := p.byID[so.safety]
+	p.logMove(op.Session, srec, p.byID[so.target], sc.paths, sc.files, srec, brec)
 	setHead(p, op.Session, so.newHead)
 }
 
@@ -783,6 +831,7 @@ func setHead(p *project, session string, id objects.ID) {
 // resyncAfterUnmodelled follows the store after an operation the model
 // could not predict: heads from the refs, stacks cleared.
 func (r *runner) resyncAfterUnmodelled(p *project, session string) {
+	p.logGap()
 	r.resyncHead(p, session)
 	p.undo[session], p.redo[session] = nil, nil
 	p.desynced = true
@@ -982,9 +1031,9 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	o0 := p.scanOut()
 	call := func() (*snap.UndoResult, error) {
 		if undo {
-			return p.repo.Undo(r.ctx, op.Session, snap.UndoOptions{All: true})
+			return p.repo.Undo(r.ctx, op.Session, snap.UndoOptions{All: !op.Scoped})
 		}
-		return p.repo.Redo(r.ctx, op.Session, snap.UndoOptions{All: true})
+		return p.repo.Redo(r.ctx, op.Session, snap.UndoOptions{All: !op.Scoped})
 	}
 	if p.desynced && len(stack) == 0 {
 		// The model lost track after a failure it could not predict:
@@ -1107,20 +1156,39 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		r.checkUnchanged(p, d0, o0, "a refused "+kind)
 		return
 	}
+	var se *scopedExp
+	if op.Scoped && top.scope.files {
+		se = p.predictScoped(op.Session, tgt, me, top.scope.paths, d0)
+	}
 	ures, err := call()
 	var res *snap.RewindResult
 	if ures != nil {
 		res = ures.Rewind
 	}
 	what := fmt.Sprintf("%s of the rewind of step %d (to %s, %s)", kind, top.step, tgt, top.scope)
+	if op.Scoped {
+		what = "scoped " + what
+	}
 	if top.what != "" {
 		r.stats[kind+" of a "+top.what]++
 	}
-	ok, d1, o1 := r.checkMove(p, what, d0, o0, me, tgt, h, op.Session, res, err)
+	var built objects.ID
+	mtgt := tgt
+	if err == nil || errors.Is(err, snap.ErrPartial) {
+		var end tree
+		built, end = r.scopedEnd(p, what, kind, se, tgt, res, objects.ID{})
+		if se != nil {
+			me = p.rescoped(me, d0, o0, tgt, end, h, sc, created, createdDocs)
+			mtgt = withEnd(tgt, end)
+		}
+	}
+	ok, d1, o1 := r.checkMove(p, what, d0, o0, me, mtgt, h, op.Session, res, err)
 	if !ok {
 		r.resyncAfterUnmodelled(p, op.Session)
 		return
 	}
+	r.checkOverwritten(what, se, d1)
+	brec := r.addBuilt(p, what, op.Session, kind, built, tgt, mtgt.files)
 	// Right after the move (nothing changed since), undo gives back
 	// exactly the state before it, ignored files included, and redo the
 	// state after it.
@@ -1153,9 +1221,16 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	} else if !undo {
 		strong(top.after, top.before, top.outAfter, top.outBefore, "redo-not-exact")
 	}
+	var srec *ckRec
 	if res != nil && res.SafetyCheckpoint != nil {
 		p.noteOrder(op.Session, *res.SafetyCheckpoint)
+		srec = p.byID[*res.SafetyCheckpoint]
 	}
+	mt := tgt
+	if brec != nil {
+		mt = brec
+	}
+	p.logMove(op.Session, srec, mt, top.scope.paths, top.scope.files, srec, brec)
 	if !undo && res != nil {
 		newHead = newHeadOf(top.scope, top.target, h, res)
 		// Undoing the redone rewind returns to the state before the redo:
@@ -1170,6 +1245,9 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		top.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), top.scope.paths)
 		top.exclude = excludeOf(d0)
 		top.createdDocs = p.createdDocs(me, tgt, top.scope, d0, o0, d1, o1)
+	}
+	if brec != nil && newHead == target {
+		newHead = brec.id // where the head would have gone to the target
 	}
 	// The last application of the rewind, for the exact checks.
 	if undo {
