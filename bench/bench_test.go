@@ -32,6 +32,7 @@ func TestQuickHarness(t *testing.T) {
 		Realdata:     filepath.Join("..", "..", "shared", "realdata"),
 		GoGitTimeout: time.Minute,
 		W1Files:      300, W2Files: 100, W2Steps: 12, W3Steps: 6, W4Size: 4 << 20, W5Files: 300, W8Size: 1 << 20,
+		W9Lines: 300, W9Steps: 8,
 	}
 	var log bytes.Buffer
 	rep, err := runBench(cfg, &log)
@@ -48,6 +49,7 @@ func TestQuickHarness(t *testing.T) {
 		"W4": {rowBigFirst, rowBigChanged, rowBigRSS},
 		"W5": {rowEditSet},
 		"W8": {rowConvDiff, rowConvDiffLive, rowConvDiffRSS, rowConvLiveRSS, rowConvCompact, rowConvCompactRSS},
+		"W9": {rowBlame, rowBlame + " (git at its best)"},
 	}
 	for w, names := range want {
 		for _, n := range names {

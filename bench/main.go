@@ -38,6 +38,8 @@ type config struct {
 	W4Size  int64
 	W5Files int
 	W8Size  int64 // bytes of the W8 transcript
+	W9Lines int   // lines of the W9 file
+	W9Steps int   // checkpoints that edit it
 }
 
 // setSizes fills the workload sizes for a full or quick run at a scale.
@@ -47,6 +49,7 @@ func (c *config) setSizes() {
 		c.W1Files, c.W2Files, c.W2Steps, c.W3Steps, c.W4Size = 2000*s, 500*s, 100*s, 30, int64(s)*64<<20
 		c.W5Files = c.W1Files
 		c.W8Size = int64(s) * 8 << 20
+		c.W9Lines, c.W9Steps = 5000, 50*s
 		if c.Runs == 0 {
 			c.Runs = 1
 		}
@@ -55,6 +58,7 @@ func (c *config) setSizes() {
 	c.W1Files, c.W2Files, c.W2Steps, c.W3Steps, c.W4Size = 20000*s, 2000*s, 1000*s, 0, int64(s)<<30
 	c.W5Files = 200000 * s
 	c.W8Size = int64(s) * 100 << 20
+	c.W9Lines, c.W9Steps = 5000*s, 1000*s
 	if c.Runs == 0 {
 		c.Runs = 3
 	}
@@ -114,6 +118,7 @@ var workloads = []workload{
 	{"W6", "staged edits", runW6},
 	{"W7", "agent hooks", runW7},
 	{"W8", "big transcript diff", runW8},
+	{"W9", "blame", runW9},
 }
 
 func workloadByName(name string) (workload, bool) {
