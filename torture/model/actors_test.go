@@ -210,6 +210,9 @@ func (p *project) predictScoped(s string, T *ckRec, me moveExp, paths []string, 
 	for q := range me.exclude {
 		leave = append(leave, q)
 	}
+	for q := range me.others {
+		leave = append(leave, q)
+	}
 	type ends struct{ now, end ent }
 	cands := map[string]ends{}
 	for _, set := range []tree{now, T.files} {

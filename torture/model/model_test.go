@@ -680,30 +680,43 @@ func (p *project) nowCapture(h *ckRec, d tree) (capExp, map[string]doc) {
 	return expectCapture(d, co), docs
 }
 
-// excludedSources: the state-document sources inside the project, which
-// are not tree files (feat.docsExcluded): those of the capture's documents
-// and of every session head.
+// excludedSources: the state-document sources inside the project of the
+// capture's own documents, which are not tree files (feat.docsExcluded).
+// Another session's are files to it (N1: othersDocs).
 func (p *project) excludedSources(docs map[string]doc) map[string]bool {
 	ex := map[string]bool{}
 	if !feat.docsExcluded {
 		return ex
 	}
-	add := func(docs map[string]doc) {
-		for _, d := range docs {
-			if rel, in := p.relIn(d.Source); in && d.Source != "" {
-				ex[rel] = true
-			}
-		}
-	}
-	add(docs)
-	// Every session head's sources too: a transcript one session keeps in
-	// the project is no other session's tree file either.
-	for _, s := range sessions {
-		if h := p.head(s); h != nil {
-			add(h.docs)
+	for _, d := range docs {
+		if rel, in := p.relIn(d.Source); in && d.Source != "" {
+			ex[rel] = true
 		}
 	}
 	return ex
+}
+
+// othersDocs: the project paths where a session head keeps a state
+// document that is not among own (the capture's excluded sources): a file
+// to the capture, recorded as any other, which a move leaves as it is
+// (N1).
+func (p *project) othersDocs(own map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	if !feat.docsExcluded {
+		return out
+	}
+	for _, s := range sessions {
+		h := p.head(s)
+		if h == nil {
+			continue
+		}
+		for _, d := range h.docs {
+			if rel, in := p.relIn(d.Source); in && d.Source != "" && !own[rel] {
+				out[rel] = true
+			}
+		}
+	}
+	return out
 }
 
 func docsEqual(a, b map[string]doc) bool {
@@ -755,6 +768,7 @@ type moveExp struct {
 	safetyDoc map[string]doc
 	docWrites map[string]bool // document sources the move writes (paths relative to root when inside)
 	exclude   map[string]bool // state-document sources in the project: no tree files (left as they are)
+	others    map[string]bool // another session's state-document sources in the project: files, left as they are (N1)
 }
 
 // expectMove computes what a move to target T within sc leaves, from the
@@ -810,6 +824,7 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 	}
 	me.safety = expectCapture(d0, capOpts{parent: hfiles, rules: rules, exclude: exclude})
 	me.exclude = exclude
+	me.others = p.othersDocs(exclude)
 	tf := end
 
 	r0 := diskRules(d0)
@@ -838,6 +853,9 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 		}
 	}
 	for q := range exclude {
+		keep[q] = true
+	}
+	for q := range me.others { // another session's document: left as it is (N1)
 		keep[q] = true
 	}
 	// A target directory holding nothing but kept paths is implied by
