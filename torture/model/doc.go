@@ -20,9 +20,11 @@
 // TestIgnoreMatcherAgainstGit. The promises checked:
 //
 //  1. A checkpoint records exactly the files, symlinks and directories
-//     that are not ignored (nor in .git, the store, or a state document's
-//     source inside the project), with content, exec bit and link target,
-//     read back through the objects layer; a file that cannot be read
+//     that are not ignored (nor in .git, the store, or the source of one
+//     of its own state documents inside the project: another session's
+//     is a file to it, which its moves leave alone, N1), with content,
+//     exec bit and link target, read back through the objects layer; a
+//     file that cannot be read
 //     (no permission; over capture.max-file-size, 8192 here) is reported
 //     skipped, listed in the checkpoint's Skipped and keeps its previous
 //     entry: it is never recorded as deleted (a FIFO is skipped, not kept).
@@ -108,6 +110,29 @@
 //     checkpoint, nothing pending, the op recorded with what was found in
 //     between in a checkpoint of its own; undo then works as for any
 //     commit.
+//  11. Actors (actors_test.go, issue 22): a checkpoint records the actor
+//     and tool call it was given. A rewind, undo, redo or task revert of
+//     session S without All changes only what S's own actors changed
+//     since its target T; the model decides it from its own log of what
+//     the store records (each checkpoint's change from its parent, by its
+//     session and actor; each move's change from its safety checkpoint to
+//     its target within its paths, by its session): for each path where
+//     the present differs from T, its recorded versions since T's record,
+//     collapsed, the present appended when no record holds it. No version
+//     another actor's (another session's, or S's user's): the path goes
+//     to T. All of them: kept as it is. Mixed: S's own changes are taken
+//     out by a three-way line merge, latest first (merged), or, where
+//     that cannot be done, kept as it is (conflict); a path above or below
+//     a kept one is kept too. The kept paths, their marks and whom each
+//     names are the model's, the dry run says the same; the disk is T's
+//     with the kept paths as the model has them; anything kept, the move
+//     records its end (T's tree with them, child of T, of the move's
+//     kind; a task revert's own end holds it), the op-log record lists
+//     it, the head goes there where it would have gone to T; a path whose
+//     present content another actor wrote never ends with T's; undo right
+//     after is exact and redo right after that undo gives the state after
+//     (promise 3). Where the model's log has a gap or a checkpoint the scan
+//     needs was expired, it follows the store's end.
 //
 // # Operations
 //
@@ -124,10 +149,12 @@
 // operations in two sessions (default, s2) of the main project, and a
 // second project with its own store, a real git repository (git init, an
 // initial commit; one op in 7, SNAP_MODEL_SECOND=N: one in N): checkpoints (with or without the
-// transcript and tasks documents, labels, Paths, AllowEmpty), rewinds to
+// transcript and tasks documents, labels, Paths, AllowEmpty; actor none,
+// agent (with a tool call or not) or user), rewinds to
 // any checkpoint ever made (abandoned and expired ones too; REF as id,
 // prefix, label, @, @~1; full, files-only, conversation-only or paths;
-// 30% preceded by the same rewind with DryRun), undo, redo, label, gc
+// 30% preceded by the same rewind with DryRun; 4 in 5 without All, as
+// undo, redo and task-revert), undo, redo, label, gc
 // (store policy; keep-last 3, keep-within 0, grace 0; grace 0) and fsck.
 // The agent workflow, about a sixth of the ops: edit-stage (replace, with a
 // piece of the file as it is, often one that occurs several times, a
@@ -161,7 +188,8 @@
 // cli-output:CMD, cli-panic, status-missing-doc, fsck; api-error;
 // edit-stage, edit-pending, edit-commit, task-op, task-id, task-doc,
 // task-stack, outside-write, edit-preview, git-commit, git-commit-refused,
-// commit-killed (the agent workflow); and narrow categories
+// commit-killed (the agent workflow); record-actor, actor-kept,
+// actor-kept-who, actor-end, actor-overwritten (actors); and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
 // edit-undo-dirs, undo-created-dir-left, ...). Every category is checked
 // in every run: there is no list of known bugs. A run
