@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -66,11 +67,27 @@ type editInput struct {
 func replayRealSessions(t *testing.T) {
 	dir := realdata(t)
 	for _, name := range []string{"entire-cli_f5e7d3c25b68_claude.jsonl", "entire-cli_8df6319ef9a6_claude.jsonl"} {
-		t.Run(name, func(t *testing.T) { replay(t, filepath.Join(dir, name)) })
+		t.Run(name, func(t *testing.T) { replay(t, filepath.Join(dir, name), false) })
 	}
 }
 
-func replay(t *testing.T, transcript string) {
+// TestReplayBlameWithUserEdits replays the real sessions with a line of
+// the user's appended to the file the agent last edited, before each
+// prompt after the first and before each edit of that file again (issue
+// 22): blame of every file at the end gives
+// each injected line to the user, and each line an edit wrote to the agent
+// with that edit's tool_use_id.
+func TestReplayBlameWithUserEdits(t *testing.T) {
+	dir := realdata(t)
+	for _, name := range []string{"entire-cli_f5e7d3c25b68_claude.jsonl", "entire-cli_8df6319ef9a6_claude.jsonl"} {
+		t.Run(name, func(t *testing.T) { replay(t, filepath.Join(dir, name), true) })
+	}
+}
+
+// userMark marks the lines the replay injects as the user's.
+const userMark = "USER-INJECTED-7f3a"
+
+func replay(t *testing.T, transcript string, inject bool) {
 	ctx := context.Background()
 	data, err := os.ReadFile(transcript)
 	if err != nil {
@@ -145,6 +162,20 @@ func replay(t *testing.T, transcript string) {
 		conv  []byte
 	}
 	var edits []before
+	lastEdited := ""               // the file the agent edited last
+	wrote := map[string][]string{} // path → the lines each edit wrote, as "tool_use_id\tline"
+	injected := 0
+	// injectLine appends a line of the user's to path, after its last
+	// newline: no later edit's old_string stops matching.
+	injectLine := func(path string) {
+		b, _ := os.ReadFile(path)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, '\n')
+		}
+		injected++
+		b = append(b, fmt.Sprintf("%s %d\n", userMark, injected)...)
+		os.WriteFile(path, b, 0o644)
+	}
 	hook(map[string]any{"hook_event_name": "SessionStart", "source": "startup"})
 	for i, r := range recs {
 		tf.Write(lines[i])
@@ -155,6 +186,9 @@ func replay(t *testing.T, transcript string) {
 			}
 			var prompt string
 			if json.Unmarshal(r.Message, &m) == nil && json.Unmarshal(m.Content, &prompt) == nil {
+				if inject && lastEdited != "" {
+					injectLine(lastEdited)
+				}
 				hook(map[string]any{"hook_event_name": "UserPromptSubmit", "prompt": prompt})
 			}
 		case "assistant":
@@ -175,11 +209,22 @@ func replay(t *testing.T, transcript string) {
 				if in.FilePath != "" {
 					input["file_path"] = local(in.FilePath)
 				}
+				if inject && in.FilePath != "" && local(in.FilePath) == lastEdited && c.Name != "Write" {
+					// The user edits the file between two of the agent's
+					// edits of it: the edit's pre-tool capture finds it.
+					injectLine(lastEdited)
+				}
 				hook(map[string]any{"hook_event_name": "PreToolUse", "tool_name": c.Name, "tool_use_id": c.ID, "tool_input": input})
 				if c.Name == "Edit" || c.Name == "Write" || c.Name == "MultiEdit" {
 					conv, _ := os.ReadFile(conv)
 					edits = append(edits, before{c.ID, snapshot(t, proj), conv})
 					apply(t, local(in.FilePath), c.Name, in)
+					lastEdited = local(in.FilePath)
+					for _, text := range append([]string{in.NewString, in.Content}, editTexts(in)...) {
+						for _, l := range strings.Split(text, "\n") {
+							wrote[lastEdited] = append(wrote[lastEdited], c.ID+"\t"+l)
+						}
+					}
 				}
 				hook(map[string]any{"hook_event_name": "PostToolUse", "tool_name": c.Name, "tool_use_id": c.ID, "tool_input": input})
 			}
@@ -199,6 +244,10 @@ func replay(t *testing.T, transcript string) {
 	}
 	defer repo.Close()
 	sess := agent.SessionName(claudecode.Name, session)
+	if inject {
+		blameAll(t, repo, sess, proj, wrote, injected)
+		return
+	}
 	for _, e := range edits {
 		out := t.TempDir()
 		if _, err := repo.Rewind(ctx, snap.RewindOptions{Session: sess, Target: "msg:" + e.id, StateOut: out}); err != nil {
@@ -276,4 +325,59 @@ func equal(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// editTexts are a MultiEdit's new strings.
+func editTexts(in editInput) []string {
+	var out []string
+	for _, e := range in.Edits {
+		out = append(out, e.NewString)
+	}
+	return out
+}
+
+// blameAll blames every file the agent edited, at the session's head: each
+// injected line is the user's; each other line that no version before the
+// session had, and that an edit wrote, is the agent's, with the id of an
+// edit that wrote that line.
+func blameAll(t *testing.T, repo *snap.Repo, sess, proj string, wrote map[string][]string, injected int) {
+	ctx := context.Background()
+	users, agents := 0, 0
+	for path, ws := range wrote {
+		rel, _ := filepath.Rel(proj, path)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		res, err := repo.Blame(ctx, snap.BlameOptions{Session: sess, Path: filepath.ToSlash(rel)})
+		if err != nil {
+			t.Fatalf("blame %s: %v", rel, err)
+		}
+		for _, l := range res.Lines {
+			if strings.HasPrefix(l.Text, userMark) {
+				users++
+				if l.Actor != snap.ActorUser {
+					t.Fatalf("%s:%d %q: actor %s, want user", rel, l.Line, l.Text, l.Actor)
+				}
+				continue
+			}
+			if l.Actor != snap.ActorAgent {
+				continue // a line of the files as they were (the session start's: the user's)
+			}
+			agents++
+			ok := false
+			for _, w := range ws {
+				if id, text, _ := strings.Cut(w, "\t"); id == l.MessageID && text == l.Text {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				t.Fatalf("%s:%d %q: attributed to tool call %q, which wrote no such line", rel, l.Line, l.Text, l.MessageID)
+			}
+		}
+	}
+	t.Logf("%d injected lines, %d found by blame as the user's; %d lines the agent's, each from its tool call", injected, users, agents)
+	if injected == 0 || users == 0 || agents == 0 {
+		t.Fatalf("injected %d, blamed on the user %d, on the agent %d", injected, users, agents)
+	}
 }
