@@ -362,6 +362,11 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 	sig := b.userSignature(node.When())
 	msg := strings.TrimRight(message, "\n") + "\n\n" + TrailerCheckpoint + ": " + to.String() + "\n" +
 		TrailerSession + ": " + node.Session + "\n"
+	if a, err := b.attribution(ctx, node, from, to, paths); err != nil {
+		return nil, err
+	} else if a != "" {
+		msg += TrailerAttributed + ": " + a + "\n"
+	}
 	c := &object.Commit{Author: sig, Committer: sig, TreeHash: tree, ParentHashes: parents, Message: msg}
 	obj := b.git.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
@@ -436,6 +441,40 @@ func (b *Bridge) ownChange(ctx context.Context, g *toGit, u *userRepo, fromTree 
 		_, err := w.Write(merged)
 		return err
 	})
+}
+
+// attribution counts the lines the checkpoints from just after from up to
+// to first recorded in paths, by actor: "agent 42, user 3" ("" when none).
+func (b *Bridge) attribution(ctx context.Context, node *snap.Node, from, to snap.ID, paths []string) (string, error) {
+	cs, err := b.snap.Contributions(ctx, snap.ContributionOptions{Session: node.Session, Since: from.String()})
+	if err != nil {
+		return "", err
+	}
+	in := map[string]bool{}
+	for _, p := range paths {
+		in[p] = true
+	}
+	counts := map[string]int{}
+	for _, c := range cs {
+		if c.Time.After(node.When()) {
+			break
+		}
+		for _, f := range c.Files {
+			if in[f.Path] {
+				counts[c.Actor] += f.Lines
+			}
+		}
+		if c.Checkpoint == to {
+			break
+		}
+	}
+	var parts []string
+	for _, a := range []string{snap.ActorAgent, snap.ActorUser, snap.ActorUnknown, "import"} {
+		if counts[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", a, counts[a]))
+		}
+	}
+	return strings.Join(parts, ", "), nil
 }
 
 // userSignature is the identity of a commit on the user's own branch: the

@@ -35,6 +35,9 @@ const (
 	TrailerKind       = "Snap-Kind"
 	TrailerMessageID  = "Snap-Message-Id"
 	TrailerState      = "Snap-State"
+	TrailerActor      = "Snap-Actor"       // who made the checkpoint's change (agent, user), when known
+	TrailerCall       = "Snap-Call"        // the agent's tool call it records
+	TrailerAttributed = "Snap-Attribution" // lines a --git-commit adds, by actor: "agent 42, user 3"
 )
 
 // exported is a checkpoint as written to git.
@@ -464,6 +467,12 @@ func commitMessage(id snap.ID, n *snap.Node, state plumbing.Hash, f exportedFlag
 	fmt.Fprintf(&b, "%s: %s\n", TrailerKind, n.Kind)
 	if n.MessageID != "" {
 		fmt.Fprintf(&b, "%s: %s\n", TrailerMessageID, oneLine(n.MessageID))
+	}
+	if n.Actor != "" {
+		fmt.Fprintf(&b, "%s: %s\n", TrailerActor, n.Actor)
+	}
+	if n.Call != "" {
+		fmt.Fprintf(&b, "%s: %s\n", TrailerCall, oneLine(n.Call))
 	}
 	fmt.Fprintf(&b, "%s: %s\n", TrailerState, state)
 	if !f.from.IsZero() {
