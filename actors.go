@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -277,21 +278,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 		}
 	}
 	slices.SortFunc(kept, func(a, b Kept) int { return strings.Compare(a.Path, b.Path) })
-	seqs := map[string]map[objects.ID]int{} // session → checkpoint → #N
-	for i, k := range kept {
-		if k.Session == "" {
-			continue
-		}
-		if seqs[k.Session] == nil {
-			seqs[k.Session] = map[objects.ID]int{}
-			if list, err := r.sessionCheckpoints(h, k.Session); err == nil {
-				for n, e := range list {
-					seqs[k.Session][e.ID] = n + 1
-				}
-			}
-		}
-		kept[i].Seq = seqs[k.Session][k.Checkpoint]
-	}
+	r.numberKept(h, kept)
 	end, err := worktree.EditTree(w, tck.Tree, edits, func(dir string) bool {
 		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
 		return err == nil && fi.IsDir()
@@ -380,4 +367,79 @@ func orUnknown(actor string) string {
 		return ActorUnknown
 	}
 	return actor
+}
+
+// ChangedByOthers reports, of paths the change from checkpoint from to
+// checkpoint to made, those whose content in to another actor than
+// session's own recorded first (another session, or the user): a revert
+// of that change in session leaves them (Kept), as a rewind would.
+func (r *Repo) ChangedByOthers(ctx context.Context, session string, from, to ID, paths []string) ([]Kept, error) {
+	session, err := sessionName(session)
+	if err != nil {
+		return nil, err
+	}
+	tck, err := r.loadCheckpoint(to)
+	if err != nil {
+		return nil, err
+	}
+	h := r.history()
+	if err := h.load(); err != nil {
+		return nil, err
+	}
+	first := 0
+	if !from.IsZero() {
+		fck, err := r.loadCheckpoint(from)
+		if err != nil {
+			return nil, err
+		}
+		first = h.recordedAt(from, fck.When())
+	}
+	last := h.recordedAt(to, tck.When())
+	set := map[string]bool{}
+	for _, p := range paths {
+		set[p] = true
+	}
+	all, err := r.pathChanges(h, session, first, from, set, false)
+	if err != nil {
+		return nil, err
+	}
+	var kept []Kept
+	for _, p := range slices.Sorted(maps.Keys(set)) {
+		e, _, err := objects.EntryAt(r.objects, tck.Tree, "/"+p)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range all[p] {
+			if c.op > last {
+				break
+			}
+			if sameEntry(c.entry, e) {
+				if !c.own(session) {
+					kept = append(kept, Kept{Path: p, Session: c.session, Actor: orUnknown(c.actor), Checkpoint: c.ck, Time: c.time})
+				}
+				break
+			}
+		}
+	}
+	r.numberKept(h, kept)
+	return kept, nil
+}
+
+// numberKept sets each kept path's Seq: its checkpoint's #N in its session.
+func (r *Repo) numberKept(h *history, kept []Kept) {
+	seqs := map[string]map[objects.ID]int{} // session → checkpoint → #N
+	for i, k := range kept {
+		if k.Session == "" {
+			continue
+		}
+		if seqs[k.Session] == nil {
+			seqs[k.Session] = map[objects.ID]int{}
+			if list, err := r.sessionCheckpoints(h, k.Session); err == nil {
+				for n, e := range list {
+					seqs[k.Session][e.ID] = n + 1
+				}
+			}
+		}
+		kept[i].Seq = seqs[k.Session][k.Checkpoint]
+	}
 }

@@ -21,6 +21,10 @@ type RevertOptions struct {
 	From    string   // the start of a range; "" is Ref's parent
 	Paths   []string // only these paths (and what lies beneath them)
 	DryRun  bool     // report what would be reverted and what conflicts; change nothing
+	// All reverts every path of the change; without it, a path whose
+	// change another actor made (another session, the user) is left
+	// (RevertResult.Kept), as a rewind leaves it.
+	All bool
 }
 
 // RevertConflict is a path a revert left untouched: what it holds now and
@@ -47,6 +51,7 @@ type RevertResult struct {
 	Checkpoint *snap.ID           `json:"checkpoint"`
 	Reverted   []string           `json:"reverted"`
 	Conflicts  []RevertConflict   `json:"conflicts"`
+	Kept       []snap.Kept        `json:"kept"` // paths of the change another actor made: left as they are
 	Rewind     *snap.RewindResult `json:"rewind,omitempty"`
 	// Nothing: the change touched no file, or every path it touched is
 	// already as before it; nothing was done (not an error).
@@ -95,7 +100,7 @@ func (f *Flow) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 		}
 		fromTree = fck.Tree
 	}
-	res := &RevertResult{From: from, To: to, Reverted: []string{}, Conflicts: []RevertConflict{}}
+	res := &RevertResult{From: from, To: to, Reverted: []string{}, Conflicts: []RevertConflict{}, Kept: []snap.Kept{}}
 	diff, err := f.r.DiffPaths(ctx, fromTree, tck.Tree, o.Paths)
 	if err != nil {
 		return nil, err
@@ -104,6 +109,20 @@ func (f *Flow) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 	for _, p := range diff {
 		if !strings.HasSuffix(p, "/") {
 			changed = append(changed, p)
+		}
+	}
+	if len(changed) > 0 && !o.All {
+		kept, err := f.r.ChangedByOthers(ctx, session, from, to, changed)
+		if err != nil {
+			return nil, err
+		}
+		res.Kept = append(res.Kept, kept...)
+		changed = slices.DeleteFunc(changed, func(p string) bool {
+			return slices.ContainsFunc(kept, func(k snap.Kept) bool { return k.Path == p })
+		})
+		if len(changed) == 0 {
+			res.Nothing, res.DryRun = true, o.DryRun // every path of it is another actor's
+			return res, nil
 		}
 	}
 	if len(changed) == 0 {

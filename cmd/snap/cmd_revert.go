@@ -18,6 +18,7 @@ type revertOptions struct {
 	From, Ref string
 	Paths     []string
 	DryRun    bool
+	All       bool
 }
 
 func revertCommand(inv *invocation) *cli.Command {
@@ -35,7 +36,9 @@ conflicting lines; the exit code is then 3. A safety checkpoint comes first
 and a "revert" checkpoint records the result; 'snap undo' puts the files back.
 --dry-run shows what would be reverted and what conflicts, changing nothing.
 When every path is already as before the change there is nothing to do: it
-says so and exits 0.
+says so and exits 0. A path whose change another session or you made (that
+session, or a checkpoint marked --actor user, recorded it first) is this
+session's to keep: it is left and listed as kept; --all reverts it too.
 
 Examples:
    snap revert '#2' --dry-run
@@ -44,12 +47,13 @@ Examples:
 		Flags: withGlobals(
 			&cli.StringSliceFlag{Name: "path", Usage: "revert only `P` and what lies beneath it; repeatable"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be reverted and what conflicts; change nothing"},
+			&cli.BoolFlag{Name: "all", Usage: "revert every path of the change, also those another session or you changed"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageErrorf("revert takes one REF or FROM..REF")
 			}
-			o := revertOptions{globalOptions: globals(c), Ref: c.Args().First(), Paths: c.StringSlice("path"), DryRun: c.Bool("dry-run")}
+			o := revertOptions{globalOptions: globals(c), Ref: c.Args().First(), Paths: c.StringSlice("path"), DryRun: c.Bool("dry-run"), All: c.Bool("all")}
 			if from, to, ok := strings.Cut(o.Ref, ".."); ok {
 				if from == "" || to == "" {
 					return usageErrorf("a range is FROM..REF, both given (got %q)", o.Ref)
@@ -67,7 +71,7 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
-	ro := workflow.RevertOptions{Session: o.session(), Ref: o.Ref, From: o.From, DryRun: o.DryRun}
+	ro := workflow.RevertOptions{Session: o.session(), Ref: o.Ref, From: o.From, DryRun: o.DryRun, All: o.All}
 	if len(o.Paths) > 0 {
 		if ro.Paths, err = o.projectPaths(repo, o.Paths); err != nil {
 			return err
@@ -84,7 +88,14 @@ func runRevert(ctx context.Context, o revertOptions, out io.Writer) error {
 		return err
 	}
 	if perr := emit(out, o.JSON, res, func(w io.Writer) error {
+		for _, k := range res.Kept {
+			fmt.Fprintf(w, "kept %s: %s\n", quotePath(k.Path), keptReason(k, o.session()))
+		}
 		if res.Nothing {
+			if len(res.Kept) > 0 {
+				fmt.Fprintln(w, "nothing to revert: every path of the change is another session's or yours (--all reverts them)")
+				return nil
+			}
 			fmt.Fprintf(w, "nothing to revert: the change touched no file%s, or each is already as before it\n", pathsOf(o.Paths))
 			return nil
 		}
