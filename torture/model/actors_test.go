@@ -185,7 +185,10 @@ type scopedExp struct {
 	// last record of it is theirs), with the target's entry, which they
 	// must not end with.
 	othersNow map[string]ent
-	story     map[string]string // path → its versions since the target, for messages
+	// ownVersion: those of othersNow whose present content one of the
+	// session's own changes had made before (the shape of M26).
+	ownVersion map[string]bool
+	story      map[string]string // path → its versions since the target, for messages
 }
 
 func (se *scopedExp) keptString() string {
@@ -204,7 +207,7 @@ func usable(c *ckRec) bool { return c != nil && !c.expired && c.kind != "unknown
 // from the model's records; me is the move's expectation (its safety
 // capture is the present), d0 the disk before it.
 func (p *project) predictScoped(s string, T *ckRec, me moveExp, paths []string, d0 tree) *scopedExp {
-	se := &scopedExp{end: T.files, othersNow: map[string]ent{}, story: map[string]string{}}
+	se := &scopedExp{end: T.files, othersNow: map[string]ent{}, ownVersion: map[string]bool{}, story: map[string]string{}}
 	now := me.safety.files
 	leave := slices.Concat(me.safety.unreadable, T.skipped)
 	for q := range me.exclude {
@@ -312,6 +315,9 @@ func (p *project) predictScoped(s string, T *ckRec, me moveExp, paths []string, 
 		}
 		if last := seq[len(seq)-1]; len(seq) > 1 && !last.own(s) {
 			se.othersNow[q] = e.end
+			for _, c := range seq[1 : len(seq)-1] {
+				se.ownVersion[q] = se.ownVersion[q] || c.own(s) && c.e.same(last.e)
+			}
 		}
 		if other == nil {
 			continue
@@ -674,20 +680,29 @@ func (r *runner) addBuilt(p *project, what, s, kind string, id objects.ID, T *ck
 }
 
 // checkOverwritten: no path whose present content another actor wrote
-// ends with the target's content.
-func (r *runner) checkOverwritten(what string, se *scopedExp, d1 tree) {
+// is overwritten with the target's content (from d0, the disk before the
+// move, to d1, after it; a path the move leaves alone, ignored say, may
+// hold it all along).
+func (r *runner) checkOverwritten(what string, se *scopedExp, d0, d1 tree) {
 	if se == nil || se.unsure != "" {
 		return
 	}
+	isT := func(d tree, q string, t ent) bool {
+		e, on := d[q]
+		return on && e.K != 'd' && e.same(t) || !on && t.K == 0
+	}
 	for _, q := range sortedKeys(se.othersNow) {
 		t := se.othersNow[q]
-		got, on := d1[q]
-		if t.K == 'd' || got.K == 'd' {
+		if t.K == 'd' || d1[q].K == 'd' {
 			continue
 		}
-		if on && got.same(t) || !on && t.K == 0 {
-			r.failf("actor-overwritten", "%s: %s, which another actor wrote as it was before the move, now holds the target's content (%v)\n  %s: %s",
-				what, q, t, q, se.story[q])
+		if !isT(d0, q, t) && isT(d1, q, t) {
+			cat := "actor-overwritten"
+			if se.ownVersion[q] {
+				cat = "actor-overwritten-own-version" // M26
+			}
+			r.failf(cat, "%s: %s, which another actor wrote as it was before the move (%v), now holds the target's content (%v)\n  %s: %s",
+				what, q, d0[q], t, q, se.story[q])
 		}
 	}
 }

@@ -194,6 +194,9 @@ func genAgent(rng *rand.Rand, g *genState, op *Op) {
 		op.Text = randText(rng, "why")
 		op.KeepOpen = op.Kind == "task-commit" && rng.IntN(6) == 0
 		op.Scoped = op.Kind == "task-revert" && rng.IntN(5) > 0
+		if op.Kind == "task-revert" {
+			op.Then = genThen(rng, op)
+		}
 	case "linkdir":
 		op.Path = g.existing(rng, "d")
 		if op.Path == "" || rng.IntN(3) == 0 {
@@ -1571,7 +1574,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 		r.resyncAfterUnmodelled(p, s)
 		return
 	}
-	r.checkOverwritten(what, se, d1)
+	r.checkOverwritten(what, se, d0, d1)
 	r.stats["task-revert"]++
 	if res.Task.ID != t.ID || fmt.Sprint(res.Stack) != fmt.Sprint(orEmptyInts(want.Stack)) {
 		r.failf("task-op", "%s: answered task %d, stack %v; the model expects task %d, stack %v", what, res.Task.ID, res.Stack, t.ID, want.Stack)

@@ -16,6 +16,7 @@ import (
 
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/gitbridge"
+	"github.com/snapcore-dev/snap/merge"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/workflow"
 )
@@ -52,7 +53,13 @@ import (
 //     tree is the old one; the index entries of the committed paths (those
 //     dropped beneath a file too) are the new HEAD's, every other
 //     entry is as it was; what it reports committed is what changed
-//     [git-commit].
+//     [git-commit];
+//   - only the task's own change goes on the branch (N3): where HEAD holds
+//     a regular file that differs from both the begin's and the end's,
+//     and the begin's is a regular file, what is committed is the begin to
+//     end change applied to HEAD's content by lines; when that cannot be
+//     (not text, overlapping lines) the git commit is refused, naming the
+//     path, and HEAD and the index stay as they were [git-commit-refused].
 
 // gitEnv is the environment of every git command: no user or system
 // configuration (the repository's own holds user.name and user.email).
@@ -446,12 +453,36 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 		r.checkGitUnchanged(p, g0, "a refused git commit")
 		return
 	}
+	want := g0.blobs()
+	touched := append([]string(nil), changed...)
+	// N3: only the task's own change goes on the branch; where it cannot
+	// be applied to HEAD's content alone, nothing is committed.
+	var refused []string
+	own := map[string]string{}
+	for _, q := range changed {
+		if e, ok := rec.files[q]; ok && e.K != 'd' {
+			if entry, why := ownChangeEntry(p.root, g0, fr.files, q, e); why != "" {
+				refused = append(refused, q+": "+why)
+			} else if entry != "" {
+				own[q] = entry
+			}
+		}
+	}
+	if len(refused) > 0 {
+		if cerr == nil || !errors.Is(cerr, snap.ErrConflict) || !strings.Contains(cerr.Error(), strings.SplitN(refused[0], ":", 2)[0]) {
+			r.failf("git-commit-refused", "%s: committed or refused otherwise (%v); the model expects the commit refused, naming %s", what, cerr, refused[0])
+		}
+		r.stats["git commit refused: the task's change cannot be applied alone"]++
+		r.checkGitUnchanged(p, g0, "a refused git commit")
+		return
+	}
+	if len(own) > 0 {
+		r.stats["git commit: the task's own change applied to HEAD's"]++
+	}
 	if cerr != nil {
 		r.failf("git-commit", "%s: snap recorded %s, but the git commit failed: %v", what, rec.id.Short(), cerr)
 		return
 	}
-	want := g0.blobs()
-	touched := append([]string(nil), changed...)
 	for _, q := range changed {
 		if e, ok := rec.files[q]; ok && e.K == 'd' {
 			// A file or link that became a directory: it goes, what HEAD
@@ -459,6 +490,9 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 			delete(want, q)
 		} else if ok {
 			want[q] = gitEntry(e)
+			if o := own[q]; o != "" {
+				want[q] = o
+			}
 			for a := path.Dir(q); a != "."; a = path.Dir(a) {
 				delete(want, a) // a file there becomes the directory
 			}
@@ -521,6 +555,41 @@ func (r *runner) opGitCommit(p *project, op *Op) {
 			r.failf("git-commit", "%s: the index entry of %s is %q, the model expects %q (before: %q)", what, q, g1.index[q], wantIdx, g0.index[q])
 		}
 	}
+}
+
+// ownChangeEntry is what a --git-commit commits at q, which the task's
+// end holds as e (N3): "" for e itself, unless HEAD holds a regular file
+// there that differs from both the task's begin (begin) and e, and the
+// begin a regular file too: then the begin-to-end change applied to
+// HEAD's content by lines, or why it cannot be (not text, overlapping).
+func ownChangeEntry(dir string, g0 gitState, begin tree, q string, e ent) (entry, refuse string) {
+	if e.K != 'f' && e.K != 'x' {
+		return "", ""
+	}
+	mode, hh, _ := strings.Cut(g0.tree[q], " ")
+	if mode != "100644" && mode != "100755" {
+		return "", ""
+	}
+	b, ok := begin[q]
+	if !ok || b.K != 'f' && b.K != 'x' {
+		return "", ""
+	}
+	hash := func(x ent) string { _, h, _ := strings.Cut(gitEntry(ent{K: 'f', Data: x.Data}), " "); return h }
+	if hash(b) == hh || hash(e) == hh {
+		return "", ""
+	}
+	head, err := gitIn(dir, "cat-file", "blob", hh)
+	if err != nil {
+		return "", "HEAD's content unreadable: " + err.Error()
+	}
+	if !merge.IsText([]byte(head)) || !merge.IsText([]byte(b.Data)) || !merge.IsText([]byte(e.Data)) {
+		return "", "not text"
+	}
+	m, hunks := merge.Lines([]byte(head), []byte(b.Data), []byte(e.Data))
+	if len(hunks) > 0 {
+		return "", "overlaps HEAD's content"
+	}
+	return gitEntry(ent{K: e.K, Data: string(m)}), ""
 }
 
 // sameChangedPaths compares the paths snap says changed from a to b with

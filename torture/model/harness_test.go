@@ -25,13 +25,42 @@ func disabledSet() map[string]bool {
 	return d
 }
 
+// openFindings are the categories of the findings not fixed yet: each has
+// a saved replay in testdata/ marked open (replayFile.Open), which
+// TestSavedReplays checks still fails that way. A random run does not
+// check them (it would stop at the first; the replay documents the bug),
+// unless SNAP_MODEL_OPEN=check. Once the engine is fixed, the replay
+// passes, TestSavedReplays says so, and dropping its mark makes every run
+// check the category again.
+func openFindings() map[string]string {
+	out := map[string]string{}
+	if os.Getenv("SNAP_MODEL_OPEN") == "check" {
+		return out
+	}
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var rf replayFile
+		if json.Unmarshal(data, &rf) == nil && rf.Open != "" {
+			out[rf.Failure.Cat] = rf.Open
+		}
+	}
+	return out
+}
+
 // replayFile is what a failing run writes: enough to run the sequence
 // again (SNAP_MODEL_REPLAY=file).
 type replayFile struct {
 	Seed     uint64   `json:"seed"`
 	Failure  failure  `json:"failure"`
 	Disabled []string `json:"disabled,omitempty"` // categories not checked when it was found
-	Ops      []Op     `json:"ops"`
+	// Open: the finding (M26...) is not fixed yet: the replay must still
+	// fail with Failure.Cat (see openFindings).
+	Open string `json:"open,omitempty"`
+	Ops  []Op   `json:"ops"`
 }
 
 const fsckEvery = 25
@@ -50,6 +79,12 @@ func TestModel(t *testing.T) {
 	steps = envInt("SNAP_MODEL_STEPS", steps)
 	keepGoing := os.Getenv("SNAP_MODEL_KEEP_GOING") != ""
 	disabled := disabledSet()
+	for c, id := range openFindings() {
+		if !disabled[c] {
+			t.Logf("not checking [%s]: finding %s is open (testdata/; SNAP_MODEL_OPEN=check checks it)", c, id)
+			disabled[c] = true
+		}
+	}
 	t.Logf("seed %d, %d steps (SNAP_MODEL_SEED=%d SNAP_MODEL_STEPS=%d to repeat)", baseSeed, steps, baseSeed, steps)
 	rng := rand.New(rand.NewPCG(baseSeed, 1))
 	r, err := newRunner(t.TempDir(), disabled, t.Logf)
@@ -151,10 +186,18 @@ func TestReplay(t *testing.T) {
 	}
 	r.logStats(t)
 	if len(r.fails) == 0 {
+		if rf.Open != "" {
+			t.Errorf("finding %s is open, but its sequence passes now (it failed with [%s]): fixed? then drop its \"open\" mark", rf.Open, rf.Failure.Cat)
+			return
+		}
 		t.Logf("the sequence passes (it failed with [%s] when it was written)", rf.Failure.Cat)
 		return
 	}
 	f := r.fails[0]
+	if rf.Open != "" && f.Cat == rf.Failure.Cat {
+		t.Logf("finding %s (open) still fails as recorded: step %d [%s]: %s", rf.Open, f.Step, f.Cat, f.Msg)
+		return
+	}
 	t.Errorf("FAILED at step %d [%s]: %s", f.Step, f.Cat, f.Msg)
 	if os.Getenv("SNAP_MODEL_SHRINK") != "" {
 		min, mf := shrink(t, rf.Ops[:f.Step], f, disabled)

@@ -69,6 +69,11 @@ type Op struct {
 	Actor  string `json:"actor,omitempty"`
 	Call   string `json:"call,omitempty"`
 	Scoped bool   `json:"scoped,omitempty"`
+	// Then: rewind, undo, redo, task-revert: undo and redo ops of the
+	// session run at once after it ("undo", "undo,redo", "redo"), so
+	// that undo right after a move, and redo right after that undo, are
+	// checked exact (actors_test.go).
+	Then string `json:"then,omitempty"`
 
 	CLI *CLIOp `json:"cli,omitempty"` // read-only CLI command run after the op
 }
@@ -181,6 +186,9 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, " %s", []string{"store policy", "keep-last 3 keep-within 0 grace 0", "grace 0"}[o.Policy])
 	default:
 		o.agentString(&b, q)
+	}
+	if o.Then != "" {
+		fmt.Fprintf(&b, ", then at once %s", o.Then)
 	}
 	if o.CLI != nil {
 		fmt.Fprintf(&b, "; then cli %s", o.CLI)
@@ -491,9 +499,11 @@ func gen(rng *rand.Rand, g *genState) Op {
 		}
 		op.DryRun = rng.IntN(10) < 3
 		op.Scoped = rng.IntN(5) > 0
+		op.Then = genThen(rng, &op)
 	case "undo", "redo":
 		op.Session = randSession(rng)
 		op.Scoped = rng.IntN(5) > 0
+		op.Then = genThen(rng, &op)
 	case "label":
 		op.Session = randSession(rng)
 		op.Target, op.Form = randTarget(rng, g)
@@ -511,6 +521,21 @@ func gen(rng *rand.Rand, g *genState) Op {
 		op.CLI = nil
 	}
 	return op
+}
+
+// genThen: a scoped move is followed at once by its undo (and redo) one
+// time in four.
+func genThen(rng *rand.Rand, op *Op) string {
+	if !op.Scoped || rng.IntN(4) > 0 {
+		return ""
+	}
+	switch op.Kind {
+	case "undo":
+		return "redo"
+	case "redo":
+		return "undo"
+	}
+	return []string{"undo", "undo,redo"}[rng.IntN(2)]
 }
 
 func randSession(rng *rand.Rand) string {

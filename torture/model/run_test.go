@@ -147,6 +147,14 @@ func (r *runner) apply(op *Op) {
 		}
 	}
 	r.checkHeads(p)
+	if op.Then != "" {
+		// Undo (and redo) at once: exact (opUndo's checks).
+		r.checkAgent(p, op)
+		for _, k := range strings.Split(op.Then, ",") {
+			r.opUndo(p, &Op{Kind: k, Session: op.Session, Scoped: true}, k == "undo")
+			r.checkHeads(p)
+		}
+	}
 	t0 := time.Now()
 	r.checkAgent(p, op)
 	r.times["agent checks"] += time.Since(t0)
@@ -160,6 +168,16 @@ func (r *runner) apply(op *Op) {
 // cmdOf is the CLI command line equivalent to a snap op (for the shell
 // version of a failing sequence); ref is the REF the op used.
 func (r *runner) cmdOf(p *project, op *Op, ref string) [][]string {
+	cmds := r.cmdOf1(p, op, ref)
+	if op.Then != "" && cmds != nil {
+		for _, k := range strings.Split(op.Then, ",") {
+			cmds = append(cmds, []string{k, "-s", op.Session, "--json"})
+		}
+	}
+	return cmds
+}
+
+func (r *runner) cmdOf1(p *project, op *Op, ref string) [][]string {
 	switch op.Kind {
 	case "checkpoint":
 		c := []string{"checkpoint", "-s", op.Session, "--json"}
@@ -747,7 +765,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 		r.resyncAfterUnmodelled(p, op.Session)
 		return
 	}
-	r.checkOverwritten(what, se, d1)
+	r.checkOverwritten(what, se, d0, d1)
 	brec := r.addBuilt(p, what, op.Session, "rewind", built, tgt, mtgt.files)
 	so := &stackOp{kind: "rewind", step: r.step, session: op.Session, newHead: tgt.id, target: tgt.id, scope: sc,
 		before: d0, after: d1, outBefore: o0, outAfter: o1, exclude: excludeOf(d0)}
@@ -1187,7 +1205,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		r.resyncAfterUnmodelled(p, op.Session)
 		return
 	}
-	r.checkOverwritten(what, se, d1)
+	r.checkOverwritten(what, se, d0, d1)
 	brec := r.addBuilt(p, what, op.Session, kind, built, tgt, mtgt.files)
 	// Right after the move (nothing changed since), undo gives back
 	// exactly the state before it, ignored files included, and redo the
