@@ -98,8 +98,10 @@
 //     path the commit would touch; else HEAD moves by one commit on the
 //     old HEAD whose tree is the old one with the changed paths as the
 //     commit's checkpoint has them (none when nothing differs; a file
-//     that replaced a directory drops HEAD's files beneath it), and the
-//     index changes at those paths only.
+//     that replaced a directory drops HEAD's files beneath it; where HEAD
+//     holds uncommitted edits made before the task, the task's own change
+//     applied to HEAD's content by lines, or the git commit refused when
+//     they overlap: N3), and the index changes at those paths only.
 //  10. A commit killed part way (killed_test.go: the store opened on an
 //     fsys.Faulty that, at the k-th change to the working tree, cancels
 //     the context and fails every later change, store included) leaves
@@ -131,8 +133,9 @@
 //     it, the head goes there where it would have gone to T; a path whose
 //     present content another actor wrote never ends with T's; undo right
 //     after is exact and redo right after that undo gives the state after
-//     (promise 3). Where the model's log has a gap or a checkpoint the scan
-//     needs was expired, it follows the store's end.
+//     (promise 3; a scoped move is followed at once by its undo, and redo,
+//     one time in four). Where the model's log has a gap or a checkpoint
+//     the scan needs was expired, it follows the store's end.
 //
 // # Operations
 //
@@ -191,8 +194,12 @@
 // commit-killed (the agent workflow); record-actor, actor-kept,
 // actor-kept-who, actor-end, actor-overwritten (actors); and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
-// edit-undo-dirs, undo-created-dir-left, ...). Every category is checked
-// in every run: there is no list of known bugs. A run
+// edit-undo-dirs, undo-created-dir-left, actor-overwritten-own-version,
+// ...). Every category is checked in every run: there is no list of known
+// bugs, but for an open finding (one not fixed yet: its replay is in
+// testdata/ marked "open", and TestSavedReplays checks that it still
+// fails so) random runs skip its category until its mark is dropped
+// (SNAP_MODEL_OPEN=check checks it all the same). A run
 // stops at the first failing step, then shrinks the sequence: read-only
 // commands dropped, then delta debugging over the ops (a candidate counts
 // when it fails with the same category), within SNAP_MODEL_SHRINK_SECONDS
