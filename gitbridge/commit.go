@@ -267,6 +267,7 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 	// What each path becomes (by its path in the git repository, which
 	// may hold the project in a subdirectory): an entry, or nil (deleted).
 	changes := map[string]*object.TreeEntry{}
+	asEnded := map[string]string{} // git path → project path, committed as the task's end holds it
 	for _, sp := range paths {
 		p := path.Join(b.prefix, sp)
 		e, ok, err := b.entryAt(ctx, node.Tree, sp)
@@ -302,8 +303,12 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 		// differs from what the task began with (your uncommitted edits),
 		// the change from its begin to its end is applied to HEAD's
 		// content, and your edits stay in the working tree, uncommitted.
+		end := h
 		if h, err = b.ownChange(ctx, g, u, fromNode.Tree, sp, p, e, h); err != nil {
 			return nil, err
+		}
+		if h == end {
+			asEnded[p] = sp
 		}
 		mode := map[snap.Mode]filemode.FileMode{snap.ModeFile: filemode.Regular, snap.ModeExec: filemode.Executable, snap.ModeSymlink: filemode.Symlink}[e.Mode]
 		changes[p] = &object.TreeEntry{Name: p, Mode: mode, Hash: h}
@@ -382,6 +387,19 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 	res.Commit = ch.String()
 	if err := b.writeIndex(u.idx, changes); err != nil {
 		return res, fmt.Errorf("committed %s on %s, but updating the git index failed: %w ('git reset -q -- %s' refreshes it)", ch.String()[:12], res.Branch, err, strings.Join(paths, " "))
+	}
+	// Who wrote the task's lines, as git-ai reads it (refs/notes/ai).
+	for p := range asEnded {
+		if changes[p] == nil {
+			delete(asEnded, p)
+		}
+	}
+	note, err := b.authorshipLog(ctx, ch, node.Session, to, fromNode.When(), asEnded, sig.Name+" <"+sig.Email+">")
+	if err == nil && note != "" {
+		err = b.addNote(ch, note, sig)
+	}
+	if err != nil {
+		return res, fmt.Errorf("committed %s on %s, but its git-ai note (%s) could not be written: %w", ch.String()[:12], res.Branch, NotesRef, err)
 	}
 	return res, nil
 }
