@@ -239,8 +239,14 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 			switch {
 			case !ok:
 				k.Conflict = true
+			case sameEntry(merged, e.end) && seq[len(seq)-1].own(session):
+				continue // the session's own last change undid what the others changed
 			case sameEntry(merged, e.end):
-				continue // what the others changed is gone already
+				// Another actor wrote the present, and taking the
+				// session's changes out would give the target: the
+				// lines cannot tell theirs from the session's (the
+				// user wrote back what the agent had: M26). Kept.
+				k.Conflict = true
 			case !sameEntry(merged, e.now):
 				keep, k.Merged = merged, true
 			}
@@ -292,6 +298,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 // overlap, or a version is not text in a file.
 func unpick(present *Present, p string, seq []pathChange, session string) (objects.TreeEntry, bool, error) {
 	cur := seq[len(seq)-1].entry
+	at := len(seq) - 1 // the version cur is, while no merge made it another
 	var data []byte
 	read := func(e objects.TreeEntry, path string) ([]byte, bool, error) {
 		if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec {
@@ -307,8 +314,10 @@ func unpick(present *Present, p string, seq []pathChange, session string) (objec
 		if !seq[i].own(session) {
 			continue
 		}
-		if data == nil && sameEntry(cur, seq[i].entry) {
-			cur = seq[i-1].entry // nothing came after the change: its before is the content
+		if data == nil && at == i {
+			// Nothing came after the change (or only the session's own
+			// changes, taken out already): its before is the content.
+			cur, at = seq[i-1].entry, i-1
 			continue
 		}
 		if data == nil {

@@ -183,3 +183,30 @@ func TestUndoKeepsWhatAnotherSessionWroteSince(t *testing.T) {
 		}
 	})
 }
+
+// M26 (model, issue 22): the user takes out the line the agent added and
+// puts it back by hand; the session's rewind must not write the target's
+// content over the user's last write (the lines cannot tell the user's
+// line from the agent's: kept, as a conflict). The same with another
+// session's two writes.
+func TestRewindKeepsARewriteOfAnOwnVersion(t *testing.T) {
+	for _, other := range []snap.CheckpointOptions{{Session: "A", Actor: snap.ActorUser}, {Session: "B"}} {
+		r, root := snaptest.NewRepo(t)
+		write := func(s string) { snaptest.WriteFiles(t, root, map[string]string{"f.txt": s}) }
+		write("1\n")
+		c1 := checkpoint(t, r, snap.CheckpointOptions{Session: "A"})
+		write("1\n2\n")
+		checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent})
+		write("1\n")
+		checkpoint(t, r, other)
+		write("1\n2\n")
+		checkpoint(t, r, other)
+		res, err := r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["f.txt"] != "1\n2\n" || !sameStrings(keptPaths(res.Kept), []string{"f.txt(conflict)"}) {
+			t.Fatalf("other %+v: f.txt %q, kept %v", other, got["f.txt"], keptPaths(res.Kept))
+		}
+	}
+}
