@@ -36,11 +36,13 @@ import (
 //   - No change is another's: the path goes to T's content. All are
 //     others': it is kept as it is. Mixed: S's own changes are taken out
 //     one by one, latest first, each by a three-way line merge (the
-//     present equal to the own version: the version before it, no merge);
-//     a version that is no text file, or overlapping lines: kept as it is
-//     (Conflict). A result equal to T's content: not kept. A path above or
-//     below a kept one (a file where the other has a directory) is kept
-//     too, as it is.
+//     present is the own version, no other came after it but own ones
+//     taken out already: the version before it, no merge); a version that
+//     is no text file, or overlapping lines: kept as it is (Conflict). A
+//     result equal to T's content: not kept when the last version is S's
+//     own, else kept as it is (Conflict: M26). A path above or below a
+//     kept one (a file where the other has a directory) is kept too, as
+//     it is.
 //   - Anything kept: the move records its end (T's tree with the kept
 //     paths, a checkpoint of the move's kind, child of T, listed by the
 //     op's Checkpoints); the head goes there when it would have gone to T;
@@ -332,8 +334,13 @@ func (p *project) predictScoped(s string, T *ckRec, me moveExp, paths []string, 
 			switch {
 			case !ok:
 				k.conflict = true
+			case merged.same(e.end) && seq[len(seq)-1].own(s):
+				continue // the session's own last change undid what the others changed
 			case merged.same(e.end):
-				continue // what the others changed is gone already
+				// Another actor wrote the present: taking the session's
+				// changes out would give the target, the lines cannot tell
+				// theirs from the session's (M26): kept.
+				k.conflict = true
 			case !merged.same(e.now):
 				keep, k.merged = merged, true
 			}
@@ -418,6 +425,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // content (the last of seq), latest first; false when one cannot be.
 func unpickModel(seq []pathChange, s string) (ent, bool) {
 	cur := seq[len(seq)-1].e
+	at := len(seq) - 1 // the version cur is, while no merge made another of it
 	text := func(e ent) (string, bool) {
 		if e.K != 'f' && e.K != 'x' {
 			return "", false
@@ -429,8 +437,10 @@ func unpickModel(seq []pathChange, s string) (ent, bool) {
 		if !seq[i].own(s) {
 			continue
 		}
-		if data == nil && cur.same(seq[i].e) {
-			cur = seq[i-1].e // nothing came after the change: its before is the content
+		if data == nil && at == i {
+			// Nothing came after the change (or only own changes, taken
+			// out already): its before is the content.
+			cur, at = seq[i-1].e, i-1
 			continue
 		}
 		if data == nil {
@@ -734,4 +744,21 @@ func (p *project) rescoped(me moveExp, d0 tree, o0 outState, T *ckRec, end tree,
 	m := p.expectMoveEnd(d0, o0, T, end, h, sc, created, createdDocs)
 	m.safetyDoc = me.safetyDoc
 	return m
+}
+
+// ignoreFilesDiffer: a and b hold different ignore files (.gitignore,
+// .snapignore at any depth).
+func ignoreFilesDiffer(a, b *ckRec) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	isIgnoreFile := func(q string) bool { n := path.Base(q); return n == ".gitignore" || n == ".snapignore" }
+	for _, t := range []tree{a.files, b.files} {
+		for q := range t {
+			if isIgnoreFile(q) && !a.files[q].same(b.files[q]) {
+				return true
+			}
+		}
+	}
+	return false
 }

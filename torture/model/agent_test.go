@@ -1601,6 +1601,9 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	if len(pe.Changes) > 0 {
 		so.edits = pe.clone()
 	}
+	if len(rr.Kept) > 0 {
+		so.scopedFrom = begin.id
+	}
 	r.push(p, s, so)
 	p.noteOrder(s, sid)
 	setHead(p, s, rec.id)

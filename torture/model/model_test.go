@@ -155,6 +155,9 @@ type stackOp struct {
 	// move began (what its undo reads the safety checkpoint's rules
 	// beneath).
 	exclude string
+	// scopedFrom: an actor-scoped move that kept paths: the target it
+	// was asked for (target is then the end it recorded).
+	scopedFrom objects.ID
 }
 
 // project is one project directory with its own store, and the model of

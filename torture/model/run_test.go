@@ -779,7 +779,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 	if brec != nil {
 		// The move ends on the end it built: the head goes there where
 		// it would have gone to the target, and a redo goes there again.
-		so.target = brec.id
+		so.target, so.scopedFrom = brec.id, tgt.id
 		if so.newHead == tgt.id {
 			so.newHead = brec.id
 		}
@@ -1227,6 +1227,9 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 			}
 			if undo && c == cat+"-dirs" && createdDirsLeft(before, d1, top.created) {
 				c = "undo-created-dir-left" // snap's known bug M16
+			}
+			if !undo && !top.scopedFrom.IsZero() && ignoreFilesDiffer(p.byID[top.scopedFrom], tgt) {
+				c = "redo-scoped-rules" // M27: the end it built has other ignore files than its target
 			}
 			r.failf(c, "%s does not give back the state from before exactly:\n  %s", what, strings.Join(d, "\n  "))
 		}
