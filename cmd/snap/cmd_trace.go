@@ -24,6 +24,10 @@ func traceCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
 		Name:  "trace",
 		Usage: "export who wrote which lines (Agent Trace records)",
+		Description: `Attribution out of the store: 'snap trace export' prints an Agent Trace
+record for each checkpoint of the session that first recorded lines. (A
+--git-commit also attaches a git-ai authorship log under refs/notes/ai; 'snap
+blame' shows who wrote each line of one file.)`,
 		Subcommands: []*cli.Command{{
 			Name:      "export",
 			Usage:     "print an Agent Trace record for each checkpoint of the session that added lines",
