@@ -156,8 +156,11 @@ type stackOp struct {
 	// beneath).
 	exclude string
 	// scopedFrom: an actor-scoped move that kept paths: the target it
-	// was asked for (target is then the end it recorded).
+	// was asked for (target is then the end it recorded). allApplied: its
+	// last application (the move, or its redo) changed every path
+	// (All, or a commit), not only its session's own.
 	scopedFrom objects.ID
+	allApplied bool
 }
 
 // project is one project directory with its own store, and the model of
