@@ -44,6 +44,7 @@ type Kept struct {
 	Checkpoint ID        `json:"checkpoint"`
 	Seq        int       `json:"seq"` // the checkpoint's #N in its session (0: none)
 	Time       time.Time `json:"time"`
+	Deleted    bool      `json:"deleted,omitempty"` // the other actor's change removed it: it stays absent
 	Merged     bool      `json:"merged,omitempty"`
 	Conflict   bool      `json:"conflict,omitempty"`
 }
@@ -71,28 +72,19 @@ func (c pathChange) own(session string) bool {
 
 // pathChanges returns the changes of each of paths that the op log
 // recorded from its op first on (those of checkpoint skip aside), in the
-// order they were recorded. With others, only
-// changes of the actors that are not session's own are returned, and only
-// for paths that have one; without, every change of every path.
-func (r *Repo) pathChanges(h *history, session string, first int, skip objects.ID, paths map[string]bool, othersOnly bool) (map[string][]pathChange, error) {
+// order they were recorded, base being the tree before them. Each record
+// is read against the last tree any session recorded before it (the
+// working tree is one: a session's own previous checkpoint may be far
+// behind, adversarial A1). With othersOnly, only changes of the actors
+// that are not session's own are returned; without, every change.
+func (r *Repo) pathChanges(h *history, session string, first int, skip, base objects.ID, paths map[string]bool, othersOnly bool) (map[string][]pathChange, error) {
 	if err := h.load(); err != nil {
 		return nil, err
 	}
 	out := map[string][]pathChange{}
-	diff := func(from, to objects.ID, c pathChange, under []string) error {
-		var fromTree objects.ID
-		if !from.IsZero() {
-			fck, err := r.objects.ReadCheckpoint(from)
-			if err != nil {
-				return err
-			}
-			fromTree = fck.Tree
-		}
-		tck, err := r.objects.ReadCheckpoint(to)
-		if err != nil {
-			return err
-		}
-		return objects.DiffTrees(r.objects, fromTree, tck.Tree, func(ch objects.Change) error {
+	last := base // the tree the working tree last was, as recorded
+	record := func(from, to objects.ID, c pathChange, under []string) error {
+		return objects.DiffTrees(r.objects, from, to, func(ch objects.Change) error {
 			if paths[ch.Path] && pathMatch(ch.Path, under) {
 				c.entry = ch.New
 				out[ch.Path] = append(out[ch.Path], c)
@@ -103,6 +95,16 @@ func (r *Repo) pathChanges(h *history, session string, first int, skip objects.I
 	// An unreadable checkpoint (expired, damaged) records nothing here:
 	// the change it held counts as unknown, as if never recorded.
 	gone := func(err error) bool { return errors.Is(err, objects.ErrNotFound) || errors.Is(err, objects.ErrCorrupt) }
+	treeOf := func(id objects.ID) (objects.ID, bool, error) {
+		ck, err := r.objects.ReadCheckpoint(id)
+		if gone(err) {
+			return objects.ID{}, false, nil
+		}
+		if err != nil {
+			return objects.ID{}, false, err
+		}
+		return ck.Tree, true, nil
+	}
 	for i, op := range h.ops[first:] {
 		i += first
 		if len(op.Refs) == 0 || op.Refs[0].Name != refs.SessionHead(op.Session) {
@@ -113,23 +115,46 @@ func (r *Repo) pathChanges(h *history, session string, first int, skip objects.I
 			continue // the working tree did not change
 		}
 		if !op.Safety.IsZero() {
-			// A move: it wrote its target's files (within its paths), as
-			// its session's own change. (What its safety checkpoint
-			// found was nobody's known doing, so it is not a record.)
-			if othersOnly && op.Session == session {
-				continue
-			}
-			var d moveDetail
-			if op.Detail != nil && json.Unmarshal(op.Detail, &d) != nil || op.Detail != nil && !d.Files || op.Target == skip {
-				continue
-			}
-			c := pathChange{session: op.Session, ck: op.Target, time: op.Time, op: i}
-			if err := diff(op.Safety, op.Target, c, d.Paths); err != nil && !gone(err) {
+			// A move: its safety checkpoint is what the working tree was
+			// (what it found since the last record is nobody's known
+			// doing); then it wrote its target's files within its paths,
+			// as its session's own change.
+			safety, ok, err := treeOf(op.Safety)
+			if err != nil {
 				return nil, err
 			}
+			if !ok {
+				continue
+			}
+			if !othersOnly && op.Safety != skip {
+				if err := record(last, safety, pathChange{ck: op.Safety, time: op.Time, op: i}, nil); err != nil && !gone(err) {
+					return nil, err
+				}
+			}
+			last = safety
+			var d moveDetail
+			if op.Detail != nil && json.Unmarshal(op.Detail, &d) != nil || op.Detail != nil && !d.Files {
+				continue
+			}
+			target, ok, err := treeOf(op.Target)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			if op.Target != skip && !(othersOnly && op.Session == session) {
+				c := pathChange{session: op.Session, ck: op.Target, time: op.Time, op: i}
+				if err := record(safety, target, c, d.Paths); err != nil && !gone(err) {
+					return nil, err
+				}
+			}
+			if len(d.Paths) == 0 {
+				last = target
+			} // (else the next record's reading repeats the move's paths, which collapses)
 			continue
 		}
-		if op.Checkpoint.IsZero() || op.Checkpoint == skip {
+		if op.Checkpoint.IsZero() {
 			continue
 		}
 		ck, err := r.objects.ReadCheckpoint(op.Checkpoint)
@@ -143,16 +168,12 @@ func (r *Repo) pathChanges(h *history, session string, first int, skip objects.I
 		if ck.Kind == kindPreRewind {
 			c.session = ""
 		}
-		if othersOnly && c.own(session) {
-			continue
+		if op.Checkpoint != skip && !(othersOnly && c.own(session)) {
+			if err := record(last, ck.Tree, c, nil); err != nil && !gone(err) {
+				return nil, err
+			}
 		}
-		var parent objects.ID
-		if len(ck.Parents) > 0 {
-			parent = ck.Parents[0]
-		}
-		if err := diff(parent, op.Checkpoint, c, nil); err != nil && !gone(err) {
-			return nil, err
-		}
+		last = ck.Tree
 	}
 	return out, nil
 }
@@ -187,7 +208,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 		return tck.Tree, nil, err
 	}
 	first := h.recordedAt(target, tck.When())
-	others, err := r.pathChanges(h, session, first, target, set, true)
+	others, err := r.pathChanges(h, session, first, target, tck.Tree, set, true)
 	if err != nil || len(others) == 0 {
 		return tck.Tree, nil, err
 	}
@@ -196,7 +217,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 	for p := range others {
 		set[p] = true
 	}
-	all, err := r.pathChanges(h, session, first, target, set, false)
+	all, err := r.pathChanges(h, session, first, target, tck.Tree, set, false)
 	if err != nil {
 		return tck.Tree, nil, err
 	}
@@ -229,7 +250,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 		if other == nil {
 			continue // only the session's own changes since: they go
 		}
-		k := Kept{Path: p, Session: other.session, Actor: orUnknown(other.actor), Checkpoint: other.ck, Time: other.time}
+		k := Kept{Path: p, Session: other.session, Actor: orUnknown(other.actor), Checkpoint: other.ck, Time: other.time, Deleted: e.now.Mode == 0}
 		keep := e.now
 		if ownChange {
 			merged, ok, err := unpick(present, p, seq, session)
@@ -396,19 +417,20 @@ func (r *Repo) ChangedByOthers(ctx context.Context, session string, from, to ID,
 		return nil, err
 	}
 	first := 0
+	var base objects.ID
 	if !from.IsZero() {
 		fck, err := r.loadCheckpoint(from)
 		if err != nil {
 			return nil, err
 		}
-		first = h.recordedAt(from, fck.When())
+		first, base = h.recordedAt(from, fck.When()), fck.Tree
 	}
 	last := h.recordedAt(to, tck.When())
 	set := map[string]bool{}
 	for _, p := range paths {
 		set[p] = true
 	}
-	all, err := r.pathChanges(h, session, first, from, set, false)
+	all, err := r.pathChanges(h, session, first, from, base, set, false)
 	if err != nil {
 		return nil, err
 	}

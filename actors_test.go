@@ -210,3 +210,42 @@ func TestRewindKeepsARewriteOfAnOwnVersion(t *testing.T) {
 		}
 	}
 }
+
+// Adversarial A1, A2, A3 (torture/actors-findings): another session's
+// change is read against the last tree any session recorded, not against
+// that session's own (stale) previous checkpoint: B's deletions in its
+// first checkpoint, and B setting a file back to what its old checkpoint
+// had, are B's and kept; a kept deletion says so; the recorded end counts
+// its bytes.
+func TestKeptAgainstTheLastRecordedTree(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "a1\n", "x": "x\n", "d/f": "f\n", "c.txt": "c1\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{Session: "A"})
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "a2\n", "c.txt": "c-by-A\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent})
+	os.Remove(filepath.Join(root, "x"))
+	os.RemoveAll(filepath.Join(root, "d"))
+	snaptest.WriteFiles(t, root, map[string]string{"c.txt": "c1\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "B", Actor: snap.ActorAgent}) // B's first: its deletions are against nothing of its own
+	res, err := r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := snaptest.Snapshot(t, root, snaptest.SkipStore)
+	if got["x"] != "" || got["d/f"] != "" || got["c.txt"] != "c1\n" || got["a.txt"] != "a1\n" {
+		t.Fatalf("after A's rewind: %v", got)
+	}
+	// (c.txt is as the target has it: nothing to keep or move.)
+	if k := keptPaths(res.Kept); !sameStrings(k, []string{"d/f", "x"}) {
+		t.Fatalf("kept %v", k)
+	}
+	for _, k := range res.Kept {
+		if k.Session != "B" || !k.Deleted {
+			t.Fatalf("kept %+v", k)
+		}
+	}
+	_, head, err := r.Head(ctx, "A")
+	if err != nil || head.Stats.Bytes != int64(len("a1\n")+len("c1\n")) {
+		t.Fatalf("the recorded end: %+v %v", head.Stats, err)
+	}
+}

@@ -270,7 +270,13 @@ func (r *Repo) recordScopedEnd(t *tx, m *move, safety objects.ID, now *captured,
 	if err != nil {
 		return objects.ID{}, err
 	}
-	c, err := r.capturedOf(tck, tck.Tree, &worktree.Snapshot{Files: -1})
+	snapshot := &worktree.Snapshot{Files: -1} // (its files: counted from the target's)
+	if t, err := t.objects().ReadTree(tck.Tree); err == nil {
+		for _, e := range t.Entries {
+			snapshot.Bytes += e.Size // a directory's size is all beneath it (A3)
+		}
+	}
+	c, err := r.capturedOf(tck, tck.Tree, snapshot)
 	if err != nil {
 		return objects.ID{}, err
 	}

@@ -224,7 +224,15 @@ func writeRewind(w io.Writer, res *snap.RewindResult, session, safetyNote string
 // merge or a conflict how it stands.
 func keptReason(k snap.Kept, session string) string {
 	who := "written by session " + printable(k.Session)
+	if k.Deleted {
+		who = "deleted by session " + printable(k.Session)
+	}
 	switch {
+	case k.Actor == snap.ActorUser && k.Deleted:
+		who = "your deletion"
+		if k.Session != session {
+			who += " (recorded in session " + printable(k.Session) + ")"
+		}
 	case k.Actor == snap.ActorUser:
 		who = "your edit"
 		if k.Session != session {
