@@ -249,3 +249,30 @@ func TestKeptAgainstTheLastRecordedTree(t *testing.T) {
 		t.Fatalf("the recorded end: %+v %v", head.Stats, err)
 	}
 }
+
+// M27 (model): the redo of a rewind that kept the user's removal of an
+// ignore file protects what the rewind's target ignored, as the rewind
+// did: build/out.txt, never checkpointed, is not deleted by the redo.
+func TestRedoOfAScopedRewindKeepsItsRules(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "build/\n", "a.txt": "a\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	os.Remove(filepath.Join(root, ".gitignore"))
+	checkpoint(t, r, snap.CheckpointOptions{Actor: snap.ActorUser})
+	snaptest.WriteFiles(t, root, map[string]string{"build/out.txt": "x\n"})
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
+	if err != nil || len(res.Kept) == 0 {
+		t.Fatalf("rewind: %v, kept %v", err, res.Kept)
+	}
+	for _, step := range []func() (*snap.UndoResult, error){
+		func() (*snap.UndoResult, error) { return r.Undo(ctx, "") },
+		func() (*snap.UndoResult, error) { return r.Redo(ctx, "") },
+	} {
+		if _, err := step(); err != nil {
+			t.Fatal(err)
+		}
+		if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["build/out.txt"] != "x\n" {
+			t.Fatalf("build/out.txt lost: %v", got)
+		}
+	}
+}

@@ -432,6 +432,27 @@ func buildFormatsStore(t *testing.T) *formatsStore {
 	_, err = r.Undo(ctx, "")
 	must("undo of a revert", err)
 
+	// Actors: a checkpoint of the agent's, another session's, and a
+	// rewind that keeps what that session wrote (its recorded end, the
+	// op's checkpoints, rules_from), undone and redone.
+	snaptest.WriteFiles(t, root, map[string]string{"c.txt": "c-agent\n"})
+	_, err = r.Checkpoint(ctx, snap.CheckpointOptions{Actor: snap.ActorAgent, Call: "toolu_1"})
+	must("checkpoint (agent)", err)
+	snaptest.WriteFiles(t, root, map[string]string{"other.txt": "another session's\n"})
+	_, err = r.Checkpoint(ctx, snap.CheckpointOptions{Session: "other", Actor: snap.ActorUser})
+	must("checkpoint (another session)", err)
+	rr, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
+	must("scoped rewind", err)
+	if len(rr.Kept) == 0 {
+		t.Fatal("the scoped rewind kept nothing: the formats of its records are not exercised")
+	}
+	_, err = r.Undo(ctx, "")
+	must("undo of a scoped rewind", err)
+	_, err = r.Redo(ctx, "")
+	must("redo of a scoped rewind", err)
+	_, err = r.Undo(ctx, "", snap.UndoOptions{All: true})
+	must("undo --all", err)
+
 	// A rewind and an edit commit interrupted once their journal is
 	// written: the journal is found, then the next writer completes them.
 	// (Fewer than 32 files are written one by one, so the restore stops

@@ -181,7 +181,7 @@ func (r *Repo) recoverMove(ctx context.Context, t *tx) error {
 	}
 	w := t.objects()
 	cache := r.loadCache()
-	now, err := r.capture(ctx, w, cache, safetySpec(head, tck, m.Scope, r.isForeign(m.NewHead))) // as when it began (M11)
+	now, err := r.capture(ctx, w, cache, r.safetySpec(head, tck, m.Scope, r.isForeign(m.NewHead))) // as when it began (M11)
 	if err != nil {
 		return err
 	}

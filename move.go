@@ -65,6 +65,10 @@ type rewindScope struct {
 	// are read (A14). Nil: not recorded (an older store), those in force.
 	Excludes       *string `json:"excludes,omitempty"`
 	TargetExcludes *string `json:"target_excludes,omitempty"`
+	// RulesFrom: the target a move that kept what other actors changed
+	// was asked for (its recorded end is its Target): a redo reads that
+	// target's ignore rules too, as the move did (M27).
+	RulesFrom *objects.ID `json:"rules_from,omitempty"`
 	// All: the move changes every path back, whoever changed it since
 	// its target; without it, only what the session's own actors changed
 	// (Kept).
@@ -110,7 +114,7 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 	scope.Foreign = m.Scope.Foreign
 	ex := worktree.Excludes(r.Root)
 	m.Scope.Excludes = &ex
-	now, err := r.capture(ctx, w, cache, safetySpec(head, tck, scope, r.isForeign(headID)))
+	now, err := r.capture(ctx, w, cache, r.safetySpec(head, tck, scope, r.isForeign(headID)))
 	if err != nil {
 		return nil, fmt.Errorf("safety checkpoint: %w", err)
 	}
@@ -156,6 +160,10 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 		}
 		if len(kept) > 0 {
 			res.Kept = kept
+			if m.Scope.RulesFrom == nil {
+				asked := target
+				m.Scope.RulesFrom = &asked
+			}
 			scoped := *tck
 			scoped.Tree = end
 			tck = &scoped

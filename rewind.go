@@ -117,10 +117,19 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 // present), so that what either ignores is neither pulled into the store
 // nor touched; with the documents at the target's sources when the state
 // moves too.
-func safetySpec(head, tck *objects.Checkpoint, scope rewindScope, foreign bool) captureSpec {
+//
+// A move that kept what other actors changed ended on a checkpoint of its
+// own; its redo reads the rules of the target it was asked for too
+// (scope.RulesFrom), so that it protects what the move did (M27).
+func (r *Repo) safetySpec(head, tck *objects.Checkpoint, scope rewindScope, foreign bool) captureSpec {
 	spec := captureSpec{parent: head, exclude: tck.StateSources, foreign: foreign}
 	if !scope.FromPresent {
 		spec.rules = []worktree.IgnoreTree{{Tree: tck.Tree, Excludes: scope.TargetExcludes, Skipped: tck.Skipped}}
+		if scope.RulesFrom != nil {
+			if rck, err := r.objects.ReadCheckpoint(*scope.RulesFrom); err == nil {
+				spec.rules = append(spec.rules, worktree.IgnoreTree{Tree: rck.Tree, Excludes: scope.TargetExcludes, Skipped: rck.Skipped})
+			}
+		}
 	}
 	if scope.State && scope.StateOut == "" && !scope.Foreign {
 		spec.sources = tck.StateSources

@@ -114,6 +114,7 @@ func moveTree(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, u
 		// Back to the safety checkpoint, under the exclude rules it was
 		// taken under: what they ignored then was no part of it (A14).
 		scope.TargetExcludes = detail.Excludes
+		scope.RulesFrom = nil // back to the safety checkpoint, under its own rules
 	}
 	scope.FromPresent = false // a move to an older checkpoint, under its rules
 	scope.Txn = ""            // the undo or redo is an operation of its own

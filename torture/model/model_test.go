@@ -73,6 +73,10 @@ type scope struct {
 	// beneath (an undo's: those on disk when the move it undoes began,
 	// which snap records with the move, A14); otherwise those on disk.
 	targetExclude *string
+	// rulesFrom: a redo's of a move that kept other actors' changes: the
+	// target that move was asked for, whose ignore rules the redo honours
+	// too (snap's scope.RulesFrom, M27).
+	rulesFrom *ckRec
 }
 
 func (s scope) String() string {
@@ -161,6 +165,9 @@ type stackOp struct {
 	// (All, or a commit), not only its session's own.
 	scopedFrom objects.ID
 	allApplied bool
+	// safetyReused: the move's safety checkpoint was one the store had
+	// (the head, or the one a redo knew), recorded before the move.
+	safetyReused bool
 }
 
 // project is one project directory with its own store, and the model of
@@ -806,6 +813,10 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 		ex = *sc.targetExclude
 	}
 	rt := recordRulesUnder(T.files, ex, T.skipped)
+	var rf *ruleSet // (M27)
+	if sc.rulesFrom != nil {
+		rf = recordRulesUnder(sc.rulesFrom.files, ex, sc.rulesFrom.skipped)
+	}
 	// The safety capture, under T's rules too: the head's documents read
 	// again, and those at the target's sources.
 	var extra map[string]string
@@ -825,6 +836,9 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 		exclude[rel] = true
 	}
 	rules := []*ruleSet{rt}
+	if rf != nil {
+		rules = append(rules, rf)
+	}
 	if sc.diskRules {
 		rules = nil
 	}
@@ -936,7 +950,7 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 		case onDisk && r0.ignored(q, isDirAt(q)):
 			// (An absent one is written: its rewind lists it as created.)
 			why = "ignored by the rules on disk"
-		case onDisk && rt.ignored(q, isDirAt(q)):
+		case onDisk && (rt.ignored(q, isDirAt(q)) || rf != nil && rf.ignored(q, isDirAt(q))):
 			// (An absent one is the target's to write: its rules can
 			// ignore what its tree has only when its ignore file could
 			// not be read, and was carried: seed 301.)

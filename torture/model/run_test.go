@@ -775,6 +775,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 	if res.SafetyCheckpoint != nil {
 		so.safety = *res.SafetyCheckpoint
 	}
+	so.safetyReused = !res.SafetyCreated
 	so.newHead = newHeadOf(sc, tgt.id, h, res)
 	if brec != nil {
 		// The move ends on the end it built: the head goes there where
@@ -1164,6 +1165,8 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	sc := top.scope
 	if undo {
 		sc.targetExclude = &top.exclude // A14
+	} else if !top.scopedFrom.IsZero() {
+		sc.rulesFrom = p.byID[top.scopedFrom] // M27
 	}
 	me := p.expectMove(d0, o0, tgt, h, sc, created, createdDocs)
 	if missing := me.missingPaths(top.scope, tgt); missing != "" {
@@ -1231,6 +1234,9 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 			if !undo && !top.scopedFrom.IsZero() && ignoreFilesDiffer(p.byID[top.scopedFrom], tgt) {
 				c = "redo-scoped-rules" // M27: the end it built has other ignore files than its target
 			}
+			if undo && op.Scoped && top.safetyReused && res != nil && len(res.Kept) > 0 {
+				c = "undo-scoped-reused-safety" // M28: its target is a checkpoint recorded before the move
+			}
 			r.failf(c, "%s does not give back the state from before exactly:\n  %s", what, strings.Join(d, "\n  "))
 		}
 		if !o1.equal(ob) {
@@ -1263,6 +1269,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		if res.SafetyCheckpoint != nil {
 			top.safety = *res.SafetyCheckpoint
 		}
+		top.safetyReused = !res.SafetyCreated
 		top.oldHead = objects.ID{}
 		if h != nil {
 			top.oldHead = h.id
