@@ -20,12 +20,15 @@ import (
 //
 //   - project.hist is the model's log of what the store's op log records
 //     of each operation that changed the working tree, in order: a
-//     checkpoint (its change is the difference from its parent, made by
-//     its session and actor) or a move (its change is the difference from
-//     its safety checkpoint to its target within its paths, made by its
-//     session; a move of no files changes nothing). Each checkpoint knows
-//     the first record that names it (ckRec.logAt): its own, or the move
-//     whose safety checkpoint, built end or commit it is.
+//     checkpoint (what the working tree was, as its session and actor
+//     recorded it) or a move (what the working tree was, its safety
+//     checkpoint, nobody's known doing; then its target within its
+//     paths, made by its session; a move of no files writes nothing).
+//     Each record's change is read against the last tree a record left
+//     (the working tree is one: adversarial A1), from the target's. Each
+//     checkpoint knows the first record that names it (ckRec.logAt): its
+//     own, or the move whose safety checkpoint, built end or commit it
+//     is.
 //   - For each path where the present (the move's safety capture) differs
 //     from T (within the move's paths; not a path it leaves alone anyway),
 //     the recorded changes of the path since T's record (T's own
@@ -159,6 +162,7 @@ type keptExp struct {
 	session, actor   string
 	ck               objects.ID
 	merged, conflict bool
+	deleted          bool // the present has no entry: it stays absent
 	by               string
 	// related: for a path kept because it lies above or below kept ones,
 	// those (the engine names one of them); maybe: only through another
@@ -250,6 +254,9 @@ func (p *project) predictScoped(s string, T *ckRec, me moveExp, paths []string, 
 			}
 		}
 	}
+	// Each record is read against the last tree any record left (the
+	// working tree is one), from T's.
+	last := T.files
 	for i := T.logAt; i < len(p.hist); i++ {
 		h := p.hist[i]
 		switch {
@@ -257,35 +264,42 @@ func (p *project) predictScoped(s string, T *ckRec, me moveExp, paths []string, 
 			se.unsure = "the model's log has a gap since the target"
 			return se
 		case h.move:
-			if !h.files || h.target != nil && h.target.id == T.id {
-				continue
-			}
-			if !usable(h.safety) || !usable(h.target) {
-				se.unsure = "a move since the target names a checkpoint the model cannot read"
+			// What the working tree was (its safety checkpoint: what it
+			// found is nobody's known doing), then what the move wrote
+			// within its paths, its session's.
+			if !usable(h.safety) {
+				se.unsure = "a move since the target names a safety checkpoint the model cannot read"
 				return se
 			}
-			add(h.safety.files, h.target.files, pathChange{session: h.session, ck: h.target.id,
-				by: fmt.Sprintf("%s's move to %s", h.session, h.target)}, h.paths)
-		default:
-			c := h.ck
-			if c.id == T.id {
+			if h.safety.id != T.id {
+				add(last, h.safety.files, pathChange{ck: h.safety.id, by: fmt.Sprintf("%s's safety checkpoint %s (nobody)", h.session, h.safety)}, nil)
+			}
+			last = h.safety.files
+			if !h.files {
 				continue
 			}
-			var parent tree
-			if !c.parent.IsZero() {
-				pc := p.byID[c.parent]
-				if !usable(pc) {
-					se.unsure = "a checkpoint since the target has a parent the model cannot read"
-					return se
-				}
-				parent = pc.files
+			if !usable(h.target) {
+				se.unsure = "a move since the target names an end the model cannot read"
+				return se
 			}
+			if h.target.id != T.id {
+				add(h.safety.files, h.target.files, pathChange{session: h.session, ck: h.target.id,
+					by: fmt.Sprintf("%s's move to %s", h.session, h.target)}, h.paths)
+			}
+			if len(h.paths) == 0 {
+				last = h.target.files
+			}
+		default:
+			c := h.ck
 			if !usable(c) {
 				se.unsure = "a checkpoint since the target was expired"
 				return se
 			}
-			add(parent, c.files, pathChange{session: c.session, actor: c.actor, ck: c.id,
-				by: fmt.Sprintf("%s (%s, actor %q)", c, c.session, c.actor)}, nil)
+			if c.id != T.id {
+				add(last, c.files, pathChange{session: c.session, actor: c.actor, ck: c.id,
+					by: fmt.Sprintf("%s (%s, actor %q)", c, c.session, c.actor)}, nil)
+			}
+			last = c.files
 		}
 	}
 	edits := map[string]*ent{}
@@ -324,7 +338,7 @@ func (p *project) predictScoped(s string, T *ckRec, me moveExp, paths []string, 
 		if other == nil {
 			continue
 		}
-		k := keptExp{path: q, session: other.session, actor: other.actor, ck: other.ck, by: other.by}
+		k := keptExp{path: q, session: other.session, actor: other.actor, ck: other.ck, by: other.by, deleted: e.now.K == 0}
 		if k.actor == "" {
 			k.actor = snap.ActorUnknown
 		}
@@ -546,11 +560,11 @@ func (r *runner) checkKept(what string, se *scopedExp, got []snap.Kept) bool {
 			continue
 		}
 		match := func(w keptExp) bool {
-			return g.Session == w.session && g.Actor == w.actor && g.Checkpoint == w.ck && g.Merged == w.merged && g.Conflict == w.conflict
+			return g.Session == w.session && g.Actor == w.actor && g.Checkpoint == w.ck && g.Merged == w.merged && g.Conflict == w.conflict && g.Deleted == w.deleted
 		}
 		if !k.maybe {
-			if g.Merged != k.merged || g.Conflict != k.conflict {
-				r.failf("actor-kept", "%s kept %s (merged %v, conflict %v); the model expects %s%s", what, g.Path, g.Merged, g.Conflict, k, story(k.path))
+			if g.Merged != k.merged || g.Conflict != k.conflict || g.Deleted != k.deleted {
+				r.failf("actor-kept", "%s kept %s (merged %v, conflict %v, deleted %v); the model expects %s (deleted %v)%s", what, g.Path, g.Merged, g.Conflict, g.Deleted, k, k.deleted, story(k.path))
 				ok = false
 			} else if g.Session != k.session || g.Actor != k.actor || g.Checkpoint != k.ck {
 				r.failf("actor-kept-who", "%s kept %s as session %q's, actor %q, checkpoint %s; the model finds %s last: session %q, actor %q, checkpoint %s%s",

@@ -1145,6 +1145,7 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) *ckRec {
 	so := &stackOp{kind: "rewind", what: kind, step: r.step, session: s, oldHead: h.id, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1, edits: pe.clone(), exclude: excludeOf(d0),
 		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), sc.paths), createdDocs: map[string]string{}, allApplied: true}
+	so.safetyReused = !rr.SafetyCreated
 	r.push(p, s, so)
 	p.noteOrder(s, sid)
 	setHead(p, s, rec.id)
@@ -1604,6 +1605,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	if len(rr.Kept) > 0 {
 		so.scopedFrom = begin.id
 	}
+	so.safetyReused = !rr.SafetyCreated
 	r.push(p, s, so)
 	p.noteOrder(s, sid)
 	setHead(p, s, rec.id)

@@ -195,7 +195,7 @@
 // actor-kept-who, actor-end, actor-overwritten (actors); and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
 // edit-undo-dirs, undo-created-dir-left, actor-overwritten-own-version,
-// redo-scoped-rules, ...). Every category is checked in every run: there is no list of known
+// redo-scoped-rules, undo-scoped-reused-safety, ...). Every category is checked in every run: there is no list of known
 // bugs, but for an open finding (one not fixed yet: its replay is in
 // testdata/ marked "open", and TestSavedReplays checks that it still
 // fails so) random runs skip its category until its mark is dropped
