@@ -116,9 +116,10 @@
 //     and tool call it was given. A rewind, undo, redo or task revert of
 //     session S without All changes only what S's own actors changed
 //     since its target T; the model decides it from its own log of what
-//     the store records (each checkpoint's change from its parent, by its
-//     session and actor; each move's change from its safety checkpoint to
-//     its target within its paths, by its session): for each path where
+//     the store records, each record read against the last tree a record
+//     left (a checkpoint's change, by its session and actor; a move's
+//     safety checkpoint, nobody's, then its change to its target within
+//     its paths, by its session): for each path where
 //     the present differs from T, its recorded versions since T's record,
 //     collapsed, the present appended when no record holds it. No version
 //     another actor's (another session's, or S's user's): the path goes
