@@ -643,6 +643,9 @@ func (r *runner) scopedEnd(p *project, what, kind string, se *scopedExp, T *ckRe
 		return built, end
 	}
 	agree := r.checkKept(what, se, res.Kept)
+	if kind != "task-revert" && res.Target != T.id {
+		r.failf("actor-end", "%s reports target %s, not the one asked for, %s", what, res.Target.Short(), T)
+	}
 	if kind != "task-revert" {
 		var last []objects.ID
 		if ops, err := p.repo.Ops(r.ctx, 1); err == nil && len(ops) == 1 && ops[0].Kind == kind {
