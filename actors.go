@@ -207,7 +207,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 	if err := h.load(); err != nil {
 		return tck.Tree, nil, err
 	}
-	first := h.recordedAt(target, tck.When())
+	first := h.lastHeld(target, tck.When())
 	others, err := r.pathChanges(h, session, first, target, tck.Tree, set, true)
 	if err != nil || len(others) == 0 {
 		return tck.Tree, nil, err

@@ -276,3 +276,28 @@ func TestRedoOfAScopedRewindKeepsItsRules(t *testing.T) {
 		}
 	}
 }
+
+// M28 (model): undo right after a scoped rewind whose safety checkpoint
+// was the head it found is exact: the scan of what changed since the
+// undo's target starts where the working tree last held it, not where it
+// was first recorded.
+func TestUndoOfAScopedRewindOntoAnOldHead(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"f.txt": "1\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	snaptest.WriteFiles(t, root, map[string]string{"f.txt": "2\n"})
+	c2 := checkpoint(t, r, snap.CheckpointOptions{Actor: snap.ActorUser})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c2.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Undo(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["f.txt"] != "1\n" || len(res.Rewind.Kept) != 0 {
+		t.Fatalf("after the undo: %v, kept %v", got, keptPaths(res.Rewind.Kept))
+	}
+}

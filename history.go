@@ -317,3 +317,18 @@ func (h *history) recordedAt(id objects.ID, since time.Time) int {
 	}
 	return len(h.ops)
 }
+
+// lastHeld is the index in the log of the last op at which the working
+// tree was found to hold checkpoint id: the last move whose safety
+// checkpoint it was (model finding M28: an undo's target is often a head
+// recorded long before and made current again since), else the op that
+// recorded it (recordedAt). The log must be loaded.
+func (h *history) lastHeld(id objects.ID, since time.Time) int {
+	first := h.recordedAt(id, since)
+	for i := len(h.ops) - 1; i > first; i-- {
+		if h.ops[i].Safety == id {
+			return i
+		}
+	}
+	return first
+}

@@ -26,9 +26,10 @@ import (
 //     paths, made by its session; a move of no files writes nothing).
 //     Each record's change is read against the last tree a record left
 //     (the working tree is one: adversarial A1), from the target's. Each
-//     checkpoint knows the first record that names it (ckRec.logAt): its
-//     own, or the move whose safety checkpoint, built end or commit it
-//     is.
+//     checkpoint knows the record from which on a move to it reads
+//     (ckRec.logAt): the first that names it (its own, or the move whose
+//     safety checkpoint, built end or commit it is), or the last move
+//     whose safety checkpoint it was since (M28).
 //   - For each path where the present (the move's safety capture) differs
 //     from T (within the move's paths; not a path it leaves alone anyway),
 //     the recorded changes of the path since T's record (T's own
@@ -92,6 +93,11 @@ func (p *project) logCk(c *ckRec) {
 func (p *project) logMove(session string, safety, target *ckRec, paths []string, files bool, named ...*ckRec) {
 	p.hist = append(p.hist, histRec{session: session, move: true, safety: safety, target: target, paths: paths, files: files})
 	p.named(named...)
+	if safety != nil {
+		// The working tree held it here, however long ago it was first
+		// recorded: a move to it reads what changed since from here (M28).
+		safety.logged, safety.logAt = true, len(p.hist)-1
+	}
 }
 
 // logGap marks that the store recorded something the model does not know.
