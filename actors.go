@@ -285,7 +285,8 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 	}
 	// A path the move writes above or below a kept one (a file where a
 	// kept directory is, or the reverse) is left as it is too.
-	for q, e := range cands {
+	for _, q := range slices.Sorted(maps.Keys(cands)) { // (in order: the same answer every run)
+		e := cands[q]
 		if _, done := edits[q]; done {
 			continue
 		}
