@@ -110,20 +110,11 @@ func (r *Repo) Blame(ctx context.Context, o BlameOptions) (*BlameResult, error) 
 		versions, pos = []pathChange{{entry: e, session: ck.Session, actor: ck.Actor, ck: id, time: ck.When()}}, 0
 	}
 	read := func(e objects.TreeEntry) ([]string, error) {
-		var b bytes.Buffer
-		if _, err := r.objects.WriteBlob(e.ID, &b); err != nil {
-			return nil, err
+		ls, text, err := r.textLines(e)
+		if err == nil && !text {
+			err = fmt.Errorf("%w: %s is not text (in checkpoint %s)", ErrUsage, p, id.Short())
 		}
-		if !merge.IsText(b.Bytes()) {
-			return nil, fmt.Errorf("%w: %s is not text (in checkpoint %s)", ErrUsage, p, id.Short())
-		}
-		// (A line is itself with or without its newline: the last line
-		// gaining or losing one is no new line.)
-		ls := splitLines(b.String())
-		for i := range ls {
-			ls[i] = strings.TrimSuffix(ls[i], "\n")
-		}
-		return ls, nil
+		return ls, err
 	}
 	lines, err := read(e)
 	if err != nil {
@@ -246,13 +237,29 @@ func (r *Repo) promptsOf(h *history, session string) []promptAt {
 	return out
 }
 
-// splitLines splits text after each newline (the last line may lack one).
-func splitLines(s string) []string {
-	out := strings.SplitAfter(s, "\n")
-	if out[len(out)-1] == "" {
-		out = out[:len(out)-1]
+// textLines reads the file of entry e as lines without their newlines (a
+// line is itself with or without one: the last line gaining or losing it
+// is no new line); text is false when it is not text. What is no file
+// (absent, a symlink) has no lines.
+func (r *Repo) textLines(e objects.TreeEntry) (lines []string, text bool, err error) {
+	if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec {
+		return nil, true, nil
 	}
-	return out
+	var b bytes.Buffer
+	if _, err := r.objects.WriteBlob(e.ID, &b); err != nil {
+		return nil, false, err
+	}
+	if !merge.IsText(b.Bytes()) {
+		return nil, false, nil
+	}
+	lines = strings.SplitAfter(b.String(), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	for i := range lines {
+		lines[i] = strings.TrimSuffix(lines[i], "\n")
+	}
+	return lines, true, nil
 }
 
 // Contribution is what one checkpoint first recorded: the lines it added
@@ -368,28 +375,11 @@ func (r *Repo) Contributions(ctx context.Context, o ContributionOptions) ([]Cont
 
 // addedLines is the lines change ch added to its file.
 func (r *Repo) addedLines(ch objects.Change) (FileContribution, error) {
-	read := func(e objects.TreeEntry) ([]string, bool, error) {
-		if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec {
-			return nil, true, nil
-		}
-		var b bytes.Buffer
-		if _, err := r.objects.WriteBlob(e.ID, &b); err != nil {
-			return nil, false, err
-		}
-		if !merge.IsText(b.Bytes()) {
-			return nil, false, nil
-		}
-		ls := splitLines(b.String())
-		for i := range ls {
-			ls[i] = strings.TrimSuffix(ls[i], "\n")
-		}
-		return ls, true, nil
-	}
-	old, ok1, err := read(ch.Old)
+	old, ok1, err := r.textLines(ch.Old)
 	if err != nil {
 		return FileContribution{}, err
 	}
-	cur, ok2, err := read(ch.New)
+	cur, ok2, err := r.textLines(ch.New)
 	if err != nil || !ok1 || !ok2 {
 		return FileContribution{Ranges: [][2]int{}, Binary: true}, err
 	}
