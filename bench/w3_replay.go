@@ -272,7 +272,9 @@ func runW3(b *bench) error {
 		err := alternate(run,
 			func() error {
 				settle()
-				_, d, err := s.rewind(snapIDs[k], "-s", want.session)
+				// --all: the whole tree as at step k, as git's reset --hard
+				// (the default would keep what the other sessions wrote since).
+				_, d, err := s.rewind(snapIDs[k], "-s", want.session, "--all")
 				if err != nil {
 					return err
 				}
