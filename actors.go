@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,20 +72,33 @@ func (c pathChange) own(session string) bool {
 }
 
 // pathChanges returns the changes of each of paths that the op log
-// recorded from its op first on (those of checkpoint skip aside), in the
-// order they were recorded, base being the tree before them. Each record
-// is read against the last tree any session recorded before it (the
-// working tree is one: a session's own previous checkpoint may be far
-// behind, adversarial A1). With othersOnly, only changes of the actors
-// that are not session's own are returned; without, every change.
-func (r *Repo) pathChanges(h *history, session string, first int, skip, base objects.ID, paths map[string]bool, othersOnly bool) (map[string][]pathChange, error) {
+// recorded in its ops first..end-1 (end < 0: to its end; those of
+// checkpoint skip aside), in the order they were recorded, base being the
+// tree before them. Each record is read against the last tree any session
+// recorded before it (the working tree is one: a session's own previous
+// checkpoint may be far behind, adversarial A1). Only the directories
+// that lead to one of paths are read, each tree once while consecutive
+// records share it: the cost follows the number of records and the depth
+// of paths, not the size of the tree.
+func (r *Repo) pathChanges(h *history, first, end int, skip, base objects.ID, paths map[string]bool) (map[string][]pathChange, error) {
 	if err := h.load(); err != nil {
 		return nil, err
 	}
+	if end < 0 || end > len(h.ops) {
+		end = len(h.ops)
+	}
+	end = max(end, first)
+	dirs := map[string]bool{} // every directory above one of paths
+	for p := range paths {
+		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	trees := &objects.TreeMemo{R: r.objects}
 	out := map[string][]pathChange{}
 	last := base // the tree the working tree last was, as recorded
 	record := func(from, to objects.ID, c pathChange, under []string) error {
-		return objects.DiffTrees(r.objects, from, to, func(ch objects.Change) error {
+		return objects.DiffTreesWithin(trees, from, to, func(d string) bool { return dirs[d] }, func(ch objects.Change) error {
 			if paths[ch.Path] && pathMatch(ch.Path, under) {
 				c.entry = ch.New
 				out[ch.Path] = append(out[ch.Path], c)
@@ -105,7 +119,7 @@ func (r *Repo) pathChanges(h *history, session string, first int, skip, base obj
 		}
 		return ck.Tree, true, nil
 	}
-	for i, op := range h.ops[first:] {
+	for i, op := range h.ops[first:end] {
 		i += first
 		if len(op.Refs) == 0 || op.Refs[0].Name != refs.SessionHead(op.Session) {
 			continue
@@ -126,7 +140,7 @@ func (r *Repo) pathChanges(h *history, session string, first int, skip, base obj
 			if !ok {
 				continue
 			}
-			if !othersOnly && op.Safety != skip {
+			if op.Safety != skip {
 				if err := record(last, safety, pathChange{ck: op.Safety, time: op.Time, op: i}, nil); err != nil && !gone(err) {
 					return nil, err
 				}
@@ -143,7 +157,7 @@ func (r *Repo) pathChanges(h *history, session string, first int, skip, base obj
 			if !ok {
 				continue
 			}
-			if op.Target != skip && !(othersOnly && op.Session == session) {
+			if op.Target != skip {
 				c := pathChange{session: op.Session, ck: op.Target, time: op.Time, op: i}
 				if err := record(safety, target, c, d.Paths); err != nil && !gone(err) {
 					return nil, err
@@ -168,7 +182,7 @@ func (r *Repo) pathChanges(h *history, session string, first int, skip, base obj
 		if ck.Kind == kindPreRewind {
 			c.session = ""
 		}
-		if op.Checkpoint != skip && !(othersOnly && c.own(session)) {
+		if op.Checkpoint != skip {
 			if err := record(last, ck.Tree, c, nil); err != nil && !gone(err) {
 				return nil, err
 			}
@@ -183,21 +197,22 @@ func (r *Repo) pathChanges(h *history, session string, first int, skip, base obj
 // actors changed since tck was recorded: tck's tree, with each path that
 // another actor changed since as it is now, or with only the session's
 // own changes taken out of it (a line merge). kept lists those paths;
-// end is tck.Tree when there are none.
-func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, target objects.ID, tck *objects.Checkpoint, paths []string) (objects.ID, []Kept, error) {
+// end is tck.Tree when there are none. idle reports that every path the
+// move would change is kept as it is now: within paths, end is the present.
+func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, target objects.ID, tck *objects.Checkpoint, paths []string) (end objects.ID, kept []Kept, idle bool, err error) {
 	// The paths the move would change: those it leaves alone anyway
 	// (unreadable now or then, excluded) are not its to keep.
 	leave := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)))
 	type ends struct{ now, end objects.TreeEntry }
 	cands := map[string]ends{}
-	err := objects.DiffTrees(w, now.tree, tck.Tree, func(c objects.Change) error {
+	err = objects.DiffTrees(w, now.tree, tck.Tree, func(c objects.Change) error {
 		if pathMatch(c.Path, paths) && !underAny(c.Path, leave) {
 			cands[c.Path] = ends{c.Old, c.New}
 		}
 		return nil
 	})
 	if err != nil || len(cands) == 0 {
-		return tck.Tree, nil, err
+		return tck.Tree, nil, false, err
 	}
 	set := map[string]bool{}
 	for p := range cands {
@@ -205,26 +220,17 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 	}
 	h := r.history()
 	if err := h.load(); err != nil {
-		return tck.Tree, nil, err
+		return tck.Tree, nil, false, err
 	}
 	first := h.lastHeld(target, tck.When())
-	others, err := r.pathChanges(h, session, first, target, tck.Tree, set, true)
-	if err != nil || len(others) == 0 {
-		return tck.Tree, nil, err
-	}
-	// Only the paths another actor changed need the whole story.
-	set = map[string]bool{}
-	for p := range others {
-		set[p] = true
-	}
-	all, err := r.pathChanges(h, session, first, target, tck.Tree, set, false)
+	all, err := r.pathChanges(h, first, -1, target, tck.Tree, set)
 	if err != nil {
-		return tck.Tree, nil, err
+		return tck.Tree, nil, false, err
 	}
 	present := &Present{Tree: now.tree, r: r, w: w}
 	edits := map[string]*objects.TreeEntry{}
-	var kept []Kept
-	for _, p := range slices.Sorted(maps.Keys(set)) {
+	merged := false
+	for _, p := range slices.Sorted(maps.Keys(all)) {
 		e := cands[p]
 		// The path's versions since tck: its content then, each change
 		// that left a different content, and the present when no record
@@ -253,23 +259,23 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 		k := Kept{Path: p, Session: other.session, Actor: orUnknown(other.actor), Checkpoint: other.ck, Time: other.time, Deleted: e.now.Mode == 0}
 		keep := e.now
 		if ownChange {
-			merged, ok, err := unpick(present, p, seq, session)
+			m, ok, err := unpick(present, p, seq, session)
 			if err != nil {
-				return tck.Tree, nil, err
+				return tck.Tree, nil, false, err
 			}
 			switch {
 			case !ok:
 				k.Conflict = true
-			case sameEntry(merged, e.end) && seq[len(seq)-1].own(session):
+			case sameEntry(m, e.end) && seq[len(seq)-1].own(session):
 				continue // the session's own last change undid what the others changed
-			case sameEntry(merged, e.end):
+			case sameEntry(m, e.end):
 				// Another actor wrote the present, and taking the
 				// session's changes out would give the target: the
 				// lines cannot tell theirs from the session's (the
 				// user wrote back what the agent had: M26). Kept.
 				k.Conflict = true
-			case !sameEntry(merged, e.now):
-				keep, k.Merged = merged, true
+			case !sameEntry(m, e.now):
+				keep, k.Merged, merged = m, true, true
 			}
 		}
 		kept = append(kept, k)
@@ -281,7 +287,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 		}
 	}
 	if len(kept) == 0 {
-		return tck.Tree, nil, nil
+		return tck.Tree, nil, false, nil
 	}
 	// A path the move writes above or below a kept one (a file where a
 	// kept directory is, or the reverse) is left as it is too.
@@ -307,11 +313,11 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 	}
 	slices.SortFunc(kept, func(a, b Kept) int { return strings.Compare(a.Path, b.Path) })
 	r.numberKept(h, kept)
-	end, err := worktree.EditTree(w, tck.Tree, edits, func(dir string) bool {
+	end, err = worktree.EditTree(w, tck.Tree, edits, func(dir string) bool {
 		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
 		return err == nil && fi.IsDir()
 	})
-	return end, kept, err
+	return end, kept, len(kept) == len(cands) && !merged, err
 }
 
 // unpick takes the session's own changes out of path p's present content,
@@ -431,7 +437,7 @@ func (r *Repo) ChangedByOthers(ctx context.Context, session string, from, to ID,
 	for _, p := range paths {
 		set[p] = true
 	}
-	all, err := r.pathChanges(h, session, first, from, base, set, false)
+	all, err := r.pathChanges(h, first, last+1, from, base, set)
 	if err != nil {
 		return nil, err
 	}

@@ -301,3 +301,58 @@ func TestUndoOfAScopedRewindOntoAnOldHead(t *testing.T) {
 		t.Fatalf("after the undo: %v, kept %v", got, keptPaths(res.Rewind.Kept))
 	}
 }
+
+// A --path rewind whose every path is kept changes nothing, so it records
+// nothing: no safety checkpoint, no end, no op for undo to find
+// (adversarial A4); its dry run lists the same.
+func TestPathRewindThatKeepsEverythingRecordsNothing(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{Session: "A"})
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "A1\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent})
+	snaptest.WriteFiles(t, root, map[string]string{"b.txt": "B1\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "B"})
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "A2\n"}) // not yet recorded
+
+	before, err := r.Ops(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log0, err := r.Log(ctx, snap.LogOptions{Session: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		res, err := r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String(), Paths: []string{"b.txt"}, DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keptPaths(res.Kept); !sameStrings(got, []string{"b.txt"}) || len(res.Restored)+len(res.Deleted) != 0 || res.SafetyCheckpoint != nil {
+			t.Fatalf("dry %v: kept %v, restored %v, deleted %v, safety %v", dry, got, res.Restored, res.Deleted, res.SafetyCheckpoint)
+		}
+	}
+	after, err := r.Ops(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log1, err := r.Log(ctx, snap.LogOptions{Session: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) || len(log1) != len(log0) {
+		t.Fatalf("a rewind that changed nothing recorded: ops %d -> %d, A's log %d -> %d", len(before), len(after), len(log0), len(log1))
+	}
+	if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["a.txt"] != "A2\n" || got["b.txt"] != "B1\n" {
+		t.Fatalf("tree: %v", got)
+	}
+	// A path of the session's own still goes back, beside a kept one.
+	res, err := r.Rewind(ctx, snap.RewindOptions{Session: "A", Target: c1.ID.String(), Paths: []string{"a.txt", "b.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["a.txt"] != "a\n" || got["b.txt"] != "B1\n" || len(res.Kept) != 1 {
+		t.Fatalf("tree: %v, kept %v", got, res.Kept)
+	}
+	snaptest.Fsck(t, r)
+}

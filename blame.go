@@ -81,7 +81,7 @@ func (r *Repo) Blame(ctx context.Context, o BlameOptions) (*BlameResult, error) 
 	if err := h.load(); err != nil {
 		return nil, err
 	}
-	changes, err := r.pathChanges(h, "", 0, objects.ID{}, objects.ID{}, map[string]bool{p: true}, false)
+	changes, err := r.pathChanges(h, 0, -1, objects.ID{}, objects.ID{}, map[string]bool{p: true})
 	if err != nil {
 		return nil, err
 	}

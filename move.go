@@ -154,12 +154,18 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 	// back: what another actor changed since is kept (and the end, which
 	// is then no stored checkpoint, recorded once the present is safe).
 	if scope.Files && !scope.FromPresent && !scope.All {
-		end, kept, err := r.scopeToActors(w, session, now, target, tck, scope.Paths)
+		end, kept, idle, err := r.scopeToActors(w, session, now, target, tck, scope.Paths)
 		if err != nil {
 			return nil, fmt.Errorf("finding what other actors changed: %w", err)
 		}
 		if len(kept) > 0 {
 			res.Kept = kept
+			if idle && !scope.State && len(scope.Paths) > 0 && !scope.MovesHead && m.Kind != "undo" {
+				// Every path the move would restore is kept, and the head
+				// stays (a rewind of some paths): nothing to do, so
+				// nothing is recorded (adversarial A4).
+				return res, nil
+			}
 			if m.Scope.RulesFrom == nil {
 				asked := target
 				m.Scope.RulesFrom = &asked

@@ -34,7 +34,37 @@ var EmptyTree = Hash(TypeTree, (&Tree{}).Encode())
 // order. Subtrees with equal ids are skipped without being read, so the cost
 // follows the size of the change, not of the tree.
 func DiffTrees(r TreeReader, a, b ID, fn func(Change) error) error {
-	return diffDir(r, "", a, b, fn)
+	return diffDir(r, "", a, b, nil, fn)
+}
+
+// DiffTreesWithin is DiffTrees reading only the directories within
+// reports true for (its slash-separated path; "" is never asked): the
+// changes beneath any other are not reported, and its subtrees not read.
+func DiffTreesWithin(r TreeReader, a, b ID, within func(dir string) bool, fn func(Change) error) error {
+	return diffDir(r, "", a, b, within, fn)
+}
+
+// TreeMemo is a TreeReader that keeps the trees it read last (up to a few
+// hundred), for a reader that diffs a sequence of trees: each one's trees
+// are the next one's too.
+type TreeMemo struct {
+	R     TreeReader
+	trees map[ID]*Tree
+}
+
+func (m *TreeMemo) ReadTree(id ID) (*Tree, error) {
+	if t, ok := m.trees[id]; ok {
+		return t, nil
+	}
+	t, err := m.R.ReadTree(id)
+	if err != nil {
+		return nil, err
+	}
+	if m.trees == nil || len(m.trees) >= 512 {
+		m.trees = map[ID]*Tree{}
+	}
+	m.trees[id] = t
+	return t, nil
 }
 
 func readOrEmpty(r TreeReader, id ID) (*Tree, error) {
@@ -44,7 +74,7 @@ func readOrEmpty(r TreeReader, id ID) (*Tree, error) {
 	return r.ReadTree(id)
 }
 
-func diffDir(r TreeReader, dir string, a, b ID, fn func(Change) error) error {
+func diffDir(r TreeReader, dir string, a, b ID, within func(string) bool, fn func(Change) error) error {
 	if a == b {
 		return nil
 	}
@@ -111,8 +141,8 @@ func diffDir(r TreeReader, dir string, a, b ID, fn func(Change) error) error {
 				return err
 			}
 		}
-		if !subA.IsZero() || !subB.IsZero() {
-			if err := diffDir(r, p, subA, subB, fn); err != nil {
+		if (!subA.IsZero() || !subB.IsZero()) && (within == nil || within(p)) {
+			if err := diffDir(r, p, subA, subB, within, fn); err != nil {
 				return err
 			}
 		}
