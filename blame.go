@@ -153,9 +153,14 @@ func (r *Repo) Blame(ctx context.Context, o BlameOptions) (*BlameResult, error) 
 			return res, attribute(v, at) // nothing before it: the rest is its
 		}
 		olderV := versions[pos-1]
-		older, err := read(olderV.entry)
+		older, text, err := r.textLines(olderV.entry)
 		if err != nil {
 			return nil, err
+		}
+		if !text {
+			// A version that is not text holds no lines: the rest is
+			// this one's (model finding M29).
+			return res, attribute(v, at)
 		}
 		// Lines of this version the older one lacks are this one's; the
 		// others are followed into the older one.

@@ -111,7 +111,7 @@ func (p *project) logGap() {
 func (p *project) named(cs ...*ckRec) {
 	for _, c := range cs {
 		if c != nil && !c.logged {
-			c.logged, c.logAt = true, len(p.hist)-1
+			c.logged, c.logAt, c.firstAt = true, len(p.hist)-1, len(p.hist)-1
 		}
 	}
 }
@@ -201,6 +201,10 @@ type scopedExp struct {
 	// session's own changes had made before (the shape of M26).
 	ownVersion map[string]bool
 	story      map[string]string // path → its versions since the target, for messages
+	// idle: every path the move would change is kept as it is (none
+	// merged): a rewind of some paths then does nothing and records
+	// nothing (adversarial A4).
+	idle bool
 }
 
 func (se *scopedExp) keptString() string {
@@ -428,6 +432,7 @@ func (p *project) predictScoped(s string, T *ckRec, me moveExp, paths []string, 
 	kept = append(kept, more...)
 	sort.Slice(kept, func(i, j int) bool { return kept[i].path < kept[j].path })
 	se.kept = kept
+	se.idle = len(kept) == len(cands) && !slices.ContainsFunc(kept, func(k keptExp) bool { return k.merged || k.maybe })
 	se.end = editTree(T.files, edits, d0.isDir)
 	return se
 }

@@ -136,7 +136,22 @@
 //     after is exact and redo right after that undo gives the state after
 //     (promise 3; a scoped move is followed at once by its undo, and redo,
 //     one time in four). Where the model's log has a gap or a checkpoint
-//     the scan needs was expired, it follows the store's end.
+//     the scan needs was expired, it follows the store's end. A rewind of
+//     some paths that keeps every one of them (none merged) does nothing
+//     and records nothing (adversarial A4).
+//  12. Blame (blame_test.go): Repo.Blame of a text file at a session's
+//     head gives each line's text and the checkpoint, session and actor
+//     the model says wrote it (and the tool call or message id of a
+//     checkpoint that has one): the path's versions read from the model's
+//     log as the actors' scan reads them, each content its first
+//     recorder's (a checkpoint's session and actor; a safety capture's
+//     session, actor unknown; what a move wrote, its session's, actor
+//     unknown), a line its version's when the version it was made from
+//     lacks it, else that version's line's; a version that is not text
+//     (or no file) holds no lines. Only records up to the first naming
+//     the head count. Most lines the generator writes carry a counter,
+//     so a line diff is unambiguous; where it is not, the path is not
+//     checked. A file that is not text is ErrUsage.
 //
 // # Operations
 //
@@ -159,7 +174,9 @@
 // prefix, label, @, @~1; full, files-only, conversation-only or paths;
 // 30% preceded by the same rewind with DryRun; 4 in 5 without All, as
 // undo, redo and task-revert), undo, redo, label, gc
-// (store policy; keep-last 3, keep-within 0, grace 0; grace 0) and fsck.
+// (store policy; keep-last 3, keep-within 0, grace 0; grace 0), fsck and
+// blame (a text file of a session's head; three lines in four the
+// generator writes carry a counter, "alpha #17").
 // The agent workflow, about a sixth of the ops: edit-stage (replace, with a
 // piece of the file as it is, often one that occurs several times, a
 // candidate letter, an anchor; write; delete; on editable files mostly,
@@ -193,7 +210,8 @@
 // edit-stage, edit-pending, edit-commit, task-op, task-id, task-doc,
 // task-stack, outside-write, edit-preview, git-commit, git-commit-refused,
 // commit-killed (the agent workflow); record-actor, actor-kept,
-// actor-kept-who, actor-end, actor-overwritten (actors); and narrow categories
+// actor-kept-who, actor-end, actor-overwritten (actors); blame,
+// blame-binary-version (M29); and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
 // edit-undo-dirs, undo-created-dir-left, actor-overwritten-own-version,
 // redo-scoped-rules, undo-scoped-reused-safety, ...). Every category is checked in every run: there is no list of known

@@ -44,6 +44,11 @@ type ckRec struct {
 	actor, call string
 	logAt       int
 	logged      bool
+	// firstAt: the index in project.hist of the first record that names
+	// it (logAt may move on to a later move that found it: M28); msgID:
+	// the message id a hook gave it (a pre-tool capture's tool call).
+	firstAt int
+	msgID   string
 }
 
 func (c *ckRec) String() string {
@@ -208,6 +213,8 @@ type project struct {
 	// hist: the model's own log of what the store's op log records of
 	// each operation that changed the working tree (actors_test.go).
 	hist []histRec
+	// tag counts the lines the generator tagged (tagLines).
+	tag int
 }
 
 // depth is the project's tasks.max-depth.

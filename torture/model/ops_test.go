@@ -184,6 +184,8 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, " -s %s C@%d (as %s) %s", o.Session, o.Target, o.Form, o.Label)
 	case "gc":
 		fmt.Fprintf(&b, " %s", []string{"store policy", "keep-last 3 keep-within 0 grace 0", "grace 0"}[o.Policy])
+	case "blame":
+		fmt.Fprintf(&b, " -s %s %s", o.Session, o.Path)
 	default:
 		o.agentString(&b, q)
 	}
@@ -321,6 +323,8 @@ var opWeights = []weighted{
 	{"swap", 2}, {"fifo", 1}, {"big", 2}, {"unreadable", 2}, {"readable", 1}, {"ignore", 9},
 	{"exclude", 1}, {"gitfile", 1}, {"transcript", 7}, {"tasks", 1},
 	{"checkpoint", 16}, {"rewind", 11}, {"undo", 5}, {"redo", 3}, {"label", 1}, {"gc", 2},
+	// blame_test.go.
+	{"blame", 3},
 	// The agent workflow (agent_test.go): about a sixth of the ops; the
 	// default run has as many more steps, so the ops above keep their
 	// counts.
@@ -359,11 +363,11 @@ func gen(rng *rand.Rand, g *genState) Op {
 	switch op.Kind {
 	case "write":
 		op.Path = g.pathFor(rng, "fx")
-		op.Data = randContent(rng)
+		op.Data = tagLines(rng, g, randContent(rng))
 		op.Exec = rng.IntN(6) == 0
 	case "append":
 		op.Path = g.pathFor(rng, "fx")
-		op.Data = randContent(rng)
+		op.Data = tagLines(rng, g, randContent(rng))
 	case "rm":
 		op.Path = g.pathFor(rng, "")
 	case "mv":
@@ -383,7 +387,7 @@ func gen(rng *rand.Rand, g *genState) Op {
 		op.Path = randDir(rng, 3)
 	case "swap":
 		op.Path = g.pathFor(rng, "fxld")
-		op.Data = randContent(rng)
+		op.Data = tagLines(rng, g, randContent(rng))
 	case "fifo":
 		op.Path = randPath(rng, 2)
 	case "big":
@@ -510,6 +514,8 @@ func gen(rng *rand.Rand, g *genState) Op {
 		op.Label = labelNames[rng.IntN(len(labelNames))]
 	case "gc":
 		op.Policy = rng.IntN(3)
+	case "blame":
+		genBlame(rng, g, &op)
 	default:
 		genAgent(rng, g, &op)
 	}

@@ -141,6 +141,8 @@ func (r *runner) apply(op *Op) {
 		r.opGC(p, op)
 	case "fsck":
 		r.fsck(p)
+	case "blame":
+		r.opBlame(p, op)
 	default:
 		if !r.agentOp(p, op) {
 			r.fsOp(p, op)
@@ -233,6 +235,11 @@ func (r *runner) cmdOf1(p *project, op *Op, ref string) [][]string {
 		return [][]string{[][]string{{"gc"}, {"gc", "--keep-last", "3", "--keep-within", "0s", "--grace", "0s"}, {"gc", "--grace", "0s"}}[op.Policy]}
 	case "fsck":
 		return [][]string{{"fsck", "--full"}}
+	case "blame":
+		if op.Path == "" {
+			return nil
+		}
+		return [][]string{{"blame", "-s", op.Session, op.Path, "--json"}}
 	}
 	return agentCmd(op)
 }
@@ -746,6 +753,19 @@ func (r *runner) opRewind(p *project, op *Op) {
 	}
 	if op.DryRun && dres != nil {
 		r.checkKept(what+" --dry-run", se, dres.Kept)
+	}
+	if se != nil && len(sc.paths) > 0 && err == nil && res != nil && len(res.Kept) > 0 && res.SafetyCheckpoint == nil {
+		// A rewind of some paths that keeps every one of them does
+		// nothing and records nothing (adversarial A4).
+		if r.checkKept(what, se, res.Kept) && se.unsure == "" && !se.idle {
+			r.failf("actor-end", "%s kept %v and did nothing; the model expects it to change some of its paths", what, keptNames(res.Kept))
+		}
+		r.checkUnchanged(p, d0, o0, what+", which kept every path")
+		r.stats["scoped move: paths all kept, nothing done"]++
+		return
+	}
+	if se != nil && se.unsure == "" && se.idle && len(sc.paths) > 0 && res != nil && res.SafetyCheckpoint != nil {
+		r.failf("actor-end", "%s: the model expects every path kept (%s) and nothing done (A4); it moved", what, se.keptString())
 	}
 	var built objects.ID
 	mtgt := tgt
