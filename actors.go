@@ -463,6 +463,90 @@ func (r *Repo) ChangedByOthers(ctx context.Context, session string, from, to ID,
 	return kept, nil
 }
 
+// Changer is who recorded a change of a path: Checkpoint (its #Seq in
+// Session, at Time) by Actor ("agent", "user", "unknown"; Session "": a
+// rewind's safety capture found it, nobody's known doing).
+type Changer struct {
+	Session    string    `json:"session"`
+	Actor      string    `json:"actor"`
+	Checkpoint ID        `json:"checkpoint"`
+	Seq        int       `json:"seq"`
+	Time       time.Time `json:"time"`
+}
+
+// changedBy sets each file's ChangedBy: who recorded its changes between
+// checkpoints a and b (zero: the working tree now), in either order. The
+// op log is read from the older one's record to the newer one's, only the
+// directories above the files: a diff against the head reads what was
+// recorded since it.
+func (r *Repo) changedBy(a, b objects.ID, files []FileDiff) error {
+	if len(files) == 0 {
+		return nil
+	}
+	h := r.history()
+	if err := h.load(); err != nil {
+		return err
+	}
+	at := func(id objects.ID) (int, objects.ID, error) {
+		if id.IsZero() {
+			return len(h.ops), objects.ID{}, nil
+		}
+		ck, err := r.loadCheckpoint(id)
+		if err != nil {
+			return 0, objects.ID{}, err
+		}
+		return h.recordedAt(id, ck.When()), ck.Tree, nil
+	}
+	i, base, err := at(a)
+	if err != nil {
+		return err
+	}
+	j, bTree, err := at(b)
+	if err != nil {
+		return err
+	}
+	if j < i {
+		i, j, base = j, i, bTree
+	}
+	first, end := i+1, j+1
+	if first >= len(h.ops) {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, f := range files {
+		set[f.Path] = true
+	}
+	changes, err := r.pathChanges(h, first, end, objects.ID{}, base, set)
+	if err != nil {
+		return err
+	}
+	var all []Kept // (to number them as kept paths are)
+	for fi := range files {
+		seen := map[[2]string]int{}
+		for _, c := range changes[files[fi].Path] {
+			who := [2]string{c.session, orUnknown(c.actor)}
+			if k, ok := seen[who]; ok {
+				files[fi].ChangedBy[k] = Changer{Session: who[0], Actor: who[1], Checkpoint: c.ck, Time: c.time}
+				continue
+			}
+			seen[who] = len(files[fi].ChangedBy)
+			files[fi].ChangedBy = append(files[fi].ChangedBy, Changer{Session: who[0], Actor: who[1], Checkpoint: c.ck, Time: c.time})
+		}
+		for _, c := range files[fi].ChangedBy {
+			all = append(all, Kept{Session: c.Session, Checkpoint: c.Checkpoint})
+		}
+	}
+	r.numberKept(h, all)
+	n := 0
+	for fi := range files {
+		for k := range files[fi].ChangedBy {
+			files[fi].ChangedBy[k].Seq = all[n].Seq
+			n++
+		}
+	}
+	return nil
+}
+
 // numberKept sets each kept path's Seq: its checkpoint's #N in its session.
 func (r *Repo) numberKept(h *history, kept []Kept) {
 	seqs := map[string]map[objects.ID]int{} // session → checkpoint → #N

@@ -378,6 +378,26 @@ func (r *Repo) Contributions(ctx context.Context, o ContributionOptions) ([]Cont
 	return out, nil
 }
 
+// AddedLines lists the lines each file of tree to adds to tree from's
+// version of it (a zero ID: the empty tree), in path order: files that are
+// no text are listed Binary, deleted ones not at all.
+func (r *Repo) AddedLines(ctx context.Context, from, to ID) ([]FileContribution, error) {
+	out := []FileContribution{}
+	err := objects.DiffTrees(r.objects, from, to, func(ch objects.Change) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if ch.New.Mode != objects.ModeFile && ch.New.Mode != objects.ModeExec {
+			return nil
+		}
+		f, err := r.addedLines(ch)
+		f.Path = ch.Path
+		out = append(out, f)
+		return err
+	})
+	return out, err
+}
+
 // addedLines is the lines change ch added to its file.
 func (r *Repo) addedLines(ch objects.Change) (FileContribution, error) {
 	old, ok1, err := r.textLines(ch.Old)

@@ -107,6 +107,10 @@ type FileDiff struct {
 	Added   int    `json:"lines_added"`
 	Removed int    `json:"lines_removed"`
 	Patch   string `json:"patch,omitempty"` // unified diff
+	// ChangedBy: who recorded the path's changes between the two sides,
+	// each session and actor once, oldest first (none: no checkpoint has
+	// recorded the change yet).
+	ChangedBy []Changer `json:"changed_by,omitempty"`
 }
 
 // StateDiff is one state document's difference.
@@ -188,6 +192,13 @@ func (r *Repo) Diff(ctx context.Context, from objects.ID, to *objects.ID, paths 
 		if res.Files, err = r.fileDiffs(tr, fck.Tree, toTree, paths, read, false); err != nil {
 			return nil, err
 		}
+	}
+	var toID objects.ID
+	if to != nil {
+		toID = *to
+	}
+	if err := r.changedBy(from, toID, res.Files); err != nil {
+		return nil, err
 	}
 	if len(paths) == 0 {
 		if res.State, err = r.stateDiffs(tr, fck.State, toState, read, live); err != nil {

@@ -394,9 +394,9 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 			delete(asEnded, p)
 		}
 	}
-	note, err := b.authorshipLog(ctx, ch, node.Session, to, fromNode.When(), asEnded, sig.Name+" <"+sig.Email+">")
+	note, err := b.blameAuthorship(ctx, node.Session, to, fromNode.When(), asEnded, sig.Name+" <"+sig.Email+">").log(ch)
 	if err == nil && note != "" {
-		err = b.addNote(ch, note, sig)
+		err = b.addNotes(map[plumbing.Hash]string{ch: note}, sig, "Notes added by 'snap task commit --git-commit'\n")
 	}
 	if err != nil {
 		return res, fmt.Errorf("committed %s on %s, but its git-ai note (%s) could not be written: %w", ch.String()[:12], res.Branch, NotesRef, err)

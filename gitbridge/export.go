@@ -176,7 +176,53 @@ func (b *Bridge) Export(ctx context.Context, o ExportOptions) (*ExportResult, er
 	}
 	res.Commits, res.Objects = ex.commits, ex.g.wrote
 	ex.sec.report(res)
+	if err := b.addNotes(ex.notes, b.userSignature(time.Now()), "Notes added by 'snap git export'\n"); err != nil {
+		return res, fmt.Errorf("the checkpoints are exported, but their git-ai notes (%s) could not be written: %w", NotesRef, err)
+	}
 	return res, nil
+}
+
+// attribute attests the lines checkpoint node (exported as id, in git tree
+// tree) adds to its parent's tree to its actor, when the node names one:
+// its session's agent, or the person. Files held back from the export are
+// left out.
+func (ex *exporter) attribute(node *snap.Node, id, parentTree snap.ID, tree plumbing.Hash, heldBack bool) (*authorship, error) {
+	att := newAuthorship(ex.human)
+	if node.Actor != snap.ActorAgent && node.Actor != snap.ActorUser {
+		return att, nil
+	}
+	added, err := ex.b.snap.AddedLines(ex.ctx, parentTree, node.Tree)
+	if err != nil {
+		return nil, err
+	}
+	var gt *object.Tree
+	if heldBack {
+		if gt, err = object.GetTree(ex.b.git.Storer, tree); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range added {
+		if len(f.Ranges) == 0 {
+			continue
+		}
+		if gt != nil {
+			if _, err := gt.FindEntry(f.Path); err != nil {
+				continue // held back
+			}
+		}
+		var lines []int
+		for _, r := range f.Ranges {
+			for l := r[0]; l <= r[1]; l++ {
+				lines = append(lines, l)
+			}
+		}
+		if node.Actor == snap.ActorAgent {
+			att.agent(f.Path, node.Session, id, lines...)
+		} else {
+			att.user(f.Path, lines...)
+		}
+	}
+	return att, nil
 }
 
 // sessions returns the sessions to work on: the named ones (each must
@@ -292,6 +338,8 @@ type exporter struct {
 	known   map[snap.ID][]plumbing.Hash // exported before: checkpoint → commits
 	done    map[snap.ID]*exported
 	commits int
+	notes   map[plumbing.Hash]string // git-ai authorship logs of the commits written
+	human   string                   // the person's identity in them, "Name <email>"
 }
 
 func (b *Bridge) newExporter(ctx context.Context, includeSecretFiles bool) (*exporter, error) {
@@ -300,7 +348,9 @@ func (b *Bridge) newExporter(ctx context.Context, includeSecretFiles bool) (*exp
 		return nil, err
 	}
 	sec := newSecrets(ctx, b.snap, includeSecretFiles)
-	return &exporter{ctx: ctx, b: b, g: newToGit(ctx, b.snap, b.git.Storer, sec), sec: sec, known: known, done: map[snap.ID]*exported{}}, nil
+	sig := b.userSignature(time.Time{})
+	return &exporter{ctx: ctx, b: b, g: newToGit(ctx, b.snap, b.git.Storer, sec), sec: sec, known: known, done: map[snap.ID]*exported{},
+		notes: map[plumbing.Hash]string{}, human: sig.Name + " <" + sig.Email + ">"}, nil
 }
 
 // export writes checkpoint id (and, first, its parents) unless the
@@ -384,6 +434,17 @@ func (ex *exporter) export(id snap.ID) (*exported, error) {
 		x.flags.from = id
 	}
 	x.flags.heldBack, x.flags.included = files.files > 0, files.incl
+	var hintTree snap.ID
+	if hint != nil {
+		hintTree = hint.node.Tree
+	}
+	att, err := ex.attribute(node, x.id, hintTree, tree, x.flags.heldBack)
+	if err != nil {
+		return nil, err
+	}
+	if n := att.count(); n > 0 {
+		x.flags.attribution = fmt.Sprintf("%s %d", node.Actor, n)
+	}
 	sig := ex.b.signature(node.When())
 	state0 := &object.Commit{Author: sig, Committer: sig, TreeHash: stateTree, ParentHashes: stateParents,
 		Message: fmt.Sprintf("snap state of checkpoint %s\n\n%s\n", x.id, raw)}
@@ -397,6 +458,11 @@ func (ex *exporter) export(id snap.ID) (*exported, error) {
 		return nil, err
 	}
 	x.tree = tree
+	if note, err := att.log(x.commit); err != nil {
+		return nil, err
+	} else if note != "" {
+		ex.notes[x.commit] = note
+	}
 	ex.commits++
 	ex.done[id] = x
 	return x, nil
@@ -473,6 +539,9 @@ func commitMessage(id snap.ID, n *snap.Node, state plumbing.Hash, f exportedFlag
 	}
 	if n.Call != "" {
 		fmt.Fprintf(&b, "%s: %s\n", TrailerCall, oneLine(n.Call))
+	}
+	if f.attribution != "" {
+		fmt.Fprintf(&b, "%s: %s\n", TrailerAttributed, f.attribution)
 	}
 	fmt.Fprintf(&b, "%s: %s\n", TrailerState, state)
 	if !f.from.IsZero() {

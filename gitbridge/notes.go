@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -23,59 +24,81 @@ import (
 // github.com/git-ai-project/git-ai, specs/git_ai_standard_v3.0.0.md).
 const NotesRef = "refs/notes/ai"
 
-// authorshipLog is the git-ai authorship log of commit (its sha) for the
-// committed files (git path → snap project path) whose lines a checkpoint
-// of the session after since recorded first: the agent's lines under the
-// session's key, the user's under the git identity's; lines nobody can
-// vouch for are left out ("untracked" in the standard). "" when no line
-// is attested.
-func (b *Bridge) authorshipLog(ctx context.Context, commit plumbing.Hash, session string, to snap.ID, since time.Time, files map[string]string, human string) (string, error) {
-	hash := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:])[:14] }
-	sessionKey := "s_" + hash("snap:"+session)
-	humanKey := "h_" + hash(human)
+// authorship gathers a git-ai authorship log: which lines of which
+// committed files an agent session (each version of it by the checkpoint
+// that recorded it) or a person wrote. Lines nobody can vouch for are left
+// out ("untracked" in the standard).
+type authorship struct {
+	human    string                      // the person's identity, "Name <email>"
+	lines    map[string]map[string][]int // git path → key → lines
+	sessions map[string]string           // agent key → session
+	anyHuman bool                        // some line is the person's
+}
+
+func newAuthorship(human string) *authorship {
+	return &authorship{human: human, lines: map[string]map[string][]int{}, sessions: map[string]string{}}
+}
+
+// keyHash is the standard's short hash of a key's source.
+func keyHash(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:])[:14] }
+
+func (a *authorship) add(path, key string, lines ...int) {
+	if a.lines[path] == nil {
+		a.lines[path] = map[string][]int{}
+	}
+	a.lines[path][key] = append(a.lines[path][key], lines...)
+}
+
+// count is the number of lines attested.
+func (a *authorship) count() int {
+	n := 0
+	for _, keys := range a.lines {
+		for _, ls := range keys {
+			n += len(ls)
+		}
+	}
+	return n
+}
+
+// agent attests lines of path to session's agent, as checkpoint recorded them.
+func (a *authorship) agent(path, session string, checkpoint snap.ID, lines ...int) {
+	key := "s_" + keyHash("snap:"+session)
+	a.sessions[key] = session
+	a.add(path, key+"::t_"+keyHash(checkpoint.String()), lines...)
+}
+
+// user attests lines of path to the person.
+func (a *authorship) user(path string, lines ...int) {
+	a.anyHuman = true
+	a.add(path, "h_"+keyHash(a.human), lines...)
+}
+
+// log is the authorship log for commit: "" when no line is attested.
+func (a *authorship) log(commit plumbing.Hash) (string, error) {
+	if len(a.lines) == 0 {
+		return "", nil
+	}
 	var att strings.Builder
-	usedAgent, usedHuman := false, false
-	for _, gp := range slices.Sorted(maps.Keys(files)) {
-		res, err := b.snap.Blame(ctx, snap.BlameOptions{Session: session, Path: files[gp], Ref: to.String()})
-		if err != nil {
-			continue // not text, say: no attestation for it
-		}
-		byKey := map[string][]int{}
-		for _, l := range res.Lines {
-			if !l.Time.After(since) {
-				continue
-			}
-			switch l.Actor {
-			case snap.ActorAgent:
-				k := sessionKey + "::t_" + hash(l.Checkpoint.String())
-				byKey[k] = append(byKey[k], l.Line)
-				usedAgent = true
-			case snap.ActorUser:
-				byKey[humanKey] = append(byKey[humanKey], l.Line)
-				usedHuman = true
-			}
-		}
-		if len(byKey) == 0 {
-			continue
-		}
+	for _, gp := range slices.Sorted(maps.Keys(a.lines)) {
 		name := gp
 		if strings.ContainsAny(name, " \t\n") {
 			name = `"` + name + `"`
 		}
 		att.WriteString(name + "\n")
-		for _, k := range slices.Sorted(maps.Keys(byKey)) {
-			fmt.Fprintf(&att, "  %s %s\n", k, lineRanges(byKey[k]))
+		for _, k := range slices.Sorted(maps.Keys(a.lines[gp])) {
+			fmt.Fprintf(&att, "  %s %s\n", k, lineRanges(a.lines[gp][k]))
 		}
 	}
-	if !usedAgent && !usedHuman {
-		return "", nil
-	}
 	meta := map[string]any{"schema_version": "authorship/3.0.0", "base_commit_sha": commit.String(), "prompts": map[string]any{}}
-	if usedAgent {
-		meta["sessions"] = map[string]any{sessionKey: map[string]any{"agent_id": map[string]string{"tool": "snap", "id": session, "model": "unknown"}}}
+	if len(a.sessions) > 0 {
+		sessions := map[string]any{}
+		for k, s := range a.sessions {
+			sessions[k] = map[string]any{"agent_id": map[string]string{"tool": "snap", "id": s, "model": "unknown"}}
+		}
+		meta["sessions"] = sessions
 	}
-	if usedHuman {
-		meta["humans"] = map[string]any{humanKey: map[string]string{"author": human}}
+	if a.anyHuman {
+		meta["humans"] = map[string]any{"h_" + keyHash(a.human): map[string]string{"author": a.human}}
 	}
 	var mj strings.Builder
 	enc := json.NewEncoder(&mj)
@@ -85,6 +108,31 @@ func (b *Bridge) authorshipLog(ctx context.Context, commit plumbing.Hash, sessio
 		return "", err
 	}
 	return att.String() + "---\n" + mj.String(), nil
+}
+
+// blameAuthorship attests the lines of the files (git path → snap project
+// path) as checkpoint to holds them that a checkpoint recorded first after
+// since: an agent's under its session, the user's under human.
+func (b *Bridge) blameAuthorship(ctx context.Context, session string, to snap.ID, since time.Time, files map[string]string, human string) *authorship {
+	a := newAuthorship(human)
+	for _, gp := range slices.Sorted(maps.Keys(files)) {
+		res, err := b.snap.Blame(ctx, snap.BlameOptions{Session: session, Path: files[gp], Ref: to.String()})
+		if err != nil {
+			continue // not text, say: no attestation for it
+		}
+		for _, l := range res.Lines {
+			if !l.Time.After(since) {
+				continue
+			}
+			switch l.Actor {
+			case snap.ActorAgent:
+				a.agent(gp, l.Session, l.Checkpoint, l.Line)
+			case snap.ActorUser:
+				a.user(gp, l.Line)
+			}
+		}
+	}
+	return a
 }
 
 // lineRanges writes sorted line numbers as "1-4,9,12-13".
@@ -106,26 +154,29 @@ func lineRanges(lines []int) string {
 	return strings.Join(parts, ",")
 }
 
-// addNote attaches note to commit under NotesRef (replacing a note it
-// had): a notes commit on the ref's previous one, the ref moved by
-// compare-and-swap, as 'git notes --ref=ai add -f' does.
-func (b *Bridge) addNote(commit plumbing.Hash, note string, sig object.Signature) error {
+// addNotes attaches each note to its commit under NotesRef (replacing a
+// note it had): one notes commit on the ref's previous one, the ref moved
+// by compare-and-swap, as 'git notes --ref=ai add -f' does for one.
+// Nothing is written when every commit already has its note.
+func (b *Bridge) addNotes(notes map[plumbing.Hash]string, sig object.Signature, message string) error {
 	s := b.git.Storer
-	blob := s.NewEncodedObject()
-	blob.SetType(plumbing.BlobObject)
-	w, err := blob.Writer()
-	if err != nil {
-		return err
-	}
-	w.Write([]byte(note))
-	w.Close()
-	bh, err := s.SetEncodedObject(blob)
-	if err != nil {
-		return err
-	}
 	old, err := s.Reference(plumbing.ReferenceName(NotesRef))
 	if err != nil && err != plumbing.ErrReferenceNotFound {
 		return err
+	}
+	blobs := map[string]plumbing.Hash{} // commit → its note's blob
+	for c, note := range notes {
+		blob := s.NewEncodedObject()
+		blob.SetType(plumbing.BlobObject)
+		w, err := blob.Writer()
+		if err != nil {
+			return err
+		}
+		w.Write([]byte(note))
+		w.Close()
+		if blobs[c.String()], err = s.SetEncodedObject(blob); err != nil {
+			return err
+		}
 	}
 	var entries []object.TreeEntry
 	var parents []plumbing.Hash
@@ -140,14 +191,22 @@ func (b *Bridge) addNote(commit plumbing.Hash, note string, sig object.Signature
 		}
 		for _, e := range ot.Entries {
 			// (A note fanned out in directories is left as git wrote it;
-			// this one is written at the root, which git reads first.)
-			if e.Name != commit.String() {
+			// these are written at the root, which git reads first.)
+			if h, ok := blobs[e.Name]; ok && h == e.Hash {
+				delete(blobs, e.Name) // the same note already
+			}
+			if _, ok := blobs[e.Name]; !ok {
 				entries = append(entries, e)
 			}
 		}
 		parents = []plumbing.Hash{old.Hash()}
 	}
-	entries = append(entries, object.TreeEntry{Name: commit.String(), Mode: filemode.Regular, Hash: bh})
+	if len(blobs) == 0 {
+		return nil
+	}
+	for name, h := range blobs {
+		entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: h})
+	}
 	sort.Slice(entries, func(i, j int) bool { return treeOrder(entries[i]) < treeOrder(entries[j]) })
 	tobj := s.NewEncodedObject()
 	if err := (&object.Tree{Entries: entries}).Encode(tobj); err != nil {
@@ -157,7 +216,7 @@ func (b *Bridge) addNote(commit plumbing.Hash, note string, sig object.Signature
 	if err != nil {
 		return err
 	}
-	c := &object.Commit{Author: sig, Committer: sig, TreeHash: th, ParentHashes: parents, Message: "Notes added by 'snap task commit --git-commit'\n"}
+	c := &object.Commit{Author: sig, Committer: sig, TreeHash: th, ParentHashes: parents, Message: message}
 	cobj := s.NewEncodedObject()
 	if err := c.Encode(cobj); err != nil {
 		return err
@@ -176,4 +235,45 @@ func treeOrder(e object.TreeEntry) string {
 		return e.Name + "/"
 	}
 	return e.Name
+}
+
+// AuthorshipLog is the git-ai authorship log of the lines session's
+// checkpoints recorded first after since (a REF; "" = all), in the files
+// they changed as the session's head holds them: what
+// 'git notes --ref=ai add -F - COMMIT' attaches to the commit that records
+// them. Its base_commit_sha is the repository's HEAD (forty zeros before
+// its first commit). "" when no line is attested.
+func (b *Bridge) AuthorshipLog(ctx context.Context, session, since string) (string, error) {
+	head, err := b.snap.Resolve(ctx, session, "@")
+	if err != nil {
+		return "", err
+	}
+	var from time.Time
+	if since != "" {
+		id, err := b.snap.Resolve(ctx, session, since)
+		if err != nil {
+			return "", err
+		}
+		n, _, err := b.snap.ReadNode(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		from = n.When()
+	}
+	cs, err := b.snap.Contributions(ctx, snap.ContributionOptions{Session: session, Since: since})
+	if err != nil {
+		return "", err
+	}
+	files := map[string]string{}
+	for _, c := range cs {
+		for _, f := range c.Files {
+			files[path.Join(b.prefix, f.Path)] = f.Path
+		}
+	}
+	gitHead, err := b.Head()
+	if err != nil {
+		return "", err
+	}
+	sig := b.userSignature(time.Time{})
+	return b.blameAuthorship(ctx, session, head, from, files, sig.Name+" <"+sig.Email+">").log(plumbing.NewHash(gitHead))
 }

@@ -389,6 +389,9 @@ type exportedFlags struct {
 	from     snap.ID // Snap-Redacted-From (zero: the checkpoint's exact content)
 	heldBack bool
 	included bool
+	// attribution: Snap-Attribution, the lines the checkpoint adds by its
+	// actor ("agent 12"); written, never read back.
+	attribution string
 }
 
 func flagsOf(msg string) exportedFlags {

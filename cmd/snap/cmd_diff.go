@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -108,7 +109,7 @@ func runDiff(ctx context.Context, o diffOptions, out io.Writer) error {
 	}
 	return emit(out, o.JSON, res, func(w io.Writer) error {
 		if o.Stat {
-			return writeDiffStat(w, res)
+			return writeDiffStat(w, res, o.session())
 		}
 		return writeDiff(w, res)
 	})
@@ -168,7 +169,7 @@ func writeDiff(w io.Writer, res *snap.DiffResult) error {
 	return nil
 }
 
-func writeDiffStat(w io.Writer, res *snap.DiffResult) error {
+func writeDiffStat(w io.Writer, res *snap.DiffResult, session string) error {
 	tw := newTable(w)
 	plus, minus := 0, 0
 	for _, f := range res.Files {
@@ -177,14 +178,14 @@ func writeDiffStat(w io.Writer, res *snap.DiffResult) error {
 			note = " (" + f.Status + ")"
 		}
 		if f.OldMode == "dir" || f.NewMode == "dir" {
-			fmt.Fprintf(tw, " %s\t| %s -> %s%s\n", quotePath(f.Path), orNone(f.OldMode), orNone(f.NewMode), note)
+			fmt.Fprintf(tw, " %s\t| %s -> %s%s%s\n", quotePath(f.Path), orNone(f.OldMode), orNone(f.NewMode), note, changedBy(f.ChangedBy, session))
 			continue
 		}
 		if f.Binary {
-			fmt.Fprintf(tw, " %s\t| binary%s\n", quotePath(f.Path), note)
+			fmt.Fprintf(tw, " %s\t| binary%s%s\n", quotePath(f.Path), note, changedBy(f.ChangedBy, session))
 			continue
 		}
-		fmt.Fprintf(tw, " %s\t| +%d -%d%s\n", quotePath(f.Path), f.Added, f.Removed, note)
+		fmt.Fprintf(tw, " %s\t| +%d -%d%s%s\n", quotePath(f.Path), f.Added, f.Removed, note, changedBy(f.ChangedBy, session))
 		plus += f.Added
 		minus += f.Removed
 	}
@@ -210,4 +211,36 @@ func orNone(mode string) string {
 		return "-"
 	}
 	return mode
+}
+
+// changedBy names who recorded a path's changes: "  by A's agent #3, you
+// (B #5)"; "" when no checkpoint recorded them yet, or only session's own
+// of unknown actor (a session working alone).
+func changedBy(cs []snap.Changer, session string) string {
+	if !slices.ContainsFunc(cs, func(c snap.Changer) bool { return c.Session != session || c.Actor != snap.ActorUnknown }) {
+		return ""
+	}
+	var parts []string
+	for _, c := range cs {
+		who := printable(c.Session)
+		switch {
+		case c.Session == "":
+			who = "a rewind's safety capture"
+		case c.Actor == snap.ActorAgent:
+			who += "'s agent"
+		case c.Actor == snap.ActorUser:
+			who = "you (" + who
+		}
+		if c.Seq > 0 {
+			who += fmt.Sprintf(" #%d", c.Seq)
+		}
+		if c.Actor == snap.ActorUser && c.Session != "" {
+			who += ")"
+		}
+		parts = append(parts, who)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  by " + strings.Join(parts, ", ")
 }

@@ -23,14 +23,15 @@ type traceOptions struct {
 func traceCommand(inv *invocation) *cli.Command {
 	return &cli.Command{
 		Name:  "trace",
-		Usage: "export who wrote which lines (Agent Trace records)",
+		Usage: "export who wrote which lines (Agent Trace records, git-ai logs)",
 		Description: `Attribution out of the store: 'snap trace export' prints an Agent Trace
-record for each checkpoint of the session that first recorded lines. (A
---git-commit also attaches a git-ai authorship log under refs/notes/ai; 'snap
-blame' shows who wrote each line of one file.)`,
+record for each checkpoint of the session that first recorded lines, or a
+git-ai authorship log. (A --git-commit and 'snap git export' also attach one
+to each commit they write, under refs/notes/ai; 'snap blame' shows who wrote
+each line of one file.)`,
 		Subcommands: []*cli.Command{{
 			Name:      "export",
-			Usage:     "print an Agent Trace record for each checkpoint of the session that added lines",
+			Usage:     "print an Agent Trace record for each checkpoint of the session that added lines (or a git-ai log)",
 			ArgsUsage: " ",
 			Description: `Prints, one per line, an Agent Trace record (v0.1.0, the open format for
 attributing code to AI and to people: github.com/cursor/agent-trace) for each
@@ -43,24 +44,33 @@ repository; and in metadata "dev.snap" the checkpoint, session, tool call
 and kind. A line another session wrote first is that session's record.
 
    --since REF   only checkpoints recorded after REF
-   --format F    agent-trace (the default; the only format so far)
+   --format F    agent-trace (the default) or git-ai
 
 With --json the records are printed as one JSON document {"records": [...]}.
 
+--format git-ai prints instead one git-ai authorship log (Git AI Standard
+v3.0.0, github.com/git-ai-project/git-ai) of the lines the session's
+checkpoints (after --since) recorded first, in the files they changed as the
+session's head holds them: the agent's lines under the session, yours (--actor
+user) under your git identity; its base_commit_sha is git's HEAD. It is what
+'git notes --ref=ai add -F - COMMIT' attaches to the commit that records
+those lines. It needs a git repository. With --json: {"log": "..."}.
+
 Examples:
    snap trace export > trace.jsonl
-   snap trace export --since '#3' --json`,
+   snap trace export --since '#3' --json
+   snap trace export --format git-ai --since '#1'`,
 			Flags: withGlobals(
 				&cli.StringFlag{Name: "since", Usage: "only checkpoints recorded after `REF`"},
-				&cli.StringFlag{Name: "format", Usage: "`F` = agent-trace (default)"},
+				&cli.StringFlag{Name: "format", Usage: "`F` = agent-trace (default) or git-ai"},
 			),
 			Action: func(c *cli.Context) error {
 				if c.Args().Present() {
 					return usageErrorf("trace export takes no arguments")
 				}
 				o := traceOptions{globalOptions: globals(c), Since: c.String("since"), Format: c.String("format")}
-				if o.Format != "" && o.Format != "agent-trace" {
-					return usageErrorf("--format %q: want agent-trace", o.Format)
+				if o.Format != "" && o.Format != "agent-trace" && o.Format != "git-ai" {
+					return usageErrorf("--format %q: want agent-trace or git-ai", o.Format)
 				}
 				return runTraceExport(c.Context, o, inv.stdout)
 			},
@@ -74,6 +84,21 @@ func runTraceExport(ctx context.Context, o traceOptions, out io.Writer) error {
 		return err
 	}
 	defer repo.Close()
+	if o.Format == "git-ai" {
+		b, err := gitbridge.Open(repo, "")
+		if err != nil {
+			return err
+		}
+		log, err := b.AuthorshipLog(ctx, o.session(), o.Since)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(out, map[string]string{"log": log})
+		}
+		_, err = io.WriteString(out, log)
+		return err
+	}
 	cs, err := repo.Contributions(ctx, snap.ContributionOptions{Session: o.session(), Since: o.Since})
 	if err != nil {
 		return err

@@ -92,7 +92,7 @@ func TestDiffShowsEmptyDirectories(t *testing.T) {
 		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
 	}
 	b.Reset()
-	if err := writeDiffStat(&b, res); err != nil {
+	if err := writeDiffStat(&b, res, "default"); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{" cache  | - -> dir (added)\n", " logs   | dir -> - (deleted)\n", " x      | file -> dir\n", "3 files changed"} {
