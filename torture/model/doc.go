@@ -152,6 +152,16 @@
 //     the head count. Most lines the generator writes carry a counter,
 //     so a line diff is unambiguous; where it is not, the path is not
 //     checked. A file that is not text is ErrUsage.
+//  13. Hooks (hook_test.go): a session driven as Claude Code drives snap
+//     (real payloads, agent.Hook with claudecode.Parse, the user editing
+//     between agent steps) records what the hook documents say: a
+//     checkpoint of the event's kind (session-start, prompt, pre-tool,
+//     post-tool, stop, subagent-stop) checked as any checkpoint (promise
+//     1, heads); the user's (pre-tool, prompt, session-start) or the
+//     agent's (post-tool with the tool_use_id as its call, stop,
+//     subagent-stop); a pre-tool one found by msg:ID; Edit and Write
+//     examine only their file; a read-only tool records nothing; the hook
+//     prints nothing. Scoped moves and blame then read these checkpoints.
 //
 // # Operations
 //
@@ -176,7 +186,11 @@
 // undo, redo and task-revert), undo, redo, label, gc
 // (store policy; keep-last 3, keep-within 0, grace 0; grace 0), fsck and
 // blame (a text file of a session's head; three lines in four the
-// generator writes carry a counter, "alpha #17").
+// generator writes carry a counter, "alpha #17"). hook-turn: one agent
+// turn through the hooks (perhaps SessionStart, a prompt, one to three
+// tool calls, Edit, Write, Bash or Read, each between PreToolUse and
+// PostToolUse, perhaps SubagentStop, Stop; the user's edits before the
+// prompt and between tool calls).
 // The agent workflow, about a sixth of the ops: edit-stage (replace, with a
 // piece of the file as it is, often one that occurs several times, a
 // candidate letter, an anchor; write; delete; on editable files mostly,
@@ -211,7 +225,7 @@
 // task-stack, outside-write, edit-preview, git-commit, git-commit-refused,
 // commit-killed (the agent workflow); record-actor, actor-kept,
 // actor-kept-who, actor-end, actor-overwritten (actors); blame,
-// blame-binary-version (M29); and narrow categories
+// blame-binary-version (M29); hook; and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
 // edit-undo-dirs, undo-created-dir-left, actor-overwritten-own-version,
 // redo-scoped-rules, undo-scoped-reused-safety, ...). Every category is checked in every run: there is no list of known

@@ -74,6 +74,9 @@ type Op struct {
 	// that undo right after a move, and redo right after that undo, are
 	// checked exact (actors_test.go).
 	Then string `json:"then,omitempty"`
+	// Hooks: hook-turn: the files written and the hook events sent, in
+	// order (hook_test.go).
+	Hooks []HookEv `json:"hooks,omitempty"`
 
 	CLI *CLIOp `json:"cli,omitempty"` // read-only CLI command run after the op
 }
@@ -186,6 +189,14 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, " %s", []string{"store policy", "keep-last 3 keep-within 0 grace 0", "grace 0"}[o.Policy])
 	case "blame":
 		fmt.Fprintf(&b, " -s %s %s", o.Session, o.Path)
+	case "hook-turn":
+		fmt.Fprintf(&b, " -s %s:", o.Session)
+		for i, e := range o.Hooks {
+			if i > 0 {
+				b.WriteString(";")
+			}
+			b.WriteString(" " + e.String())
+		}
 	default:
 		o.agentString(&b, q)
 	}
@@ -323,8 +334,8 @@ var opWeights = []weighted{
 	{"swap", 2}, {"fifo", 1}, {"big", 2}, {"unreadable", 2}, {"readable", 1}, {"ignore", 9},
 	{"exclude", 1}, {"gitfile", 1}, {"transcript", 7}, {"tasks", 1},
 	{"checkpoint", 16}, {"rewind", 11}, {"undo", 5}, {"redo", 3}, {"label", 1}, {"gc", 2},
-	// blame_test.go.
-	{"blame", 3},
+	// blame_test.go, hook_test.go.
+	{"blame", 3}, {"hook-turn", 3},
 	// The agent workflow (agent_test.go): about a sixth of the ops; the
 	// default run has as many more steps, so the ops above keep their
 	// counts.
@@ -516,6 +527,8 @@ func gen(rng *rand.Rand, g *genState) Op {
 		op.Policy = rng.IntN(3)
 	case "blame":
 		genBlame(rng, g, &op)
+	case "hook-turn":
+		genHookTurn(rng, g, &op)
 	default:
 		genAgent(rng, g, &op)
 	}

@@ -143,6 +143,8 @@ func (r *runner) apply(op *Op) {
 		r.fsck(p)
 	case "blame":
 		r.opBlame(p, op)
+	case "hook-turn":
+		r.opHookTurn(p, op)
 	default:
 		if !r.agentOp(p, op) {
 			r.fsOp(p, op)
@@ -364,6 +366,21 @@ func (r *runner) fsOp(p *project, op *Op) {
 // Snap operations.
 
 func (r *runner) opCheckpoint(p *project, op *Op) {
+	r.checkpointVia(p, op, nil)
+}
+
+// viaHook is a checkpoint a hook event records (hook_test.go): what the
+// event's capture is (kind, message id), and the hook that records it,
+// which returns the checkpoint's id and whether it was unchanged.
+type viaHook struct {
+	kind, msgID string
+	record      func() (snap.ID, bool, error)
+}
+
+// checkpointVia runs a checkpoint op (with hook set: the checkpoint a
+// hook event records, op holding the options the event amounts to) and
+// checks it.
+func (r *runner) checkpointVia(p *project, op *Op, hook *viaHook) {
 	d0 := r.mustScan(p)
 	o0 := p.scanOut()
 	h := p.head(op.Session)
@@ -403,8 +420,20 @@ func (r *runner) opCheckpoint(p *project, op *Op) {
 	}
 	opts := snap.CheckpointOptions{Session: op.Session, Labels: labels, State: state, Paths: op.Paths, Actor: op.Actor, Call: op.Call}
 	allowEmpty := op.AllowEmpty && setBoolField(&opts, "AllowEmpty", true)
-	res, err := p.repo.Checkpoint(r.ctx, opts)
+	var res *snap.CheckpointResult
+	var err error
+	if hook == nil {
+		res, err = p.repo.Checkpoint(r.ctx, opts)
+	} else {
+		res = &snap.CheckpointResult{}
+		res.ID, res.Unchanged, err = hook.record()
+	}
 	r.checkUnchanged(p, d0, o0, "checkpoint")
+	if err != nil && hook != nil {
+		r.failf("hook", "%s hook event: %v", hook.kind, err)
+		r.resyncHead(p, op.Session)
+		return
+	}
 	if err != nil {
 		r.failf("api-error", "checkpoint: %v", err)
 		r.resyncHead(p, op.Session)
@@ -441,14 +470,22 @@ func (r *runner) opCheckpoint(p *project, op *Op) {
 	if h != nil {
 		rec.parent = h.id
 	}
-	r.verifyRecord(p, rec, exp, "checkpoint")
+	what := "checkpoint"
+	if hook != nil {
+		what = hook.kind + " checkpoint of a hook"
+		rec.msgID = hook.msgID
+	}
+	r.verifyRecord(p, rec, exp, what)
 	r.checkActor(p, rec)
+	if hook != nil {
+		r.checkKind(p, rec.id, hook.kind)
+	}
 	for _, d := range res.Files.Deleted {
 		if why, ok := exp.skipped[d]; ok && why != "not a regular file" {
 			r.failf("skipped-recorded-deleted", "checkpoint %s reports %s as deleted, but it was only skipped (%s)", res.ID.Short(), d, why)
 		}
 	}
-	if len(op.Paths) == 0 {
+	if len(op.Paths) == 0 && hook == nil {
 		r.checkSkipped("checkpoint", res.Skipped, exp)
 	}
 	p.logCk(p.add(rec))
