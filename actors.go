@@ -74,20 +74,11 @@ func (c pathChange) own(session string) bool {
 // pathChanges returns the changes of each of paths that the op log
 // recorded in its ops first..end-1 (end < 0: to its end; those of
 // checkpoint skip aside), in the order they were recorded, base being the
-// tree before them. Each record is read against the last tree any session
-// recorded before it (the working tree is one: a session's own previous
-// checkpoint may be far behind, adversarial A1). Only the directories
-// that lead to one of paths are read, each tree once while consecutive
-// records share it: the cost follows the number of records and the depth
-// of paths, not the size of the tree.
+// tree before them (records). Only the directories that lead to one of
+// paths are read, each tree once while consecutive records share it: the
+// cost follows the number of records and the depth of paths, not the size
+// of the tree.
 func (r *Repo) pathChanges(h *history, first, end int, skip, base objects.ID, paths map[string]bool) (map[string][]pathChange, error) {
-	if err := h.load(); err != nil {
-		return nil, err
-	}
-	if end < 0 || end > len(h.ops) {
-		end = len(h.ops)
-	}
-	end = max(end, first)
 	dirs := map[string]bool{} // every directory above one of paths
 	for p := range paths {
 		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
@@ -96,8 +87,10 @@ func (r *Repo) pathChanges(h *history, first, end int, skip, base objects.ID, pa
 	}
 	trees := &objects.TreeMemo{R: r.objects}
 	out := map[string][]pathChange{}
-	last := base // the tree the working tree last was, as recorded
-	record := func(from, to objects.ID, c pathChange, under []string) error {
+	err := r.records(h, first, end, base, func(from, to objects.ID, c pathChange, under []string, _ *objects.Checkpoint) error {
+		if c.ck == skip {
+			return nil
+		}
 		return objects.DiffTreesWithin(trees, from, to, func(d string) bool { return dirs[d] }, func(ch objects.Change) error {
 			if paths[ch.Path] && pathMatch(ch.Path, under) {
 				c.entry = ch.New
@@ -105,9 +98,29 @@ func (r *Repo) pathChanges(h *history, first, end int, skip, base objects.ID, pa
 			}
 			return nil
 		})
+	})
+	return out, err
+}
+
+// records calls fn for each record of the working tree in the op log's ops
+// first..end-1 (end < 0: to its end), in order, with the tree before it
+// and the tree it recorded (base: the tree before the first): each record
+// is read against the last tree any session recorded (the working tree is
+// one: a session's own previous checkpoint may be far behind, adversarial
+// A1). A checkpoint is one record (ck: it); a move is two: its safety
+// checkpoint, what it found (nobody's known doing: session ""), then its
+// target within its paths (under), written by its session. fn's errors
+// that say an object is missing or damaged are ignored: the change it
+// held counts as unknown, as if never recorded.
+func (r *Repo) records(h *history, first, end int, base objects.ID, fn func(from, to objects.ID, c pathChange, under []string, ck *objects.Checkpoint) error) error {
+	if err := h.load(); err != nil {
+		return err
 	}
-	// An unreadable checkpoint (expired, damaged) records nothing here:
-	// the change it held counts as unknown, as if never recorded.
+	if end < 0 || end > len(h.ops) {
+		end = len(h.ops)
+	}
+	end = max(end, first)
+	last := base // the tree the working tree last was, as recorded
 	gone := func(err error) bool { return errors.Is(err, objects.ErrNotFound) || errors.Is(err, objects.ErrCorrupt) }
 	treeOf := func(id objects.ID) (objects.ID, bool, error) {
 		ck, err := r.objects.ReadCheckpoint(id)
@@ -129,21 +142,15 @@ func (r *Repo) pathChanges(h *history, first, end int, skip, base objects.ID, pa
 			continue // the working tree did not change
 		}
 		if !op.Safety.IsZero() {
-			// A move: its safety checkpoint is what the working tree was
-			// (what it found since the last record is nobody's known
-			// doing); then it wrote its target's files within its paths,
-			// as its session's own change.
 			safety, ok, err := treeOf(op.Safety)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if !ok {
 				continue
 			}
-			if op.Safety != skip {
-				if err := record(last, safety, pathChange{ck: op.Safety, time: op.Time, op: i}, nil); err != nil && !gone(err) {
-					return nil, err
-				}
+			if err := fn(last, safety, pathChange{ck: op.Safety, time: op.Time, op: i}, nil, nil); err != nil && !gone(err) {
+				return err
 			}
 			last = safety
 			var d moveDetail
@@ -152,16 +159,14 @@ func (r *Repo) pathChanges(h *history, first, end int, skip, base objects.ID, pa
 			}
 			target, ok, err := treeOf(op.Target)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if !ok {
 				continue
 			}
-			if op.Target != skip {
-				c := pathChange{session: op.Session, ck: op.Target, time: op.Time, op: i}
-				if err := record(safety, target, c, d.Paths); err != nil && !gone(err) {
-					return nil, err
-				}
+			c := pathChange{session: op.Session, ck: op.Target, time: op.Time, op: i}
+			if err := fn(safety, target, c, d.Paths, nil); err != nil && !gone(err) {
+				return err
 			}
 			if len(d.Paths) == 0 {
 				last = target
@@ -176,20 +181,18 @@ func (r *Repo) pathChanges(h *history, first, end int, skip, base objects.ID, pa
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c := pathChange{session: op.Session, actor: ck.Actor, ck: op.Checkpoint, time: op.Time, op: i}
 		if ck.Kind == kindPreRewind {
 			c.session = ""
 		}
-		if op.Checkpoint != skip {
-			if err := record(last, ck.Tree, c, nil); err != nil && !gone(err) {
-				return nil, err
-			}
+		if err := fn(last, ck.Tree, c, nil, ck); err != nil && !gone(err) {
+			return err
 		}
 		last = ck.Tree
 	}
-	return out, nil
+	return nil
 }
 
 // scopeToActors returns the end of a move of session from the present

@@ -332,33 +332,25 @@ func (r *Repo) Contributions(ctx context.Context, o ContributionOptions) ([]Cont
 		recorded[p][id] = true
 		return s
 	}
-	// Every content recorded before the first op counts as seen.
+	// Every record is read against the last tree any session recorded
+	// (records), so a line another session recorded first is never this
+	// one's; content recorded before the first op counts as seen.
 	out := []Contribution{}
-	for i, op := range h.ops {
+	err = r.records(h, 0, -1, objects.ID{}, func(from, to objects.ID, pc pathChange, under []string, ck *objects.Checkpoint) error {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		if op.Checkpoint.IsZero() || !op.Safety.IsZero() || OpKind(op.Kind) == OpMessage || OpKind(op.Kind) == OpImport {
-			continue
-		}
-		ck, err := r.objects.ReadCheckpoint(op.Checkpoint)
-		if err != nil || ck.Kind == kindPreRewind {
-			continue
-		}
-		var parentTree objects.ID
-		if len(ck.Parents) > 0 {
-			if pck, err := r.objects.ReadCheckpoint(ck.Parents[0]); err == nil {
-				parentTree = pck.Tree
+		mine := ck != nil && pc.session == session && pc.op >= first
+		var c Contribution
+		if mine {
+			c = Contribution{Checkpoint: pc.ck, Session: pc.session, Actor: orUnknown(ck.Actor), MessageID: ck.Call,
+				Kind: ck.Kind, Summary: ck.Summary, Time: ck.When(), Files: []FileContribution{}}
+			if c.MessageID == "" {
+				c.MessageID = ck.MessageID
 			}
 		}
-		mine := i >= first && op.Session == session
-		c := Contribution{Checkpoint: op.Checkpoint, Session: op.Session, Actor: orUnknown(ck.Actor), MessageID: ck.Call,
-			Kind: ck.Kind, Summary: ck.Summary, Time: ck.When(), Files: []FileContribution{}}
-		if c.MessageID == "" {
-			c.MessageID = ck.MessageID
-		}
-		err = objects.DiffTrees(r.objects, parentTree, ck.Tree, func(ch objects.Change) error {
-			if ch.New.Mode != objects.ModeFile && ch.New.Mode != objects.ModeExec || seen(ch.Path, ch.New.ID) || !mine {
+		err := objects.DiffTrees(r.objects, from, to, func(ch objects.Change) error {
+			if ch.New.Mode != objects.ModeFile && ch.New.Mode != objects.ModeExec || !pathMatch(ch.Path, under) || seen(ch.Path, ch.New.ID) || !mine {
 				return nil
 			}
 			f, err := r.addedLines(ch)
@@ -368,12 +360,13 @@ func (r *Repo) Contributions(ctx context.Context, o ContributionOptions) ([]Cont
 			}
 			return err
 		})
-		if err != nil {
-			return nil, err
-		}
 		if mine && len(c.Files) > 0 {
 			out = append(out, c)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -90,3 +90,37 @@ func TestBlameAfterABinaryVersion(t *testing.T) {
 		t.Fatalf("blame:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Contributions reads each checkpoint against the last tree any session
+// recorded, not against its own parent: a line session B recorded between
+// two checkpoints of A is B's, never A's (adversarial A1's shape, as it
+// was in trace export).
+func TestContributionsAgainstTheLastRecordedTree(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	write := func(s string) { snaptest.WriteFiles(t, root, map[string]string{"f.txt": s}) }
+	write("zero\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A"})
+	write("zero\nB's line\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "B", Actor: snap.ActorAgent})
+	write("zero\nB's line\nA's line\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent})
+
+	for _, c := range []struct {
+		session string
+		want    string
+	}{{"A", "f.txt [[1 1]] 1; f.txt [[3 3]] 1"}, {"B", "f.txt [[2 2]] 1"}} {
+		cs, err := r.Contributions(ctx, snap.ContributionOptions{Session: c.session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, x := range cs {
+			for _, f := range x.Files {
+				got = append(got, fmt.Sprintf("%s %v %d", f.Path, f.Ranges, f.Lines))
+			}
+		}
+		if strings.Join(got, "; ") != c.want {
+			t.Fatalf("session %s's contributions: %s, want %s", c.session, strings.Join(got, "; "), c.want)
+		}
+	}
+}
