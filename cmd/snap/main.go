@@ -371,6 +371,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			hookCommand(inv),
 			installCommand(inv),
 			mcpCommand(inv),
+			uiCommand(inv),
 			configCommand(inv),
 			sessionsCommand(inv),
 			sessionCommand(inv),

@@ -24,6 +24,9 @@ package main
 //	                            ends (a "running gc" for store-busy cases).
 //	corruptpacks DIR            flip one byte in the middle of every *.pack
 //	                            in DIR (a damaged store for exit 12).
+//	uiget [-notoken] URLFILE PATH
+//	                            GET PATH from the 'snap ui' whose URL
+//	                            URLFILE holds (--url-file), with its token.
 //
 // TestDocExamplesScripted checks that every example in README.md's sh code
 // blocks and in every command's help (Examples: sections, the app's
@@ -36,6 +39,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -46,6 +52,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/urfave/cli/v2"
@@ -92,6 +99,7 @@ func TestScript(t *testing.T) {
 			"json":         cmdJSON,
 			"holdlock":     cmdHoldLock,
 			"corruptpacks": cmdCorruptPacks,
+			"uiget":        cmdUIGet,
 		},
 	})
 }
@@ -411,4 +419,46 @@ func stripComment(s string) string {
 		}
 	}
 	return s
+}
+
+// cmdUIGet: uiget [-notoken] URLFILE PATH: waits (up to 20 s) for the URL
+// 'snap ui --url-file URLFILE' writes, then GETs PATH on that server with
+// its token (none with -notoken); the body goes to stdout, and the status
+// code to stderr as "status N".
+func cmdUIGet(ts *testscript.TestScript, neg bool, args []string) {
+	token := true
+	if len(args) > 0 && args[0] == "-notoken" {
+		token, args = false, args[1:]
+	}
+	if len(args) != 2 {
+		ts.Fatalf("usage: uiget [-notoken] URLFILE PATH")
+	}
+	var raw []byte
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		b, err := os.ReadFile(ts.MkAbs(args[0]))
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			raw = b
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			ts.Fatalf("uiget: %s not written after 20 s: %v", args[0], err)
+		}
+	}
+	u, err := url.Parse(strings.TrimSpace(string(raw)))
+	ts.Check(err)
+	req, err := http.NewRequest("GET", u.Scheme+"://"+u.Host+args[1], nil)
+	ts.Check(err)
+	if token {
+		req.Header.Set("X-Snap-Token", u.Query().Get("token"))
+	}
+	res, err := http.DefaultClient.Do(req)
+	ts.Check(err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	ts.Check(err)
+	ts.Stdout().Write(body)
+	fmt.Fprintf(ts.Stderr(), "status %d\n", res.StatusCode)
+	if failed := res.StatusCode != http.StatusOK; failed != neg {
+		ts.Fatalf("uiget %s: status %d", args[1], res.StatusCode)
+	}
 }

@@ -1,0 +1,294 @@
+package ui
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snapcore-dev/snap"
+)
+
+// The JSON API the page calls: one handler per view, each a few engine
+// calls.
+
+func (s *Server) info(r *http.Request) (any, error) {
+	return map[string]any{"version": s.o.Version, "root": s.repo.Root, "session": snap.SessionFromEnv(s.o.Session)}, nil
+}
+
+// sessions lists the sessions (active first, then archived).
+func (s *Server) sessions(r *http.Request) (any, error) {
+	list, err := s.repo.Sessions(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"sessions": list}, nil
+}
+
+// logPage is one page of a session's timeline, newest first.
+type logPage struct {
+	Session string          `json:"session"`
+	Total   int             `json:"total"`
+	Offset  int             `json:"offset"`
+	Entries []snap.LogEntry `json:"entries"`
+}
+
+func (s *Server) log(r *http.Request) (any, error) {
+	offset, err := intParam(r, "offset", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := intParam(r, "limit", 50)
+	if err != nil {
+		return nil, err
+	}
+	session := s.session(r)
+	entries, err := s.repo.Log(r.Context(), snap.LogOptions{Session: session})
+	if err != nil {
+		return nil, err
+	}
+	page := logPage{Session: session, Total: len(entries), Offset: offset, Entries: []snap.LogEntry{}}
+	if offset < len(entries) {
+		page.Entries = entries[offset:min(len(entries), offset+max(limit, 1))]
+	}
+	return page, nil
+}
+
+// ops lists the last operations of the store (every session), newest first.
+func (s *Server) ops(r *http.Request) (any, error) {
+	n, err := intParam(r, "n", 50)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := s.repo.Ops(r.Context(), n)
+	if err != nil {
+		return nil, err
+	}
+	if q := r.URL.Query().Get("session"); q != "" {
+		ops = slices.DeleteFunc(ops, func(o snap.Op) bool { return o.Session != q })
+	}
+	return map[string]any{"ops": ops}, nil
+}
+
+func (s *Server) show(r *http.Request) (any, error) {
+	id, err := s.resolve(r, "ref", "@")
+	if err != nil {
+		return nil, err
+	}
+	return s.repo.Show(r.Context(), id)
+}
+
+// diff compares from (default the session's head) with to (default the
+// working tree), optionally within paths (path=, repeated).
+func (s *Server) diff(r *http.Request) (any, error) {
+	from, err := s.resolve(r, "from", "@")
+	if err != nil {
+		return nil, err
+	}
+	var to *snap.ID
+	if r.URL.Query().Get("to") != "" {
+		id, err := s.resolve(r, "to", "")
+		if err != nil {
+			return nil, err
+		}
+		to = &id
+	}
+	return s.repo.Diff(r.Context(), from, to, r.URL.Query()["path"])
+}
+
+// conversation is one page of the conversation a checkpoint recorded.
+func (s *Server) conversation(r *http.Request) (any, error) {
+	id, err := s.resolve(r, "ref", "@")
+	if err != nil {
+		return nil, err
+	}
+	offset, err := intParam(r, "offset", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := intParam(r, "limit", 50)
+	if err != nil {
+		return nil, err
+	}
+	return s.repo.Conversation(r.Context(), id, offset, max(limit, 1))
+}
+
+// searchHit is a checkpoint search found, and what matched.
+type searchHit struct {
+	snap.LogEntry
+	Match string `json:"match"` // summary, message_id, call, kind, label or path
+	Path  string `json:"path,omitempty"`
+}
+
+// search finds checkpoints of every session by their prompt or summary,
+// tool call or message id, label, kind, or a changed file's path
+// (case-insensitive substring), newest first, at most limit.
+func (s *Server) search(r *http.Request) (any, error) {
+	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
+	if q == "" {
+		return nil, fmt.Errorf("%w: q (what to search for) is empty", snap.ErrUsage)
+	}
+	limit, err := intParam(r, "limit", 50)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := s.repo.Log(r.Context(), snap.LogOptions{All: true})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(entries, func(a, b snap.LogEntry) int { return b.Time.Compare(a.Time) })
+	hits := []searchHit{}
+	has := func(v string) bool { return v != "" && strings.Contains(strings.ToLower(v), q) }
+	deadline := time.Now().Add(5 * time.Second) // path matches read each checkpoint's changes
+	for _, e := range entries {
+		if len(hits) >= limit {
+			break
+		}
+		h := searchHit{LogEntry: e}
+		switch {
+		case has(e.Summary):
+			h.Match = "summary"
+		case has(e.MessageID):
+			h.Match = "message_id"
+		case has(e.Call):
+			h.Match = "call"
+		case has(e.Kind):
+			h.Match = "kind"
+		case slices.ContainsFunc(e.Labels, has):
+			h.Match = "label"
+		case time.Now().Before(deadline):
+			show, err := s.repo.Show(r.Context(), e.ID)
+			if err != nil {
+				continue
+			}
+			for _, list := range [][]string{show.Files.Added, show.Files.Modified, show.Files.Deleted} {
+				if i := slices.IndexFunc(list, has); i >= 0 {
+					h.Match, h.Path = "path", list[i]
+					break
+				}
+			}
+		}
+		if h.Match != "" {
+			hits = append(hits, h)
+		}
+	}
+	return map[string]any{"query": q, "hits": hits}, nil
+}
+
+// tasks is the session's task tree and its staged edits.
+func (s *Server) tasks(r *http.Request) (any, error) {
+	session := s.session(r)
+	tree, err := s.flow.Tasks(r.Context(), session, nil)
+	if err != nil {
+		return nil, err
+	}
+	edits, err := s.flow.EditStatus(r.Context(), session)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"tasks": tree, "edits": edits}, nil
+}
+
+func (s *Server) status(r *http.Request) (any, error) {
+	return s.repo.Status(r.Context(), s.session(r))
+}
+
+func (s *Server) blame(r *http.Request) (any, error) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		return nil, fmt.Errorf("%w: path (a file) is missing", snap.ErrUsage)
+	}
+	return s.repo.Blame(r.Context(), snap.BlameOptions{Session: s.session(r), Path: p, Ref: r.URL.Query().Get("ref")})
+}
+
+// rewindRequest is what the rewind dialog sends.
+type rewindRequest struct {
+	Session          string   `json:"session"`
+	Target           string   `json:"target"`
+	FilesOnly        bool     `json:"files_only"`
+	ConversationOnly bool     `json:"conversation_only"`
+	Paths            []string `json:"paths"`
+	All              bool     `json:"all"`
+	DryRun           bool     `json:"dry_run"`
+}
+
+func (s *Server) rewind(r *http.Request) (any, error) {
+	var q rewindRequest
+	if err := decode(r, &q); err != nil {
+		return nil, err
+	}
+	if q.Target == "" {
+		return nil, fmt.Errorf("%w: target (a checkpoint) is missing", snap.ErrUsage)
+	}
+	return s.repo.Rewind(r.Context(), snap.RewindOptions{Session: snap.SessionFromEnv(orDefault(q.Session, s.o.Session)),
+		Target: q.Target, FilesOnly: q.FilesOnly, ConversationOnly: q.ConversationOnly, Paths: q.Paths, All: q.All, DryRun: q.DryRun})
+}
+
+type undoRequest struct {
+	Session string `json:"session"`
+	All     bool   `json:"all"`
+}
+
+func (s *Server) undo(r *http.Request) (any, error) {
+	var q undoRequest
+	if err := decode(r, &q); err != nil {
+		return nil, err
+	}
+	return s.repo.Undo(r.Context(), snap.SessionFromEnv(orDefault(q.Session, s.o.Session)), snap.UndoOptions{All: q.All})
+}
+
+func (s *Server) redo(r *http.Request) (any, error) {
+	var q undoRequest
+	if err := decode(r, &q); err != nil {
+		return nil, err
+	}
+	return s.repo.Redo(r.Context(), snap.SessionFromEnv(orDefault(q.Session, s.o.Session)), snap.UndoOptions{All: q.All})
+}
+
+func orDefault(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
+
+// events streams "change" events (server-sent events) whenever the op log
+// grows, whoever wrote it (the hooks, the MCP server, the CLI), so open
+// pages refresh; a comment every 15 s keeps the connection alive.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		httpError(w, http.StatusInternalServerError, "internal", "streaming is not supported")
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	last := int64(-1)
+	tick := time.NewTicker(s.o.Poll)
+	defer tick.Stop()
+	quiet := 0
+	for {
+		if ops, err := s.repo.Ops(r.Context(), 1); err == nil {
+			var seq int64
+			if len(ops) > 0 {
+				seq = ops[0].Seq
+			}
+			if seq != last {
+				fmt.Fprintf(w, "event: change\ndata: {\"seq\": %d}\n\n", seq)
+				fl.Flush()
+				last, quiet = seq, 0
+			}
+		}
+		if quiet++; time.Duration(quiet)*s.o.Poll >= 15*time.Second {
+			fmt.Fprint(w, ": keep-alive\n\n")
+			fl.Flush()
+			quiet = 0
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,579 @@
+// snap ui: a small single-page app over the JSON API of package ui.
+// Everything shown comes from /api/*; every text is inserted as text
+// (el() never parses HTML), so nothing a transcript or a file holds can
+// run here.
+'use strict';
+
+const state = {
+  session: '',     // the session shown
+  sessions: [],
+  view: '',        // the current route's view
+  selected: null,  // the checkpoint id selected in the timeline (r rewinds to it)
+  dialogOpen: false,
+  refresh: null,   // re-renders the current view (events)
+};
+
+// el builds an element: el('a', {href: '#/'}, 'text', child, ...).
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'class') e.className = v;
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids.flat()) {
+    if (k === null || k === undefined || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+
+const $ = (id) => document.getElementById(id);
+const short = (id) => (id || '').slice(0, 12);
+const enc = encodeURIComponent;
+
+function when(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  return d.toLocaleString(undefined, {year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit'});
+}
+
+// api calls the server; an error answer throws an Error with .code.
+async function api(path, params, body) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) {
+    if (Array.isArray(v)) v.forEach((x) => q.append(k, x));
+    else if (v !== undefined && v !== null && v !== '') q.set(k, v);
+  }
+  const url = '/api/' + path + (q.toString() ? '?' + q : '');
+  const opts = body === undefined ? {} : {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)};
+  const res = await fetch(url, opts);
+  const data = await res.json().catch(() => ({error: {code: 'bad_answer', message: 'the server answered ' + res.status}}));
+  if (data && data.error && !data.result) {
+    const err = new Error(data.error.message);
+    err.code = data.error.code;
+    throw err;
+  }
+  return data;
+}
+
+function notice(text, kind) {
+  const n = $('notice');
+  n.replaceChildren();
+  if (!text) { n.hidden = true; return; }
+  n.className = kind || '';
+  n.append(...(Array.isArray(text) ? text : [text]));
+  n.hidden = false;
+}
+
+function show(...nodes) {
+  const m = $('main');
+  m.replaceChildren(...nodes.flat());
+}
+
+function badgeKind(e) {
+  const cls = e.kind === 'pre-rewind' ? 'badge safety' : 'badge';
+  return el('span', {class: cls, title: 'kind'}, e.kind);
+}
+
+function badgeActor(actor) {
+  if (!actor) return null;
+  return el('span', {class: 'badge ' + actor, title: 'who made this change'}, actor === 'user' ? 'you' : actor);
+}
+
+function stats(s) {
+  if (!s) return '';
+  return el('span', {class: 'stats mono', title: 'files added, modified, deleted'},
+    el('span', {class: 'a'}, '+' + s.added), ' ', el('span', {class: 'm'}, '~' + s.modified), ' ', el('span', {class: 'd'}, '-' + s.deleted));
+}
+
+// ---- routing ----------------------------------------------------------
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  notice('');
+  state.refresh = null;
+  if (parts[0] === 's' && parts[1]) {
+    setSession(parts[1]);
+    if (parts[2] === 'c' && parts[3]) return viewCheckpoint(parts[3]);
+    if (parts[2] === 'compare') return viewCompare(parts[3] || '@', parts[4] || 'now');
+    if (parts[2] === 'tasks') return viewTasks();
+    return viewTimeline();
+  }
+  if (parts[0] === 'search') return viewSearch(parts.slice(1).join('/'));
+  return viewSessions();
+}
+
+function setTab(name) {
+  state.view = name;
+  for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('active', a.dataset.tab === name);
+  const s = enc(state.session);
+  $('tab-timeline').href = '#/s/' + s;
+  $('tab-compare').href = '#/s/' + s + '/compare/@/now';
+  $('tab-tasks').href = '#/s/' + s + '/tasks';
+}
+
+function setSession(name) {
+  if (state.session !== name) {
+    state.session = name;
+    state.selected = null;
+    statusLine();
+  }
+  $('session').value = name;
+}
+
+async function loadSessions() {
+  const info = await api('info');
+  $('project').textContent = info.root;
+  $('version').textContent = 'snap ' + (info.version || '');
+  const data = await api('sessions');
+  state.sessions = data.sessions;
+  const sel = $('session');
+  const cur = state.session || info.session;
+  sel.replaceChildren(...data.sessions.map((s) => el('option', {value: s.name}, s.name + (s.archived ? ' (archived)' : ''))));
+  if (!data.sessions.some((s) => s.name === cur)) sel.append(el('option', {value: cur}, cur));
+  state.session = cur;
+  sel.value = cur;
+}
+
+async function statusLine() {
+  const line = $('statusline');
+  try {
+    const st = await api('status', {session: state.session});
+    const head = st.head ? 'head ' + short(st.head) : 'no checkpoint yet';
+    const n = st.files.added.length + st.files.modified.length + st.files.deleted.length;
+    line.textContent = state.session + ': ' + head + (st.clean ? ' · nothing changed since' : ' · ' + n + ' file(s) changed since') +
+      (st.interrupted ? ' · A MOVE WAS INTERRUPTED' : '');
+  } catch (e) {
+    line.textContent = state.session + ': ' + e.message;
+  }
+}
+
+// ---- sessions ---------------------------------------------------------
+
+async function viewSessions() {
+  setTab('sessions');
+  await loadSessions();
+  const rows = state.sessions.map((s) => el('tr', {},
+    el('td', {}, el('a', {href: '#/s/' + enc(s.name)}, s.name)),
+    el('td', {}, s.checkpoints),
+    el('td', {class: 'mono'}, short(s.head)),
+    el('td', {}, when(s.updated)),
+    el('td', {}, s.archived ? 'archived' : 'active')));
+  show(el('h1', {}, 'Sessions'),
+    state.sessions.length === 0 ? el('p', {class: 'muted'}, 'No checkpoint yet: run "snap checkpoint", or let an agent work with the hooks installed.') :
+      el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, 'checkpoints'), el('th', {}, 'head'), el('th', {}, 'last activity'), el('th', {}, ''))), el('tbody', {}, rows)));
+  state.refresh = viewSessions;
+}
+
+// ---- timeline ---------------------------------------------------------
+
+async function viewTimeline(limit) {
+  setTab('timeline');
+  limit = limit || 50;
+  const [page, ops] = await Promise.all([api('log', {session: state.session, limit}), api('ops', {session: state.session, n: 30})]);
+  const rows = page.entries.map((e) => {
+    const tr = el('tr', {class: (e.abandoned ? 'abandoned ' : '') + (state.selected === e.id ? 'sel' : ''), 'data-id': e.id},
+      el('td', {class: 'mono'}, '#' + e.seq),
+      el('td', {}, when(e.time)),
+      el('td', {}, badgeKind(e), ' ', badgeActor(e.actor), e.head ? el('span', {class: 'badge head'}, 'head') : null,
+        e.abandoned ? el('span', {class: 'badge', title: 'a rewind left this branch; it is kept'}, 'branch') : null),
+      el('td', {}, el('a', {href: '#/s/' + enc(state.session) + '/c/' + e.id}, e.summary || '(' + e.kind + ')'),
+        e.labels ? e.labels.map((l) => el('span', {class: 'badge'}, '🏷 ' + l)) : null),
+      el('td', {class: 'mono wide'}, e.call || e.message_id || ''),
+      el('td', {}, stats(e.stats)),
+      el('td', {}, el('button', {class: 'small', type: 'button', onclick: () => openRewind(e)}, 'Rewind…')));
+    tr.addEventListener('click', (ev) => {
+      if (ev.target.closest('a,button')) return;
+      state.selected = e.id;
+      for (const r of tr.parentNode.children) r.classList.toggle('sel', r === tr);
+    });
+    return tr;
+  });
+  const table = el('table', {id: 'timeline'},
+    el('thead', {}, el('tr', {}, el('th', {}, '#'), el('th', {}, 'time'), el('th', {}, 'kind'), el('th', {}, 'summary'), el('th', {class: 'wide'}, 'tool call / message'), el('th', {}, 'files'), el('th', {}, ''))),
+    el('tbody', {}, rows));
+  const more = page.total > page.entries.length ?
+    el('div', {class: 'pager'}, el('span', {class: 'muted'}, page.entries.length + ' of ' + page.total),
+      el('button', {type: 'button', onclick: () => viewTimeline(limit + 50)}, 'Show 50 more')) : null;
+  const opsList = el('div', {class: 'panel', id: 'ops'}, el('h2', {}, 'Operations'),
+    ops.ops.length === 0 ? el('p', {class: 'muted'}, 'none') :
+      el('ul', {class: 'files'}, ops.ops.map((o, i) => el('li', {},
+        el('span', {class: 'opkind'}, o.kind), ' ', el('span', {class: 'muted'}, when(o.time)),
+        o.checkpoint ? [' ', el('span', {class: 'mono'}, short(o.checkpoint))] : null,
+        o.target ? [' → ', el('span', {class: 'mono'}, short(o.target))] : null,
+        i === 0 && o.kind !== 'undo' ? [' ', el('button', {class: 'small', type: 'button', onclick: doUndo}, 'Undo')] : null))));
+  show(el('h1', {}, 'Timeline of ', el('span', {class: 'mono'}, state.session)),
+    el('div', {class: 'cols'}, el('div', {}, page.total === 0 ? el('p', {class: 'muted'}, 'This session has no checkpoint.') : table, more), opsList));
+  state.refresh = () => viewTimeline(limit);
+}
+
+// ---- checkpoint detail ------------------------------------------------
+
+async function viewCheckpoint(ref, convOffset) {
+  setTab('timeline');
+  const c = await api('show', {session: state.session, ref});
+  state.selected = c.id;
+  const s = enc(state.session);
+  const files = [];
+  const diffBox = el('div', {id: 'filediff'});
+  for (const [kind, list] of [['added', c.files.added], ['modified', c.files.modified], ['deleted', c.files.deleted]]) {
+    for (const p of list) {
+      files.push(el('li', {}, el('span', {class: 'badge'}, kind), ' ',
+        c.parent ? el('button', {class: 'link', type: 'button', onclick: () => showFileDiff(diffBox, c.parent, c.id, p)}, p) : p));
+    }
+  }
+  const meta = el('dl', {class: 'meta'},
+    el('dt', {}, 'checkpoint'), el('dd', {class: 'mono'}, c.id),
+    el('dt', {}, 'session'), el('dd', {}, c.session + ' #' + c.seq),
+    el('dt', {}, 'time'), el('dd', {}, when(c.time)),
+    el('dt', {}, 'kind'), el('dd', {}, badgeKind(c), ' ', badgeActor(c.actor)),
+    c.call || c.message_id ? [el('dt', {}, 'tool call / message'), el('dd', {class: 'mono'}, c.call || c.message_id)] : null,
+    c.summary ? [el('dt', {}, 'summary'), el('dd', {}, c.summary)] : null,
+    c.labels ? [el('dt', {}, 'labels'), el('dd', {}, c.labels.join(', '))] : null,
+    el('dt', {}, 'parent'), el('dd', {class: 'mono'}, c.parent ? el('a', {href: '#/s/' + s + '/c/' + c.parent}, short(c.parent)) : 'none'));
+  const actions = el('div', {class: 'buttons left'},
+    el('button', {type: 'button', class: 'danger', onclick: () => openRewind(c)}, 'Rewind to this…'),
+    el('a', {href: '#/s/' + s + '/compare/' + c.id + '/now'}, el('button', {type: 'button', tabindex: '-1'}, 'Compare with now')),
+    c.parent ? el('a', {href: '#/s/' + s + '/compare/' + c.parent + '/' + c.id}, el('button', {type: 'button', tabindex: '-1'}, 'Compare with its parent')) : null);
+  const docs = (c.state || []).map((d) => el('li', {}, d.name, ' ', el('span', {class: 'muted'}, (d.size || 0) + ' bytes')));
+  const conv = el('div', {id: 'conversation'});
+  show(el('h1', {}, 'Checkpoint ', el('span', {class: 'mono'}, short(c.id))),
+    el('div', {class: 'cols'},
+      el('div', {},
+        el('div', {class: 'panel'}, meta, actions),
+        el('h2', {}, 'Changed files'),
+        files.length ? el('ul', {class: 'files', id: 'files'}, files) : el('p', {class: 'muted'}, c.parent_expired ? 'its parent expired: the changes cannot be listed' : 'no file changed'),
+        diffBox,
+        el('h2', {}, 'Conversation at this point'), conv),
+      el('div', {}, el('div', {class: 'panel'}, el('h2', {}, 'State documents'), docs.length ? el('ul', {class: 'files'}, docs) : el('p', {class: 'muted'}, 'none')))));
+  loadConversation(conv, c.id, convOffset);
+  state.refresh = null; // a checkpoint does not change
+}
+
+async function showFileDiff(box, from, to, path) {
+  box.replaceChildren(el('p', {class: 'muted'}, 'Loading…'));
+  try {
+    const d = await api('diff', {session: state.session, from, to, path});
+    box.replaceChildren(...d.files.map((f) => fileDiff(f, 'unified')));
+  } catch (e) {
+    box.replaceChildren(el('p', {class: 'muted'}, e.message));
+  }
+}
+
+// loadConversation shows the conversation of checkpoint id, 50 messages a
+// page; the last page first (where the step was).
+async function loadConversation(box, id, offset) {
+  const limit = 50;
+  try {
+    let page = await api('conversation', {session: state.session, ref: id, offset: offset || 0, limit});
+    if (offset === undefined && page.total > limit) {
+      page = await api('conversation', {session: state.session, ref: id, offset: page.total - limit, limit});
+    }
+    const pager = el('div', {class: 'pager'},
+      el('span', {class: 'muted'}, 'messages ' + (page.offset + 1) + '–' + (page.offset + page.messages.length) + ' of ' + page.total),
+      page.offset > 0 ? el('button', {type: 'button', onclick: () => loadConversation(box, id, Math.max(0, page.offset - limit))}, 'Earlier') : null,
+      page.offset + page.messages.length < page.total ? el('button', {type: 'button', onclick: () => loadConversation(box, id, page.offset + limit)}, 'Later') : null);
+    box.replaceChildren(pager, ...page.messages.map((m) => message(m)), page.messages.length > 5 ? pager.cloneNode(true) : '');
+    for (const b of box.querySelectorAll('.pager button')) b.disabled = false;
+  } catch (e) {
+    box.replaceChildren(el('p', {class: 'muted'}, e.code === 'no_path' || e.code === 'usage' ? 'This checkpoint recorded no conversation.' : e.message));
+  }
+}
+
+const FOLD = 2000;
+
+function folded(text) {
+  if (text.length <= FOLD) return el('pre', {}, text);
+  return el('details', {}, el('summary', {}, text.length + ' characters (show)'), el('pre', {}, text));
+}
+
+function message(m, cls) {
+  const role = m.role || 'message';
+  return el('div', {class: 'msg ' + role + (cls ? ' ' + cls : '')},
+    el('span', {class: 'role'}, role), m.timestamp ? el('span', {class: 'muted'}, ' · ' + when(m.timestamp)) : null,
+    m.text ? el('div', {class: 'text'}, m.text.length > FOLD * 4 ? m.text.slice(0, FOLD * 4) + '… (' + m.text.length + ' characters)' : m.text) : null,
+    (m.tool_calls || []).map((t) => el('details', {}, el('summary', {}, 'tool call ', el('b', {}, t.name), t.id ? ' · ' + t.id : ''),
+      folded(t.input ? JSON.stringify(t.input, null, 2) : ''))),
+    (m.tool_results || []).map((t) => el('details', {}, el('summary', {}, t.is_error ? 'tool error' : 'tool result', t.tool_use_id ? ' · ' + t.tool_use_id : '',
+      ' · ' + (t.content || '').length + ' characters'), folded(t.content || ''))));
+}
+
+// ---- compare ----------------------------------------------------------
+
+async function viewCompare(from, to, mode) {
+  setTab(to === 'now' && from === '@' ? 'compare' : 'timeline');
+  mode = mode || localStorage.getItem('snap.diffmode') || 'unified';
+  const d = await api('diff', {session: state.session, from, to: to === 'now' ? '' : to});
+  const title = el('h1', {}, 'Compare ', el('span', {class: 'mono'}, from === '@' ? 'the head' : short(d.from)), ' with ',
+    el('span', {class: 'mono'}, to === 'now' ? 'the working tree now' : short(to)));
+  const toggle = el('div', {class: 'pager'},
+    el('label', {}, el('input', {type: 'radio', name: 'mode', checked: mode === 'unified', onchange: () => { localStorage.setItem('snap.diffmode', 'unified'); viewCompare(from, to, 'unified'); }}), ' unified'),
+    el('label', {}, el('input', {type: 'radio', name: 'mode', checked: mode === 'split', onchange: () => { localStorage.setItem('snap.diffmode', 'split'); viewCompare(from, to, 'split'); }}), ' side by side'),
+    el('span', {class: 'muted'}, d.files.length + ' file(s) differ'));
+  const files = d.files.map((f) => fileDiff(f, mode));
+  const convs = (d.state || []).map((s) => {
+    if (s.conversation) {
+      const c = s.conversation;
+      return el('div', {}, el('h2', {}, 'State document ' + s.name + ' (' + s.status + '): ' + c.common + ' message(s) in common'),
+        c.removed.map((m) => message(m, 'removed')), c.added.map((m) => message(m, 'added')));
+    }
+    return el('div', {}, el('h2', {}, 'State document ' + s.name + ' (' + s.status + ')'), s.patch ? diffPre(s.patch) : el('p', {class: 'muted'}, 'binary or too large to show'));
+  });
+  show(title, toggle, files.length ? files : el('p', {class: 'muted'}, 'No file differs.'), convs);
+  state.refresh = to === 'now' ? () => viewCompare(from, to, mode) : null;
+}
+
+function changedBy(f) {
+  if (!f.changed_by || !f.changed_by.length) return null;
+  return el('span', {class: 'muted'}, ' · changed by ', f.changed_by.map((c) =>
+    (c.session ? c.session : 'a safety capture') + (c.actor !== 'unknown' ? ' (' + (c.actor === 'user' ? 'you' : c.actor) + ')' : '') + (c.seq ? ' #' + c.seq : '')).join(', '));
+}
+
+function fileDiff(f, mode) {
+  const head = el('div', {class: 'filehead'}, f.path, ' ', el('span', {class: 'badge'}, f.status),
+    f.binary ? '' : el('span', {class: 'stats mono'}, ' ', el('span', {class: 'a'}, '+' + f.lines_added), ' ', el('span', {class: 'd'}, '-' + f.lines_removed)), changedBy(f));
+  if (f.binary) return el('div', {}, head, el('p', {class: 'muted'}, 'binary file'));
+  if (!f.patch) return el('div', {}, head, el('p', {class: 'muted'}, f.old_mode !== f.new_mode ? 'mode ' + (f.old_mode || 'none') + ' → ' + (f.new_mode || 'none') : 'empty'));
+  return el('div', {class: 'file'}, head, mode === 'split' ? sideBySide(f.patch) : diffPre(f.patch));
+}
+
+function diffPre(patch) {
+  const lines = patch.replace(/\n$/, '').split('\n');
+  return el('pre', {class: 'diff'}, lines.map((l) => el('span', {
+    class: l.startsWith('@@') ? 'hunk' : l.startsWith('+') && !l.startsWith('+++') ? 'add' : l.startsWith('-') && !l.startsWith('---') ? 'del' : '',
+  }, l || ' ')));
+}
+
+// sideBySide lays a unified patch out in two columns.
+function sideBySide(patch) {
+  const rows = [];
+  let ol = 0, nl = 0, dels = [], adds = [];
+  const flush = () => {
+    for (let i = 0; i < Math.max(dels.length, adds.length); i++) {
+      const d = dels[i], a = adds[i];
+      rows.push(el('tr', {}, el('td', {class: 'num'}, d ? d[0] : ''), el('td', {class: d ? 'del' : ''}, d ? d[1] : ''),
+        el('td', {class: 'num'}, a ? a[0] : ''), el('td', {class: a ? 'add' : ''}, a ? a[1] : '')));
+    }
+    dels = []; adds = [];
+  };
+  for (const l of patch.split('\n')) {
+    if (l.startsWith('---') || l.startsWith('+++')) continue;
+    const h = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(l);
+    if (h) { flush(); ol = +h[1]; nl = +h[2]; rows.push(el('tr', {}, el('td', {colspan: '4', class: 'muted'}, l))); continue; }
+    if (l.startsWith('-')) { dels.push([ol++, l.slice(1)]); continue; }
+    if (l.startsWith('+')) { adds.push([nl++, l.slice(1)]); continue; }
+    if (l.startsWith('\\')) continue;
+    flush();
+    if (l === '' ) continue;
+    rows.push(el('tr', {}, el('td', {class: 'num'}, ol++), el('td', {}, l.slice(1)), el('td', {class: 'num'}, nl++), el('td', {}, l.slice(1))));
+  }
+  flush();
+  return el('table', {class: 'sbs'}, el('tbody', {}, rows));
+}
+
+// ---- search -----------------------------------------------------------
+
+async function viewSearch(q) {
+  setTab('');
+  $('q').value = q;
+  if (!q) return show(el('h1', {}, 'Search'), el('p', {class: 'muted'}, 'Type in the search box: a prompt, a tool call id, a file path, a summary.'));
+  const res = await api('search', {q});
+  show(el('h1', {}, 'Search: ', q),
+    res.hits.length === 0 ? el('p', {class: 'muted'}, 'No checkpoint matches.') :
+      el('table', {id: 'hits'}, el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, '#'), el('th', {}, 'time'), el('th', {}, 'kind'), el('th', {}, 'summary'), el('th', {}, 'matched'))),
+        el('tbody', {}, res.hits.map((h) => el('tr', {},
+          el('td', {}, h.session), el('td', {class: 'mono'}, '#' + h.seq), el('td', {}, when(h.time)), el('td', {}, badgeKind(h), ' ', badgeActor(h.actor)),
+          el('td', {}, el('a', {href: '#/s/' + enc(h.session) + '/c/' + h.id}, h.summary || '(' + h.kind + ')')),
+          el('td', {}, h.match + (h.path ? ': ' + h.path : '')))))));
+}
+
+// ---- tasks ------------------------------------------------------------
+
+async function viewTasks() {
+  setTab('tasks');
+  const t = await api('tasks', {session: state.session});
+  const byID = new Map(t.tasks.tasks.map((x) => [x.id, x]));
+  const icon = {committed: '✅', reverted: '❌', open: '⏳'};
+  const item = (x) => el('li', {},
+    x.current ? '📝 ' : (icon[x.status] || '') + ' ', el('b', {}, x.goal), ' ', el('span', {class: 'badge'}, x.status),
+    x.summary ? el('div', {}, x.summary) : null, x.reason ? el('div', {class: 'muted'}, 'reverted: ' + x.reason) : null,
+    x.begin ? el('div', {}, el('a', {href: '#/s/' + enc(state.session) + '/c/' + x.begin}, 'its beginning'),
+      x.end ? [' · ', el('a', {href: '#/s/' + enc(state.session) + '/compare/' + x.begin + '/' + x.end}, 'its change')] : null) : null,
+    x.children && x.children.length ? el('ul', {}, x.children.map((c) => item(byID.get(c)))) : null);
+  const roots = t.tasks.tasks.filter((x) => !x.parent);
+  const pending = (t.edits.pending_changes || []).map((p) => el('li', {}, el('b', {class: 'mono'}, '[' + p.change_id + '] '), p.path + ':' + p.line + ' ' + p.kind,
+    el('pre', {class: 'mono'}, p.preview)));
+  show(el('h1', {}, 'Tasks of ', el('span', {class: 'mono'}, state.session)),
+    roots.length ? el('ul', {id: 'tasktree'}, roots.map(item)) : el('p', {class: 'muted'}, 'No task: agents begin one with memo_begin_task or "snap task begin".'),
+    el('h2', {}, 'Staged edits'), pending.length ? el('ul', {class: 'files'}, pending) : el('p', {class: 'muted'}, 'none pending'));
+  state.refresh = viewTasks;
+}
+
+// ---- rewind, undo, redo -----------------------------------------------
+
+let rewindTarget = null;
+
+function rewindRequest(dry) {
+  const what = new FormData($('rewind-form')).get('what');
+  const paths = $('rewind-paths').value.split('\n').map((s) => s.trim()).filter(Boolean);
+  return {session: state.session, target: rewindTarget.id, files_only: what === 'files', conversation_only: what === 'conversation',
+    paths, all: $('rewind-all').checked, dry_run: dry};
+}
+
+function list(title, items, cls) {
+  if (!items || !items.length) return null;
+  return [el('h3', {class: cls}, title + ' (' + items.length + ')'), el('ul', {class: cls}, items.map((x) => el('li', {}, x)))];
+}
+
+function keptText(k) {
+  const who = k.actor === 'user' ? 'your ' + (k.deleted ? 'deletion' : 'edit') :
+    (k.deleted ? 'deleted' : 'written') + ' by session ' + k.session + (k.actor === 'agent' ? "'s agent" : '');
+  return k.path + ': ' + who + (k.seq ? ' at #' + k.seq : '') + ', ' + when(k.time) +
+    (k.merged ? ' — merged: only this session\'s lines go back' : k.conflict ? ' — left as it is (conflict)' : ' — left as it is');
+}
+
+async function preview() {
+  const box = $('rewind-preview');
+  $('rewind-go').disabled = true;
+  box.replaceChildren(el('p', {class: 'muted'}, 'Working out what would change…'));
+  try {
+    const data = await api('rewind', {}, rewindRequest(true));
+    const r = data.result || data;
+    const nothing = !r.restored.length && !r.deleted.length && !r.state.length;
+    box.replaceChildren(el('h3', {}, 'What this rewind will do'),
+      nothing ? el('p', {}, 'Nothing would change.') : null,
+      list('restored', r.restored), list('deleted', r.deleted),
+      list('state documents', r.state.map((s) => s.name + (s.deleted ? ' (removed)' : '') + ' → ' + s.path)),
+      list('KEPT as they are', r.kept.map(keptText), 'kept'),
+      list('skipped', (r.skipped || []).map((s) => s.path + ': ' + s.reason)),
+      el('p', {class: 'muted'}, 'The state from before is checkpointed first: Undo brings it back.'));
+    box.dataset.expect = JSON.stringify({restored: r.restored, deleted: r.deleted, kept: r.kept.map((k) => k.path)});
+    $('rewind-go').disabled = nothing;
+  } catch (e) {
+    box.replaceChildren(el('p', {class: 'error'}, e.message));
+  }
+}
+
+function openRewind(c) {
+  rewindTarget = c;
+  $('rewind-target').replaceChildren('To checkpoint ', el('b', {class: 'mono'}, short(c.id)), ' #' + c.seq + ' of ' + state.session + ' · ' + when(c.time) + ' · ' + (c.summary || c.kind));
+  $('rewind-paths').value = '';
+  $('rewind-all').checked = false;
+  $('rewind-form').reset();
+  state.dialogOpen = true;
+  $('rewind').showModal();
+  preview();
+}
+
+async function doRewind() {
+  $('rewind-go').disabled = true;
+  try {
+    const data = await api('rewind', {}, rewindRequest(false));
+    const r = data.result || data;
+    closeRewind();
+    const undo = el('button', {type: 'button', onclick: doUndo}, 'Undo');
+    notice(['Rewound: ' + r.restored.length + ' restored, ' + r.deleted.length + ' deleted' + (r.kept.length ? ', ' + r.kept.length + ' kept' : '') +
+      '. The state from before is checkpoint ' + short(r.safety_checkpoint) + '. ', undo,
+      data.error ? ' Some paths failed: ' + data.error.message : ''], data.error ? 'error' : 'ok');
+    await refreshAll();
+  } catch (e) {
+    $('rewind-preview').append(el('p', {class: 'error'}, e.message));
+  }
+}
+
+function closeRewind() {
+  state.dialogOpen = false;
+  if ($('rewind').open) $('rewind').close();
+}
+
+async function doUndo() {
+  try {
+    const r = await api('undo', {}, {session: state.session});
+    notice(['Undid ' + r.op.kind + (r.rewind ? ': ' + r.rewind.restored.length + ' restored, ' + r.rewind.deleted.length + ' deleted' : '') + '. ',
+      el('button', {type: 'button', onclick: doRedo}, 'Redo')], 'ok');
+  } catch (e) {
+    notice(e.message, 'error');
+  }
+  await refreshAll();
+}
+
+async function doRedo() {
+  try {
+    const r = await api('redo', {}, {session: state.session});
+    notice('Redid ' + r.op.kind + '.', 'ok');
+  } catch (e) {
+    notice(e.message, 'error');
+  }
+  await refreshAll();
+}
+
+async function refreshAll() {
+  statusLine();
+  if (state.refresh) await state.refresh();
+  else if (state.view === 'timeline') route();
+}
+
+// ---- keys and events --------------------------------------------------
+
+function typing(ev) {
+  const t = ev.target;
+  return t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable);
+}
+
+async function rewindShortcut() {
+  // The selected checkpoint, else the one before the head.
+  const page = await api('log', {session: state.session, limit: 200});
+  let target = page.entries.find((e) => e.id === state.selected);
+  if (!target) {
+    const head = page.entries.find((e) => e.head);
+    target = head && page.entries.find((e) => head.parent && e.id === head.parent);
+  }
+  if (target) openRewind(target);
+  else notice('No earlier checkpoint to rewind to.');
+}
+
+document.addEventListener('keydown', (ev) => {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev) || state.dialogOpen) return;
+  const s = enc(state.session);
+  switch (ev.key) {
+    case 'h': location.hash = '#/s/' + s; break;
+    case 'c': location.hash = '#/s/' + s + '/compare/@/now'; break;
+    case 'r': rewindShortcut(); break;
+    case 'u': doUndo(); break;
+    case '/': ev.preventDefault(); $('q').focus(); $('q').select(); break;
+    default: return;
+  }
+});
+
+function listen() {
+  let timer = null;
+  const es = new EventSource('/api/events');
+  es.addEventListener('change', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { if (!state.dialogOpen) { statusLine(); if (state.refresh) state.refresh().catch(() => {}); } }, 300);
+  });
+}
+
+window.addEventListener('hashchange', () => route().catch((e) => notice(e.message, 'error')));
+window.addEventListener('DOMContentLoaded', async () => {
+  $('session').addEventListener('change', (ev) => { location.hash = '#/s/' + enc(ev.target.value); });
+  $('searchform').addEventListener('submit', (ev) => { ev.preventDefault(); location.hash = '#/search/' + enc($('q').value.trim()); });
+  $('undo').addEventListener('click', doUndo);
+  $('redo').addEventListener('click', doRedo);
+  $('rewind-cancel').addEventListener('click', closeRewind);
+  $('rewind-go').addEventListener('click', doRewind);
+  $('rewind').addEventListener('close', () => { state.dialogOpen = false; });
+  for (const i of document.querySelectorAll('#rewind-form input, #rewind-paths')) i.addEventListener('change', preview);
+  // The token travelled in the URL once; the cookie carries it now.
+  if (location.search.includes('token=')) history.replaceState(null, '', location.pathname + location.hash);
+  try {
+    await loadSessions();
+    statusLine();
+    await route();
+  } catch (e) {
+    notice(e.message, 'error');
+  }
+  listen();
+});
