@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh — a scripted agent session with snap, from the first checkpoint to
 # rewind, undo and redo. Usage: scripts/demo.sh [path/to/snap]  (default
-# bin/snap). Everything happens in a temporary directory, removed on exit.
+# bin/snap). Everything happens in a temporary directory, which is kept at
+# the end so that 'snap ui' can show it (the last lines say how), and
+# removed when the demo fails.
 set -euo pipefail
 
 bin=${1:-bin/snap}
@@ -13,7 +15,7 @@ SNAP=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 unset SNAP_SESSION SNAP_STORE
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/snap-demo.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT # (until the end: kept when the demo succeeds)
 project=$work/project
 # The agent keeps its transcript outside the project, as Claude Code does
 # (~/.claude/projects/...): snap records it as the "conversation" state
@@ -156,4 +158,10 @@ run snap op log
 step "Check the store's integrity"
 run snap fsck
 
-step "Done: the demo project in $work is removed on exit"
+step "See it all in the web app"
+trap - EXIT
+echo "The demo project stays in $project. Open its history, conversation, compare and rewind views with:"
+echo
+echo "    $SNAP -C $project ui --open"
+echo
+echo "(it prints the URL to open; interrupt to stop). Remove the demo with: rm -rf $work"

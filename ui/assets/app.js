@@ -33,10 +33,18 @@ const $ = (id) => document.getElementById(id);
 const short = (id) => (id || '').slice(0, 12);
 const enc = encodeURIComponent;
 
+// when is a time as people read it: the time of day today, else the date
+// too (the full time is in the tooltip: whenEl).
 function when(t) {
   if (!t) return '';
   const d = new Date(t);
-  return d.toLocaleString(undefined, {year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit'});
+  const time = d.toLocaleTimeString(undefined, {hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false});
+  if (d.toDateString() === new Date().toDateString()) return time;
+  return d.toLocaleDateString(undefined, {year: 'numeric', month: 'short', day: 'numeric'}) + ' ' + time;
+}
+
+function whenEl(t) {
+  return el('time', {datetime: t, title: t ? new Date(t).toString() : ''}, when(t));
 }
 
 // api calls the server; an error answer throws an Error with .code.
@@ -63,13 +71,18 @@ function notice(text, kind) {
   n.replaceChildren();
   if (!text) { n.hidden = true; return; }
   n.className = kind || '';
-  n.append(...(Array.isArray(text) ? text : [text]));
+  fill(n, text);
   n.hidden = false;
 }
 
+// fill replaces what box shows with nodes (arrays flattened, null, false
+// and undefined left out, as el does).
+function fill(box, ...nodes) {
+  box.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
+}
+
 function show(...nodes) {
-  const m = $('main');
-  m.replaceChildren(...nodes.flat());
+  fill($('main'), ...nodes);
 }
 
 function badgeKind(e) {
@@ -176,7 +189,7 @@ async function viewTimeline(limit) {
   const rows = page.entries.map((e) => {
     const tr = el('tr', {class: (e.abandoned ? 'abandoned ' : '') + (state.selected === e.id ? 'sel' : ''), 'data-id': e.id},
       el('td', {class: 'mono'}, '#' + e.seq),
-      el('td', {}, when(e.time)),
+      el('td', {class: 'nowrap'}, whenEl(e.time)),
       el('td', {}, badgeKind(e), ' ', badgeActor(e.actor), e.head ? el('span', {class: 'badge head'}, 'head') : null,
         e.abandoned ? el('span', {class: 'badge', title: 'a rewind left this branch; it is kept'}, 'branch') : null),
       el('td', {}, el('a', {href: '#/s/' + enc(state.session) + '/c/' + e.id}, e.summary || '(' + e.kind + ')'),
@@ -256,7 +269,7 @@ async function showFileDiff(box, from, to, path) {
   box.replaceChildren(el('p', {class: 'muted'}, 'Loading…'));
   try {
     const d = await api('diff', {session: state.session, from, to, path});
-    box.replaceChildren(...d.files.map((f) => fileDiff(f, 'unified')));
+    fill(box, d.files.map((f) => fileDiff(f, 'unified')));
   } catch (e) {
     box.replaceChildren(el('p', {class: 'muted'}, e.message));
   }
@@ -275,7 +288,7 @@ async function loadConversation(box, id, offset) {
       el('span', {class: 'muted'}, 'messages ' + (page.offset + 1) + '–' + (page.offset + page.messages.length) + ' of ' + page.total),
       page.offset > 0 ? el('button', {type: 'button', onclick: () => loadConversation(box, id, Math.max(0, page.offset - limit))}, 'Earlier') : null,
       page.offset + page.messages.length < page.total ? el('button', {type: 'button', onclick: () => loadConversation(box, id, page.offset + limit)}, 'Later') : null);
-    box.replaceChildren(pager, ...page.messages.map((m) => message(m)), page.messages.length > 5 ? pager.cloneNode(true) : '');
+    fill(box, pager, page.messages.map((m) => message(m)), page.messages.length > 5 ? pager.cloneNode(true) : null);
     for (const b of box.querySelectorAll('.pager button')) b.disabled = false;
   } catch (e) {
     box.replaceChildren(el('p', {class: 'muted'}, e.code === 'no_path' || e.code === 'usage' ? 'This checkpoint recorded no conversation.' : e.message));
@@ -442,7 +455,7 @@ async function preview() {
     const data = await api('rewind', {}, rewindRequest(true));
     const r = data.result || data;
     const nothing = !r.restored.length && !r.deleted.length && !r.state.length;
-    box.replaceChildren(el('h3', {}, 'What this rewind will do'),
+    fill(box, el('h3', {}, 'What this rewind will do'),
       nothing ? el('p', {}, 'Nothing would change.') : null,
       list('restored', r.restored), list('deleted', r.deleted),
       list('state documents', r.state.map((s) => s.name + (s.deleted ? ' (removed)' : '') + ' → ' + s.path)),
