@@ -277,6 +277,37 @@ func TestRedoOfAScopedRewindKeepsItsRules(t *testing.T) {
 	}
 }
 
+// M30 (model): redo of an actor-scoped rewind whose end holds an ignore
+// file merged by lines reads the rules the rewind read (its target's), not
+// its end's: the rewind deleted z.txt, which the merged .gitignore ignores,
+// and the redo deletes it again (it kept it).
+func TestRedoOfAScopedRewindIgnoresItsMergedRules(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "x1\n", "a.txt": "a\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "x1\nz.txt\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Actor: snap.ActorUser})
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "x0\nx1\n", "z.txt": "z\n"})
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
+	if err != nil || len(res.Kept) != 1 || !res.Kept[0].Merged {
+		t.Fatalf("rewind: %v, kept %+v", err, res.Kept)
+	}
+	after := snaptest.Snapshot(t, root, snaptest.SkipStore)
+	if _, ok := after["z.txt"]; ok || after[".gitignore"] != "x1\nz.txt\n" {
+		t.Fatalf("after the rewind: %v", after)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	got := snaptest.Snapshot(t, root, snaptest.SkipStore)
+	if _, ok := got["z.txt"]; ok || got[".gitignore"] != after[".gitignore"] || len(got) != len(after) {
+		t.Fatalf("after the redo: %v, want %v (as after the rewind)", got, after)
+	}
+}
+
 // M28 (model): undo right after a scoped rewind whose safety checkpoint
 // was the head it found is exact: the scan of what changed since the
 // undo's target starts where the working tree last held it, not where it

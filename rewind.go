@@ -119,15 +119,17 @@ func (r *Repo) Rewind(ctx context.Context, o RewindOptions) (*RewindResult, erro
 // moves too.
 //
 // A move that kept what other actors changed ended on a checkpoint of its
-// own; its redo reads the rules of the target it was asked for too
-// (scope.RulesFrom), so that it protects what the move did (M27).
+// own; its redo reads the rules of the target it was asked for instead
+// (scope.RulesFrom), those the move itself read, so that it protects
+// exactly what the move did: more (M27) and no more (M30: a kept ignore
+// file its end holds, merged, was not in force when the move ran).
 func (r *Repo) safetySpec(head, tck *objects.Checkpoint, scope rewindScope, foreign bool) captureSpec {
 	spec := captureSpec{parent: head, exclude: tck.StateSources, foreign: foreign}
 	if !scope.FromPresent {
 		spec.rules = []worktree.IgnoreTree{{Tree: tck.Tree, Excludes: scope.TargetExcludes, Skipped: tck.Skipped}}
 		if scope.RulesFrom != nil {
 			if rck, err := r.objects.ReadCheckpoint(*scope.RulesFrom); err == nil {
-				spec.rules = append(spec.rules, worktree.IgnoreTree{Tree: rck.Tree, Excludes: scope.TargetExcludes, Skipped: rck.Skipped})
+				spec.rules = []worktree.IgnoreTree{{Tree: rck.Tree, Excludes: scope.TargetExcludes, Skipped: rck.Skipped}}
 			}
 		}
 	}

@@ -162,6 +162,24 @@
 //     subagent-stop); a pre-tool one found by msg:ID; Edit and Write
 //     examine only their file; a read-only tool records nothing; the hook
 //     prints nothing. Scoped moves and blame then read these checkpoints.
+//  14. snap revert (revert_test.go, workflow.Revert): the inverse of a
+//     checkpoint T's change (from its parent P) in session S. Its paths
+//     are those where P and T hold different files or links; without
+//     All, one whose content in T another actor recorded first (the
+//     path's changes from P's record to T's, read as the actors' scan
+//     reads them) is kept, naming that record. Against the present: a
+//     path as in P is left, one as in T goes back to P's (or away), one
+//     both changed is merged three ways by lines, anything else (deleted,
+//     created or kind changed since, overlapping lines, not text) a
+//     conflict. What it reports (reverted, conflicts, kept, nothing to
+//     revert) is the model's, a dry run says the same and changes
+//     nothing; with nothing to write nothing moves; else a move to a
+//     "revert" checkpoint (the safety checkpoint's tree with the reverted
+//     paths) where the head goes, every other path as it was, conflicts
+//     ErrPartial; undo right after is exact, redo right after that undo
+//     gives the state after (promise 3). A change that makes a file a
+//     directory or back, or touches a path a move leaves alone
+//     (unreadable, a state document), is not predicted: a dry run only.
 //
 // # Operations
 //
@@ -190,7 +208,9 @@
 // turn through the hooks (perhaps SessionStart, a prompt, one to three
 // tool calls, Edit, Write, Bash or Read, each between PreToolUse and
 // PostToolUse, perhaps SubagentStop, Stop; the user's edits before the
-// prompt and between tool calls).
+// prompt and between tool calls). revert: a checkpoint's change (4 in 5
+// without All; 30% preceded by the dry run; one in 3 followed at once by
+// undo, or undo and redo).
 // The agent workflow, about a sixth of the ops: edit-stage (replace, with a
 // piece of the file as it is, often one that occurs several times, a
 // candidate letter, an anchor; write; delete; on editable files mostly,
@@ -225,10 +245,10 @@
 // task-stack, outside-write, edit-preview, git-commit, git-commit-refused,
 // commit-killed (the agent workflow); record-actor, actor-kept,
 // actor-kept-who, actor-end, actor-overwritten (actors); blame,
-// blame-binary-version (M29); hook; and narrow categories
+// blame-binary-version (M29); hook; revert; and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
 // edit-undo-dirs, undo-created-dir-left, actor-overwritten-own-version,
-// redo-scoped-rules, undo-scoped-reused-safety, ...). Every category is checked in every run: there is no list of known
+// redo-scoped-rules (M27, M30), undo-scoped-reused-safety, ...). Every category is checked in every run: there is no list of known
 // bugs, but for an open finding (one not fixed yet: its replay is in
 // testdata/ marked "open", and TestSavedReplays checks that it still
 // fails so) random runs skip its category until its mark is dropped

@@ -80,7 +80,8 @@ type scope struct {
 	targetExclude *string
 	// rulesFrom: a redo's of a move that kept other actors' changes: the
 	// target that move was asked for, whose ignore rules the redo honours
-	// too (snap's scope.RulesFrom, M27).
+	// instead of its end's, as the move did (snap's scope.RulesFrom, M27,
+	// M30).
 	rulesFrom *ckRec
 }
 
@@ -844,7 +845,7 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 	}
 	rules := []*ruleSet{rt}
 	if rf != nil {
-		rules = append(rules, rf)
+		rules, rt = []*ruleSet{rf}, rf // (M27, M30: the rules the move read)
 	}
 	if sc.diskRules {
 		rules = nil
@@ -957,7 +958,7 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 		case onDisk && r0.ignored(q, isDirAt(q)):
 			// (An absent one is written: its rewind lists it as created.)
 			why = "ignored by the rules on disk"
-		case onDisk && (rt.ignored(q, isDirAt(q)) || rf != nil && rf.ignored(q, isDirAt(q))):
+		case onDisk && rt.ignored(q, isDirAt(q)):
 			// (An absent one is the target's to write: its rules can
 			// ignore what its tree has only when its ignore file could
 			// not be read, and was carried: seed 301.)

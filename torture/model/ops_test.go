@@ -189,6 +189,14 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, " %s", []string{"store policy", "keep-last 3 keep-within 0 grace 0", "grace 0"}[o.Policy])
 	case "blame":
 		fmt.Fprintf(&b, " -s %s %s", o.Session, o.Path)
+	case "revert":
+		fmt.Fprintf(&b, " -s %s C@%d (as %s)", o.Session, o.Target, o.Form)
+		if o.DryRun {
+			b.WriteString(" (dry run first)")
+		}
+		if !o.Scoped {
+			b.WriteString(" --all")
+		}
 	case "hook-turn":
 		fmt.Fprintf(&b, " -s %s:", o.Session)
 		for i, e := range o.Hooks {
@@ -335,7 +343,7 @@ var opWeights = []weighted{
 	{"exclude", 1}, {"gitfile", 1}, {"transcript", 7}, {"tasks", 1},
 	{"checkpoint", 16}, {"rewind", 11}, {"undo", 5}, {"redo", 3}, {"label", 1}, {"gc", 2},
 	// blame_test.go, hook_test.go.
-	{"blame", 3}, {"hook-turn", 3},
+	{"blame", 3}, {"hook-turn", 3}, {"revert", 3},
 	// The agent workflow (agent_test.go): about a sixth of the ops; the
 	// default run has as many more steps, so the ops above keep their
 	// counts.
@@ -529,6 +537,8 @@ func gen(rng *rand.Rand, g *genState) Op {
 		genBlame(rng, g, &op)
 	case "hook-turn":
 		genHookTurn(rng, g, &op)
+	case "revert":
+		genRevert(rng, g, &op)
 	default:
 		genAgent(rng, g, &op)
 	}

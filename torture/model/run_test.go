@@ -145,6 +145,8 @@ func (r *runner) apply(op *Op) {
 		r.opBlame(p, op)
 	case "hook-turn":
 		r.opHookTurn(p, op)
+	case "revert":
+		r.opRevert(p, op)
 	default:
 		if !r.agentOp(p, op) {
 			r.fsOp(p, op)
@@ -242,6 +244,15 @@ func (r *runner) cmdOf1(p *project, op *Op, ref string) [][]string {
 			return nil
 		}
 		return [][]string{{"blame", "-s", op.Session, op.Path, "--json"}}
+	case "revert":
+		c := []string{"revert", "-s", op.Session, ref, "--json"}
+		if !op.Scoped {
+			c = append(c, "--all")
+		}
+		if op.DryRun {
+			return [][]string{append(append([]string{}, c...), "--dry-run"), c}
+		}
+		return [][]string{c}
 	}
 	return agentCmd(op)
 }
