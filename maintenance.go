@@ -2,7 +2,10 @@ package snap
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,6 +37,30 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 	}
 	return gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: true,
 		DryRun: o.DryRun, Progress: o.Progress, LockTimeout: r.lockTimeout, Now: r.clock})
+}
+
+// StoreSize is the bytes the store's files take (its packs, refs, op log,
+// caches, trash), as a directory walk finds them.
+func (r *Repo) StoreSize(ctx context.Context) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(r.StoreDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile (a gc, a temporary file)
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 // Fsck checks the store: every ref and op-log record names a present

@@ -26,6 +26,34 @@ func (s *Server) sessions(r *http.Request) (any, error) {
 	return map[string]any{"sessions": list}, nil
 }
 
+// usage is what the store takes: its bytes on disk, what each session's
+// checkpoints added (new_bytes: content no earlier checkpoint held), and
+// what a gc would free now (a dry run, which reads every reachable object:
+// asked for separately).
+func (s *Server) usage(r *http.Request) (any, error) {
+	size, err := s.repo.StoreSize(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	entries, err := s.repo.Log(r.Context(), snap.LogOptions{All: true})
+	if err != nil {
+		return nil, err
+	}
+	added := map[string]int64{}
+	for _, e := range entries {
+		added[e.Session] += e.Stats.NewBytes
+	}
+	out := map[string]any{"store_bytes": size, "session_bytes": added}
+	if r.URL.Query().Get("gc") != "" {
+		res, err := s.repo.GC(r.Context(), snap.GCOptions{DryRun: true, Grace: s.repo.GCGrace(snap.DefaultGCGrace)})
+		if err != nil {
+			return nil, err
+		}
+		out["gc"] = res
+	}
+	return out, nil
+}
+
 // logPage is one page of a session's timeline, newest first.
 type logPage struct {
 	Session string          `json:"session"`

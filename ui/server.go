@@ -82,6 +82,7 @@ func New(repo *snap.Repo, o Options) *Server {
 	s.mux.Handle("GET /", http.FileServerFS(static))
 	s.get("/api/info", s.info)
 	s.get("/api/sessions", s.sessions)
+	s.get("/api/usage", s.usage)
 	s.get("/api/log", s.log)
 	s.get("/api/ops", s.ops)
 	s.get("/api/show", s.show)

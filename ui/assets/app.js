@@ -22,7 +22,7 @@ function el(tag, attrs, ...kids) {
     else if (k === 'class') e.className = v;
     else e.setAttribute(k, v === true ? '' : v);
   }
-  for (const k of kids.flat()) {
+  for (const k of kids.flat(Infinity)) {
     if (k === null || k === undefined || k === false) continue;
     e.append(k instanceof Node ? k : document.createTextNode(String(k)));
   }
@@ -112,6 +112,7 @@ function route() {
     if (parts[2] === 'c' && parts[3]) return viewCheckpoint(parts[3]);
     if (parts[2] === 'compare') return viewCompare(parts[3] || '@', parts[4] || 'now');
     if (parts[2] === 'tasks') return viewTasks();
+    if (parts[2] === 'blame' && parts[3]) return viewBlame(parts[3], parts.slice(4).join('/'));
     return viewTimeline();
   }
   if (parts[0] === 'search') return viewSearch(parts.slice(1).join('/'));
@@ -174,10 +175,29 @@ async function viewSessions() {
     el('td', {class: 'mono'}, short(s.head)),
     el('td', {}, when(s.updated)),
     el('td', {}, s.archived ? 'archived' : 'active')));
-  show(el('h1', {}, 'Sessions'),
+  const usage = el('div', {class: 'panel', id: 'usage'}, el('p', {class: 'muted'}, 'Store usage…'));
+  show(el('h1', {}, 'Sessions'), usage,
     state.sessions.length === 0 ? el('p', {class: 'muted'}, 'No checkpoint yet: run "snap checkpoint", or let an agent work with the hooks installed.') :
       el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, 'checkpoints'), el('th', {}, 'head'), el('th', {}, 'last activity'), el('th', {}, ''))), el('tbody', {}, rows)));
   state.refresh = viewSessions;
+  showUsage(usage).catch((e) => fill(usage, el('p', {class: 'muted'}, e.message)));
+}
+
+function bytes(n) {
+  const u = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + ' ' + u[i];
+}
+
+async function showUsage(box, withGC) {
+  const u = await api('usage', {gc: withGC ? '1' : ''});
+  const per = Object.entries(u.session_bytes).sort((a, b) => b[1] - a[1]);
+  fill(box, el('h2', {}, 'Store usage'),
+    el('p', {}, 'The store takes ', el('b', {}, bytes(u.store_bytes)), ' on disk. New content each session\'s checkpoints added: ',
+      per.map(([s, n], i) => [i ? ', ' : '', s + ' ' + bytes(n)])),
+    u.gc ? el('p', {}, 'snap gc would now free ', el('b', {}, bytes(u.gc.bytes_freed)), ', expiring ' + u.gc.expired + ' checkpoint(s) by the retention policy.') :
+      el('button', {type: 'button', onclick: () => showUsage(box, true).catch((e) => notice(e.message, 'error'))}, 'What would snap gc free?'));
 }
 
 // ---- timeline ---------------------------------------------------------
@@ -234,7 +254,8 @@ async function viewCheckpoint(ref, convOffset) {
   for (const [kind, list] of [['added', c.files.added], ['modified', c.files.modified], ['deleted', c.files.deleted]]) {
     for (const p of list) {
       files.push(el('li', {}, el('span', {class: 'badge'}, kind), ' ',
-        c.parent ? el('button', {class: 'link', type: 'button', onclick: () => showFileDiff(diffBox, c.parent, c.id, p)}, p) : p));
+        c.parent ? el('button', {class: 'link', type: 'button', onclick: () => showFileDiff(diffBox, c.parent, c.id, p)}, p) : p,
+        kind !== 'deleted' ? [' ', el('a', {class: 'muted', href: '#/s/' + s + '/blame/' + c.id + '/' + p.split('/').map(enc).join('/'), title: 'who wrote each line'}, 'blame')] : null));
     }
   }
   const meta = el('dl', {class: 'meta'},
@@ -384,6 +405,29 @@ function sideBySide(patch) {
   }
   flush();
   return el('table', {class: 'sbs'}, el('tbody', {}, rows));
+}
+
+// ---- blame ------------------------------------------------------------
+
+async function viewBlame(ref, path) {
+  setTab('timeline');
+  const b = await api('blame', {session: state.session, ref, path});
+  let prev = '';
+  const rows = b.lines.map((l) => {
+    const first = l.checkpoint !== prev;
+    prev = l.checkpoint;
+    return el('tr', {class: first ? 'first' : ''},
+      el('td', {class: 'num mono'}, l.line),
+      el('td', {class: 'who'}, first ? [badgeActor(l.actor === 'unknown' ? '' : l.actor), ' ', l.session, ' ',
+        el('a', {class: 'mono', href: '#/s/' + enc(l.session) + '/c/' + l.checkpoint}, short(l.checkpoint)),
+        l.message_id ? el('div', {class: 'mono muted'}, l.message_id) : null] : null),
+      el('td', {class: 'nowrap muted'}, first ? whenEl(l.time) : null),
+      el('td', {class: 'code'}, l.text));
+  });
+  show(el('h1', {}, 'Who wrote ', el('span', {class: 'mono'}, b.path)),
+    el('p', {class: 'muted'}, 'As checkpoint ', el('a', {class: 'mono', href: '#/s/' + enc(state.session) + '/c/' + b.checkpoint}, short(b.checkpoint)),
+      ' holds it: each line with the checkpoint that first recorded it, its session and actor.'),
+    el('table', {class: 'blame'}, el('tbody', {}, rows)));
 }
 
 // ---- search -----------------------------------------------------------
