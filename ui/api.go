@@ -169,6 +169,18 @@ func (s *Server) search(r *http.Request) (any, error) {
 	hits := []searchHit{}
 	has := func(v string) bool { return v != "" && strings.Contains(strings.ToLower(v), q) }
 	deadline := time.Now().Add(5 * time.Second) // path matches read each checkpoint's changes
+	trees := map[snap.ID]snap.ID{}
+	tree := func(id snap.ID) (snap.ID, error) {
+		if t, ok := trees[id]; ok {
+			return t, nil
+		}
+		n, _, err := s.repo.ReadNode(r.Context(), id)
+		if err != nil {
+			return snap.ID{}, err
+		}
+		trees[id] = n.Tree
+		return n.Tree, nil
+	}
 	for _, e := range entries {
 		if len(hits) >= limit {
 			break
@@ -185,16 +197,18 @@ func (s *Server) search(r *http.Request) (any, error) {
 			h.Match = "kind"
 		case slices.ContainsFunc(e.Labels, has):
 			h.Match = "label"
-		case time.Now().Before(deadline):
-			show, err := s.repo.Show(r.Context(), e.ID)
+		case time.Now().Before(deadline) && e.Parent != nil:
+			from, err1 := tree(*e.Parent)
+			to, err2 := tree(e.ID)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			paths, err := s.repo.DiffPaths(r.Context(), from, to, nil)
 			if err != nil {
 				continue
 			}
-			for _, list := range [][]string{show.Files.Added, show.Files.Modified, show.Files.Deleted} {
-				if i := slices.IndexFunc(list, has); i >= 0 {
-					h.Match, h.Path = "path", list[i]
-					break
-				}
+			if i := slices.IndexFunc(paths, has); i >= 0 {
+				h.Match, h.Path = "path", strings.TrimSuffix(paths[i], "/")
 			}
 		}
 		if h.Match != "" {
