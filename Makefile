@@ -30,7 +30,9 @@ demo:
 # status, git daemon), and the benchmarks drive the git CLI as the peer:
 # install git from Debian's packages when the machine lacks it. The MCP
 # server is tested with the official TypeScript SDK's client: Node.js and
-# npm from Debian when missing, the SDK from npm into $(TSDIR).
+# npm from Debian when missing, the SDK from npm into $(TSDIR). snap ui's
+# browser test (ui/browser_test.go) drives Debian's chromium headless:
+# installed when missing (SNAP_UI_NO_BROWSER=1 skips that test instead).
 deps:
 	@command -v git >/dev/null 2>&1 || { echo "installing git (apt-get)"; \
 	  (apt-get update -qq && apt-get install -y -qq git) >/dev/null 2>&1 || \
@@ -38,6 +40,9 @@ deps:
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "installing nodejs, npm (apt-get)"; \
 	  (apt-get update -qq && apt-get install -y -qq nodejs npm) >/dev/null 2>&1 || \
 	  { echo "error: node and npm are needed by the MCP client test and could not be installed"; exit 1; }; }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { echo "installing chromium (apt-get)"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || \
+	  { echo "error: chromium is needed by the browser test of snap ui and could not be installed (SNAP_UI_NO_BROWSER=1 skips that test)"; exit 1; }; }
 	@mkdir -p $(TSDIR) && cmp -s mcp/testdata/ts/package.json $(TSDIR)/package.json && \
 	  test -d $(TSDIR)/node_modules/@modelcontextprotocol/sdk || { \
 	  cp mcp/testdata/ts/package.json $(TSDIR)/ && \
