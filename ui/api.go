@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -150,8 +151,9 @@ type searchHit struct {
 }
 
 // search finds checkpoints of every session by their prompt or summary,
-// tool call or message id, label, kind, or a changed file's path
-// (case-insensitive substring), newest first, at most limit.
+// tool call or message id, label, kind, or the path of a file they
+// recorded a change of (case-insensitive substring), newest first, at most
+// limit; then prompts by their whole text (promptHits).
 func (s *Server) search(r *http.Request) (any, error) {
 	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
 	if q == "" {
@@ -181,7 +183,7 @@ func (s *Server) search(r *http.Request) (any, error) {
 		trees[id] = n.Tree
 		return n.Tree, nil
 	}
-	for _, e := range entries {
+	for i, e := range entries {
 		if len(hits) >= limit {
 			break
 		}
@@ -197,8 +199,15 @@ func (s *Server) search(r *http.Request) (any, error) {
 			h.Match = "kind"
 		case slices.ContainsFunc(e.Labels, has):
 			h.Match = "label"
-		case time.Now().Before(deadline) && e.Parent != nil:
-			from, err1 := tree(*e.Parent)
+		case time.Now().Before(deadline):
+			// What it recorded: its tree against the one recorded just
+			// before it, in any session (a change another session
+			// recorded first is that one's, as for blame).
+			var from snap.ID
+			var err1 error
+			if i+1 < len(entries) {
+				from, err1 = tree(entries[i+1].ID)
+			}
 			to, err2 := tree(e.ID)
 			if err1 != nil || err2 != nil {
 				continue
@@ -215,7 +224,70 @@ func (s *Server) search(r *http.Request) (any, error) {
 			hits = append(hits, h)
 		}
 	}
+	if len(hits) < limit {
+		hits = append(hits, s.promptHits(r, q, entries, hits, limit-len(hits))...)
+	}
 	return map[string]any{"query": q, "hits": hits}, nil
+}
+
+// maxSearchedConversation bounds the transcripts search reads whole.
+const maxSearchedConversation = 32 << 20
+
+// promptHits finds q in the user messages of each session's conversation
+// as its head holds it (a summary keeps only a prompt's first line): each
+// as the session's first checkpoint whose conversation holds that message.
+func (s *Server) promptHits(r *http.Request, q string, entries []snap.LogEntry, found []searchHit, limit int) []searchHit {
+	seen := map[snap.ID]bool{}
+	for _, h := range found {
+		seen[h.ID] = true
+	}
+	bySession := map[string][]snap.LogEntry{} // oldest first, the head's ancestry
+	heads := map[string]snap.ID{}
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if !e.Abandoned {
+			bySession[e.Session] = append(bySession[e.Session], e)
+		}
+		if e.Head {
+			heads[e.Session] = e.ID
+		}
+	}
+	var out []searchHit
+	for _, session := range slices.Sorted(maps.Keys(heads)) {
+		head := heads[session]
+		n, _, err := s.repo.ReadNode(r.Context(), head)
+		if err != nil {
+			continue
+		}
+		docs, err := s.repo.ReadTree(r.Context(), n.State)
+		if err != nil {
+			continue
+		}
+		i := slices.IndexFunc(docs, func(d snap.TreeEntry) bool { return d.Name == snap.ConversationDoc })
+		if i < 0 || docs[i].Size > maxSearchedConversation {
+			continue
+		}
+		page, err := s.repo.Conversation(r.Context(), head, 0, 0)
+		if err != nil {
+			continue
+		}
+		for _, m := range page.Messages {
+			if m.Role != "user" || !strings.Contains(strings.ToLower(m.Text), q) {
+				continue
+			}
+			k := slices.IndexFunc(bySession[session], func(e snap.LogEntry) bool { return e.Stats.Messages > m.Index })
+			if k < 0 || seen[bySession[session][k].ID] {
+				continue
+			}
+			e := bySession[session][k]
+			seen[e.ID] = true
+			out = append(out, searchHit{LogEntry: e, Match: "prompt"})
+			if len(out) >= limit {
+				return out
+			}
+		}
+	}
+	return out
 }
 
 // tasks is the session's task tree and its staged edits.

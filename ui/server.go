@@ -104,12 +104,21 @@ func New(repo *snap.Repo, o Options) *Server {
 // anything else is refused (a DNS rebinding page cannot reach it).
 func (s *Server) Handler(addr string) http.Handler {
 	hosts := allowedHosts(addr)
+	// Listening on every address (0.0.0.0, [::]): a request may name the
+	// machine by any of its IP addresses, with the port; never by a name,
+	// which is how a DNS rebinding page would reach it.
+	anyIP := ""
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			anyIP = port
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
-		if !hosts[strings.ToLower(r.Host)] {
+		if !hosts[strings.ToLower(r.Host)] && !(anyIP != "" && ipHost(r.Host, anyIP)) {
 			httpError(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf("this server answers requests to %s only, not %q", addr, r.Host))
 			return
 		}
@@ -142,6 +151,12 @@ func (s *Server) Handler(addr string) http.Handler {
 		}
 		s.mux.ServeHTTP(w, r)
 	})
+}
+
+// ipHost reports whether hostport is an IP address literal with port.
+func ipHost(hostport, port string) bool {
+	h, p, err := net.SplitHostPort(hostport)
+	return err == nil && p == port && net.ParseIP(h) != nil
 }
 
 // allowedHosts are the Host values of requests to addr: itself, and for a

@@ -33,7 +33,9 @@ what hooks and other sessions record, live.
 
    --addr HOST:PORT   where to listen (default 127.0.0.1:0, a free port on
                       loopback); another address lets other machines reach
-                      it: anyone with the URL can then rewind the project
+                      it (0.0.0.0:PORT: all of this machine's; then open it
+                      by an IP address, as a name is refused): anyone with
+                      the URL can then rewind the project
    --open             also open the URL in the default browser ($BROWSER,
                       else xdg-open)
    --url-file FILE    also write the URL to FILE (mode 0600): for a script
@@ -74,7 +76,12 @@ Examples:
 			}
 			srv := ui.New(repo, ui.Options{Session: g.Session, Token: ui.NewToken(), Version: version()})
 			bound := l.Addr().String()
-			url := "http://" + bound + "/?token=" + srv.Token()
+			shown := bound // (a URL names one address: loopback when listening on all)
+			if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+				_, port, _ := net.SplitHostPort(bound)
+				shown = net.JoinHostPort("127.0.0.1", port)
+			}
+			url := "http://" + shown + "/?token=" + srv.Token()
 			if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 				fmt.Fprintf(inv.stderr, "snap: serving on %s, which is not loopback: anyone who can reach it with this URL can rewind this project\n", bound)
 			}

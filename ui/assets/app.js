@@ -107,6 +107,7 @@ function route() {
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   notice('');
   state.refresh = null;
+  if (parts[0] !== 'search') $('q').value = '';
   if (parts[0] === 's' && parts[1]) {
     setSession(parts[1]);
     if (parts[2] === 'c' && parts[3]) return viewCheckpoint(parts[3]);
