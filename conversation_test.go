@@ -90,3 +90,21 @@ func TestRealTranscripts(t *testing.T) {
 		})
 	}
 }
+
+// Show previews the conversation (its first user and last assistant
+// message) unless asked not to read it (ShowOptions.NoPreview, for a
+// caller that pages the conversation itself).
+func TestShowWithoutPreview(t *testing.T) {
+	r, _ := snaptest.NewRepo(t)
+	doc := `{"type":"user","message":{"role":"user","content":"hello"}}` + "\n" +
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}` + "\n"
+	res := checkpoint(t, r, snap.CheckpointOptions{State: []snap.StateDoc{{Name: "conversation", Data: []byte(doc)}}})
+	full, err := r.Show(ctx, res.ID)
+	if err != nil || full.Conversation == nil || full.Conversation.FirstUser != "hello" {
+		t.Fatalf("show: %+v, %v", full, err)
+	}
+	brief, err := r.Show(ctx, res.ID, snap.ShowOptions{NoPreview: true})
+	if err != nil || brief.Conversation != nil || len(brief.State) != 1 || brief.State[0].Size != int64(len(doc)) {
+		t.Fatalf("show without preview: %+v, %v", brief, err)
+	}
+}

@@ -167,9 +167,22 @@ type ShowResult struct {
 	Context *ContextSummary `json:"context"`
 }
 
+// ShowOptions tune Show.
+type ShowOptions struct {
+	// NoPreview leaves out the conversation's preview and the context's
+	// summary (Conversation, Context nil), which read those documents: a
+	// caller that pages the conversation itself (snap ui) skips two reads
+	// of a transcript that may be large.
+	NoPreview bool
+}
+
 // Show describes checkpoint id: metadata, files changed against its
 // parent, state documents with sizes.
-func (r *Repo) Show(ctx context.Context, id objects.ID) (*ShowResult, error) {
+func (r *Repo) Show(ctx context.Context, id objects.ID, opts ...ShowOptions) (*ShowResult, error) {
+	var o ShowOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	ck, err := r.loadCheckpoint(id)
 	if err != nil {
 		return nil, err
@@ -220,6 +233,9 @@ func (r *Repo) Show(ctx context.Context, id objects.ID) (*ShowResult, error) {
 	}
 	for _, e := range st.Entries {
 		res.State = append(res.State, StateInfo{Name: e.Name, Size: e.Size, ID: e.ID, Source: ck.StateSources[e.Name]})
+		if o.NoPreview {
+			continue
+		}
 		switch e.Name {
 		case ConversationDoc:
 			res.Conversation = r.previewConversation(e)

@@ -105,7 +105,7 @@ func (s *Server) show(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.repo.Show(r.Context(), id)
+	return s.repo.Show(r.Context(), id, snap.ShowOptions{NoPreview: true}) // (the page reads the conversation by pages)
 }
 
 // diff compares from (default the session's head) with to (default the
