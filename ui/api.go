@@ -290,12 +290,24 @@ func (s *Server) promptHits(r *http.Request, q string, entries []snap.LogEntry, 
 	return out
 }
 
-// tasks is the session's task tree and its staged edits.
+// tasks is the session's task tree and its staged edits; with ref, the
+// tree as that checkpoint recorded it.
 func (s *Server) tasks(r *http.Request) (any, error) {
 	session := s.session(r)
-	tree, err := s.flow.Tasks(r.Context(), session, nil)
+	var at *snap.ID
+	if r.URL.Query().Get("ref") != "" {
+		id, err := s.resolve(r, "ref", "")
+		if err != nil {
+			return nil, err
+		}
+		at = &id
+	}
+	tree, err := s.flow.Tasks(r.Context(), session, at)
 	if err != nil {
 		return nil, err
+	}
+	if at != nil {
+		return map[string]any{"tasks": tree}, nil
 	}
 	edits, err := s.flow.EditStatus(r.Context(), session)
 	if err != nil {

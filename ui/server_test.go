@@ -763,6 +763,16 @@ func TestTasks(t *testing.T) {
 	if tasks, _ := b["tasks"]["tasks"].([]any); len(tasks) != 0 {
 		t.Errorf("B's tasks: %v", b)
 	}
+	// At a checkpoint: the tree as it recorded it (a3, before the task).
+	then := answer[tasksAnswer](t, get(h, "/api/tasks"+q("ref", p.a3.ID.String())), http.StatusOK)
+	if len(then.Tasks.Tasks) != 0 || then.Tasks.Checkpoint == nil || *then.Tasks.Checkpoint != p.a3.ID {
+		t.Errorf("tasks at a3: %+v", then.Tasks)
+	}
+	now := answer[tasksAnswer](t, get(h, "/api/tasks"+q("ref", "@")), http.StatusOK)
+	if len(now.Tasks.Tasks) != 1 {
+		t.Errorf("tasks at the head: %+v", now.Tasks)
+	}
+	wantError(t, "tasks at no checkpoint", get(h, "/api/tasks"+q("ref", "nope")), http.StatusNotFound, "no_checkpoint")
 }
 
 // ---- rewind, undo, redo ---------------------------------------------------

@@ -170,16 +170,19 @@ async function statusLine() {
 async function viewSessions() {
   setTab('sessions');
   await loadSessions();
-  const rows = state.sessions.map((s) => el('tr', {},
-    el('td', {}, el('a', {href: '#/s/' + enc(s.name)}, s.name)),
-    el('td', {}, s.checkpoints),
-    el('td', {class: 'mono'}, short(s.head)),
-    el('td', {}, when(s.updated)),
-    el('td', {}, s.archived ? 'archived' : 'active')));
+  const table = (list) => el('table', {class: 'sessions'},
+    el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, 'checkpoints'), el('th', {}, 'head'), el('th', {}, 'last activity'))),
+    el('tbody', {}, list.map((s) => el('tr', {},
+      el('td', {}, el('a', {href: '#/s/' + enc(s.name)}, s.name)),
+      el('td', {}, s.checkpoints),
+      el('td', {class: 'mono'}, short(s.head)),
+      el('td', {}, whenEl(s.updated))))));
+  const active = state.sessions.filter((s) => !s.archived), archived = state.sessions.filter((s) => s.archived);
   const usage = el('div', {class: 'panel', id: 'usage'}, el('p', {class: 'muted'}, 'Store usage…'));
-  show(el('h1', {}, 'Sessions'), usage,
-    state.sessions.length === 0 ? el('p', {class: 'muted'}, 'No checkpoint yet: run "snap checkpoint", or let an agent work with the hooks installed.') :
-      el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, 'checkpoints'), el('th', {}, 'head'), el('th', {}, 'last activity'), el('th', {}, ''))), el('tbody', {}, rows)));
+  show(el('h1', {}, 'Sessions'),
+    state.sessions.length === 0 ? el('p', {class: 'muted'}, 'No checkpoint yet: run "snap checkpoint", or let an agent work with the hooks installed.') : table(active),
+    archived.length ? [el('h2', {}, 'Archived sessions'), table(archived)] : null,
+    usage);
   state.refresh = viewSessions;
   showUsage(usage).catch((e) => fill(usage, el('p', {class: 'muted'}, e.message)));
 }
@@ -274,6 +277,7 @@ async function viewCheckpoint(ref, convOffset) {
     c.parent ? el('a', {href: '#/s/' + s + '/compare/' + c.parent + '/' + c.id}, el('button', {type: 'button', tabindex: '-1'}, 'Compare with its parent')) : null);
   const docs = (c.state || []).map((d) => el('li', {}, d.name, ' ', el('span', {class: 'muted'}, (d.size || 0) + ' bytes')));
   const conv = el('div', {id: 'conversation'});
+  const taskBox = el('div', {id: 'tasks-then'});
   show(el('h1', {}, 'Checkpoint ', el('span', {class: 'mono'}, short(c.id))),
     el('div', {class: 'cols'},
       el('div', {},
@@ -282,8 +286,16 @@ async function viewCheckpoint(ref, convOffset) {
         files.length ? el('ul', {class: 'files', id: 'files'}, files) : el('p', {class: 'muted'}, c.parent_expired ? 'its parent expired: the changes cannot be listed' : 'no file changed'),
         diffBox,
         el('h2', {}, 'Conversation at this point'), conv),
-      el('div', {}, el('div', {class: 'panel'}, el('h2', {}, 'State documents'), docs.length ? el('ul', {class: 'files'}, docs) : el('p', {class: 'muted'}, 'none')))));
+      el('div', {}, el('div', {class: 'panel'}, el('h2', {}, 'State documents'), docs.length ? el('ul', {class: 'files'}, docs) : el('p', {class: 'muted'}, 'none')), taskBox)));
   loadConversation(conv, c.id, convOffset);
+  api('tasks', {session: state.session, ref: c.id}).then((t) => {
+    const list = t.tasks.tasks || [];
+    if (!list.length) return;
+    const icon = {committed: '✅', reverted: '❌', open: '⏳'};
+    taskBox.append(el('div', {class: 'panel'}, el('h2', {}, 'Tasks at this point'),
+      el('ul', {class: 'files'}, list.map((x) => el('li', {}, (t.tasks.current === x.id ? '📝 ' : (icon[x.status] || '') + ' '), x.goal,
+        ' ', el('span', {class: 'badge'}, x.status))))));
+  }).catch(() => {});
   state.refresh = null; // a checkpoint does not change
 }
 
