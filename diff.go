@@ -387,12 +387,16 @@ func (r *Repo) ChangedPaths(ctx context.Context, from objects.ID, to *objects.ID
 // it):
 // a file at a source of from's that no head names any more (the
 // transcript moved out, say) is a tree file to it, and the git bridge
-// commits it (model finding M20). sourcesNow returns those sources (redo)
+// commits it (model finding M20). And the other way round: a source of the
+// head's that from does not name (the transcript moved into the project
+// since) is no tree file to the next checkpoint, so whatever from holds
+// there is gone from it (M31). sourcesNow returns those sources (redo)
 // and the paths at or beneath them that differ between from and the
-// working tree captured again there without from's sources left out (now).
+// working tree captured again there without from's sources left out, or
+// with the head's left out (now).
 func (r *Repo) sourcesNow(ctx context.Context, from objects.ID) (redo []string, now map[string]bool, err error) {
 	node, err := r.loadCheckpoint(from)
-	if err != nil || len(node.StateSources) == 0 {
+	if err != nil {
 		return nil, nil, err
 	}
 	_, head, err := r.head(node.Session)
@@ -404,13 +408,35 @@ func (r *Repo) sourcesNow(ctx context.Context, from objects.ID) (redo []string, 
 		headSources = head.StateSources
 	}
 	excluded := r.inProject(headSources)
-	for _, rel := range r.inProject(node.StateSources) {
+	fromSources := r.inProject(node.StateSources)
+	for _, rel := range fromSources {
 		if !slices.Contains(excluded, rel) {
 			redo = append(redo, rel)
 		}
 	}
-	if len(redo) == 0 {
+	var gone []string // the head's sources from does not name (M31)
+	for _, rel := range excluded {
+		if !slices.Contains(fromSources, rel) {
+			gone = append(gone, rel)
+		}
+	}
+	if len(redo) == 0 && len(gone) == 0 {
 		return nil, nil, nil
+	}
+	now = map[string]bool{}
+	if len(gone) > 0 {
+		err := objects.DiffTrees(r.objects, node.Tree, objects.ID{}, func(c objects.Change) error {
+			if c.Old.Mode != objects.ModeDir && underRoots(c.Path, gone) {
+				now[c.Path] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(redo) == 0 {
+		return gone, now, nil
 	}
 	w := r.objects.NewDryWriter()
 	snapshot, err := worktree.CapturePaths(ctx, w, node.Tree, redo, worktree.Options{
@@ -420,14 +446,13 @@ func (r *Repo) sourcesNow(ctx context.Context, from objects.ID) (redo []string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	now = map[string]bool{}
 	err = objects.DiffTrees(w, node.Tree, snapshot.Tree, func(c objects.Change) error {
 		if underRoots(c.Path, redo) {
 			now[c.Path] = true
 		}
 		return nil
 	})
-	return redo, now, err
+	return append(redo, gone...), now, err
 }
 
 // underRoots reports whether p is one of roots or lies beneath one.

@@ -283,3 +283,27 @@ func TestUndoRestoresSymlinkWhereRewindMadeIgnoredDir(t *testing.T) {
 		t.Fatalf("after the undo node_modules reads %q, %v; want the symlink back (restored %v, deleted %v)", l, err, res.Rewind.Restored, res.Rewind.Deleted)
 	}
 }
+
+// M31: ChangedPaths from a checkpoint to the working tree (what the git
+// bridge checks before a task commit with --git-commit) lists a file the
+// checkpoint holds at a path that the session head now names as a state
+// document's source (the transcript moved into the project since): the
+// next checkpoint does not record it as a file, so the commit drops it.
+func TestChangedPathsListsAFileTheHeadNowNamesAsASource(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "a\n")
+	writeFile(t, filepath.Join(root, "chat.jsonl"), `{"type":"user","message":{"role":"user","content":"hi"}}`+"\n")
+	begin := checkpoint(t, r, snap.CheckpointOptions{})
+	d, err := snap.ReadStateDoc(snap.ConversationDoc, filepath.Join(root, "chat.jsonl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, r, snap.CheckpointOptions{State: []snap.StateDoc{d}, AllowEmpty: true})
+	got, err := r.ChangedPaths(ctx, begin.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "chat.jsonl" {
+		t.Fatalf("ChangedPaths(begin, the working tree) = %v, want [chat.jsonl] (the next checkpoint records no file there)", got)
+	}
+}
