@@ -127,9 +127,22 @@ func buildBinary(t *testing.T) string {
 	if err != nil {
 		t.Skip("go tool not found")
 	}
+	// The build uses the go command's own caches: isolate gives HOME a
+	// fresh directory, where the build cache and the module cache would
+	// start empty (every module fetched and built again: minutes).
+	caches, err := exec.Command(goTool, "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	dirs := strings.Split(strings.TrimSpace(string(caches)), "\n")
+	if len(dirs) != 2 {
+		t.Fatalf("go env GOCACHE GOMODCACHE: %q", caches)
+	}
 	isolate(t)
 	bin := filepath.Join(t.TempDir(), "snap")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command(goTool, "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOCACHE="+dirs[0], "GOMODCACHE="+dirs[1])
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
