@@ -84,7 +84,7 @@ func (r *Repo) begin(ctx context.Context, l locking) (*tx, error) {
 // lockMoves takes move.lock exclusively for a move of the working tree
 // (a tx of writer locking; a dry one takes nothing).
 func (t *tx) lockMoves(ctx context.Context) error {
-	if len(t.unlock) == 0 {
+	if len(t.unlock) == 0 || t.moves {
 		return nil
 	}
 	f, err := t.r.refs.Locks().Lock(ctx, moveLockName, storage.Exclusive, t.r.lockTimeout)
@@ -92,6 +92,7 @@ func (t *tx) lockMoves(ctx context.Context) error {
 		return err
 	}
 	t.unlock = append(t.unlock, func() { f.Close() })
+	t.moves = true
 	return nil
 }
 

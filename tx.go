@@ -31,6 +31,7 @@ type tx struct {
 	w *objects.Writer
 	// unlock releases the locks, the last taken first.
 	unlock []func()
+	moves  bool // move.lock is held (lockMoves)
 }
 
 // objects is the writer of the transaction's objects.

@@ -66,6 +66,13 @@ func (r *Repo) reverse(ctx context.Context, session string, undo, all bool) (*Un
 		return nil, err
 	}
 	defer t.end()
+	// The operation to reverse is read under the move lock, which the
+	// reversal holds until it is recorded: two undos at once (two requests
+	// to one snap ui, two processes) reverse two operations, never the
+	// same one twice (adversarial U6).
+	if err := t.lockMoves(ctx); err != nil {
+		return nil, err
+	}
 	us, rs, err := r.history().stacks(session)
 	if err != nil {
 		return nil, err
