@@ -37,6 +37,27 @@ func (r *Repo) Redo(ctx context.Context, session string, o ...UndoOptions) (*Und
 	return r.undoRedo(ctx, session, false, o)
 }
 
+// Undoable returns the operations Undo and Redo of session would reverse
+// now (nil: nothing to undo, to redo), for a front-end to say so before it
+// asks. Another process may change them before an undo runs.
+func (r *Repo) Undoable(ctx context.Context, session string) (undo, redo *Op, err error) {
+	session, err = sessionName(session)
+	if err != nil {
+		return nil, nil, err
+	}
+	us, rs, err := r.history().stacks(session)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(us) > 0 {
+		undo = &us[len(us)-1]
+	}
+	if len(rs) > 0 {
+		redo = &rs[len(rs)-1]
+	}
+	return undo, redo, nil
+}
+
 // UndoOptions modify an undo or redo.
 type UndoOptions struct {
 	// All: a move back changes every path, whoever changed it since.

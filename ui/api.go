@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -79,7 +81,7 @@ func (s *Server) log(r *http.Request) (any, error) {
 	}
 	page := logPage{Session: session, Total: len(entries), Offset: offset, Entries: []snap.LogEntry{}}
 	if offset < len(entries) {
-		page.Entries = entries[offset:min(len(entries), offset+max(limit, 1))]
+		page.Entries = entries[offset : offset+min(len(entries)-offset, max(limit, 1))] // (no offset+limit: it may overflow, U5)
 	}
 	return page, nil
 }
@@ -123,7 +125,16 @@ func (s *Server) diff(r *http.Request) (any, error) {
 		}
 		to = &id
 	}
-	return s.repo.Diff(r.Context(), from, to, r.URL.Query()["path"])
+	d, err := s.repo.Diff(r.Context(), from, to, r.URL.Query()["path"])
+	if err == nil && r.URL.Query().Get("stat") != "" {
+		// The files' names and counts only (the state documents whole):
+		// the page fetches patches per file, so a change of thousands of
+		// files does not build them all (U4).
+		for i := range d.Files {
+			d.Files[i].Patch = ""
+		}
+	}
+	return d, err
 }
 
 // conversation is one page of the conversation a checkpoint recorded.
@@ -171,6 +182,7 @@ func (s *Server) search(r *http.Request) (any, error) {
 	hits := []searchHit{}
 	has := func(v string) bool { return v != "" && strings.Contains(strings.ToLower(v), q) }
 	deadline := time.Now().Add(5 * time.Second) // path matches read each checkpoint's changes
+	cut := false
 	trees := map[snap.ID]snap.ID{}
 	tree := func(id snap.ID) (snap.ID, error) {
 		if t, ok := trees[id]; ok {
@@ -219,15 +231,22 @@ func (s *Server) search(r *http.Request) (any, error) {
 			if i := slices.IndexFunc(paths, has); i >= 0 {
 				h.Match, h.Path = "path", strings.TrimSuffix(paths[i], "/")
 			}
+		default:
+			cut = true // not matched by path: out of time
 		}
 		if h.Match != "" {
 			hits = append(hits, h)
 		}
 	}
+	skipped := 0
 	if len(hits) < limit {
-		hits = append(hits, s.promptHits(r, q, entries, hits, limit-len(hits))...)
+		var more []searchHit
+		more, skipped = s.promptHits(r, q, entries, hits, limit-len(hits))
+		hits = append(hits, more...)
 	}
-	return map[string]any{"query": q, "hits": hits}, nil
+	// What was not searched is said (U9): paths past the time limit,
+	// conversations too large to read whole.
+	return map[string]any{"query": q, "hits": hits, "paths_cut_off": cut, "conversations_not_searched": skipped}, nil
 }
 
 // maxSearchedConversation bounds the transcripts search reads whole.
@@ -236,7 +255,7 @@ const maxSearchedConversation = 32 << 20
 // promptHits finds q in the user messages of each session's conversation
 // as its head holds it (a summary keeps only a prompt's first line): each
 // as the session's first checkpoint whose conversation holds that message.
-func (s *Server) promptHits(r *http.Request, q string, entries []snap.LogEntry, found []searchHit, limit int) []searchHit {
+func (s *Server) promptHits(r *http.Request, q string, entries []snap.LogEntry, found []searchHit, limit int) (out []searchHit, skipped int) {
 	seen := map[snap.ID]bool{}
 	for _, h := range found {
 		seen[h.ID] = true
@@ -252,7 +271,6 @@ func (s *Server) promptHits(r *http.Request, q string, entries []snap.LogEntry, 
 			heads[e.Session] = e.ID
 		}
 	}
-	var out []searchHit
 	for _, session := range slices.Sorted(maps.Keys(heads)) {
 		head := heads[session]
 		n, _, err := s.repo.ReadNode(r.Context(), head)
@@ -264,7 +282,11 @@ func (s *Server) promptHits(r *http.Request, q string, entries []snap.LogEntry, 
 			continue
 		}
 		i := slices.IndexFunc(docs, func(d snap.TreeEntry) bool { return d.Name == snap.ConversationDoc })
-		if i < 0 || docs[i].Size > maxSearchedConversation {
+		if i < 0 {
+			continue
+		}
+		if docs[i].Size > maxSearchedConversation {
+			skipped++
 			continue
 		}
 		page, err := s.repo.Conversation(r.Context(), head, 0, 0)
@@ -283,11 +305,11 @@ func (s *Server) promptHits(r *http.Request, q string, entries []snap.LogEntry, 
 			seen[e.ID] = true
 			out = append(out, searchHit{LogEntry: e, Match: "prompt"})
 			if len(out) >= limit {
-				return out
+				return out, skipped
 			}
 		}
 	}
-	return out
+	return out, skipped
 }
 
 // tasks is the session's task tree and its staged edits; with ref, the
@@ -328,6 +350,32 @@ func (s *Server) blame(r *http.Request) (any, error) {
 	return s.repo.Blame(r.Context(), snap.BlameOptions{Session: s.session(r), Path: p, Ref: r.URL.Query().Get("ref")})
 }
 
+// undoable says what Undo and Redo would reverse now.
+func (s *Server) undoable(r *http.Request) (any, error) {
+	undo, redo, err := s.repo.Undoable(r.Context(), s.session(r))
+	return map[string]*snap.Op{"undo": undo, "redo": redo}, err
+}
+
+// rewindPlan is what a dry run listed: the paths restored, deleted and kept.
+type rewindPlan struct {
+	Restored []string `json:"restored"`
+	Deleted  []string `json:"deleted"`
+	Kept     []string `json:"kept"`
+}
+
+func planOf(res *snap.RewindResult) rewindPlan {
+	p := rewindPlan{Restored: slices.Sorted(slices.Values(res.Restored)), Deleted: slices.Sorted(slices.Values(res.Deleted))}
+	for _, k := range res.Kept {
+		p.Kept = append(p.Kept, k.Path)
+	}
+	slices.Sort(p.Kept)
+	return p
+}
+
+func (p rewindPlan) equal(q rewindPlan) bool {
+	return slices.Equal(p.Restored, q.Restored) && slices.Equal(p.Deleted, q.Deleted) && slices.Equal(p.Kept, q.Kept)
+}
+
 // rewindRequest is what the rewind dialog sends.
 type rewindRequest struct {
 	Session          string   `json:"session"`
@@ -337,6 +385,10 @@ type rewindRequest struct {
 	Paths            []string `json:"paths"`
 	All              bool     `json:"all"`
 	DryRun           bool     `json:"dry_run"`
+	// Expect: the plan the dialog showed. A rewind whose dry run now
+	// lists other paths (the tree changed since the preview) is refused,
+	// so that it never moves what the person did not see (U2).
+	Expect *rewindPlan `json:"expect"`
 }
 
 func (s *Server) rewind(r *http.Request) (any, error) {
@@ -347,9 +399,36 @@ func (s *Server) rewind(r *http.Request) (any, error) {
 	if q.Target == "" {
 		return nil, fmt.Errorf("%w: target (a checkpoint) is missing", snap.ErrUsage)
 	}
-	return s.repo.Rewind(r.Context(), snap.RewindOptions{Session: snap.SessionFromEnv(orDefault(q.Session, s.o.Session)),
-		Target: q.Target, FilesOnly: q.FilesOnly, ConversationOnly: q.ConversationOnly, Paths: q.Paths, All: q.All, DryRun: q.DryRun})
+	for i, p := range q.Paths {
+		// A path as an editor or a tool call gives it: absolute, in the
+		// project (U8); one outside stays absolute, and is refused.
+		if rel, err := filepath.Rel(s.repo.Root, p); err == nil && filepath.IsAbs(p) && rel != ".." && !strings.HasPrefix(rel, "../") {
+			q.Paths[i] = filepath.ToSlash(rel)
+		}
+	}
+	o := snap.RewindOptions{Session: snap.SessionFromEnv(orDefault(q.Session, s.o.Session)),
+		Target: q.Target, FilesOnly: q.FilesOnly, ConversationOnly: q.ConversationOnly, Paths: q.Paths, All: q.All, DryRun: q.DryRun}
+	if q.Expect != nil && !q.DryRun {
+		dry := o
+		dry.DryRun = true
+		res, err := s.repo.Rewind(r.Context(), dry)
+		if err != nil && !errors.Is(err, snap.ErrPartial) {
+			return nil, err
+		}
+		want := *q.Expect
+		for _, l := range []*[]string{&want.Restored, &want.Deleted, &want.Kept} {
+			*l = slices.Sorted(slices.Values(*l))
+		}
+		if now := planOf(res); !now.equal(want) {
+			return nil, fmt.Errorf("%w: the working tree changed since the preview (it would now restore %d, delete %d and keep %d paths): nothing was changed; look at the preview again",
+				errChanged, len(now.Restored), len(now.Deleted), len(now.Kept))
+		}
+	}
+	return s.repo.Rewind(r.Context(), o)
 }
+
+// errChanged: a rewind's plan is no longer what the dialog showed.
+var errChanged = errors.New("changed since the preview")
 
 type undoRequest struct {
 	Session string `json:"session"`

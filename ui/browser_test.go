@@ -308,7 +308,7 @@ func TestBrowser(t *testing.T) {
 	b.do("select #1", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#timeline tr[data-id="%s"] td:first-child`, p.a1.ID))))
 	b.wait("#1 selected", fmt.Sprintf(`document.querySelector('#timeline tr[data-id="%s"]').classList.contains('sel')`, p.a1.ID))
 	b.key("r")
-	b.wait("the rewind dialog's dry run", `document.getElementById('rewind').open && !document.getElementById('rewind-go').disabled && document.getElementById('rewind-preview').dataset.expect`)
+	b.wait("the rewind dialog's dry run", `document.getElementById('rewind').open && !document.getElementById('rewind-go').disabled && document.getElementById('rewind-preview').dataset.ready`)
 	if target := b.text("#rewind-target"); !strings.Contains(target, p.a1.ID.Short()) || !strings.Contains(target, "#1 of A") {
 		t.Errorf("the dialog's target: %q", target)
 	}
@@ -379,6 +379,7 @@ func TestBrowser(t *testing.T) {
 
 	// Undo: everything is back.
 	b.do("press Undo", chromedp.Click(chromedp.ID("undo")))
+	b.do("confirm the undo", chromedp.Click(chromedp.ID("undo-confirm")))
 	b.wait("the undo's notice", `document.getElementById('notice').innerText.startsWith('Undid rewind')`)
 	if d := snaptest.Diff(before, p.disk(t)); d != "" {
 		t.Errorf("after Undo the tree is not as before the rewind:\n%s", d)
@@ -387,11 +388,13 @@ func TestBrowser(t *testing.T) {
 
 	// Redo: the rewind again, exactly; Undo once more.
 	b.do("press Redo", chromedp.Click(chromedp.ID("redo")))
+	b.do("confirm the redo", chromedp.Click(chromedp.ID("redo-confirm")))
 	b.wait("the redo's notice", `document.getElementById('notice').innerText.startsWith('Redid rewind')`)
 	if d := snaptest.Diff(after, p.disk(t)); d != "" {
 		t.Errorf("after Redo the tree is not as after the rewind:\n%s", d)
 	}
 	b.do("press Undo again", chromedp.Click(chromedp.ID("undo")))
+	b.do("confirm the second undo", chromedp.Click(chromedp.ID("undo-confirm")))
 	b.wait("the second undo's notice", `document.getElementById('notice').innerText.startsWith('Undid rewind')`)
 	if d := snaptest.Diff(before, p.disk(t)); d != "" {
 		t.Errorf("after the second Undo:\n%s", d)

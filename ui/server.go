@@ -6,11 +6,14 @@
 // workflow calls, JSON over HTTP, and the page itself (assets/, embedded:
 // plain HTML, CSS and JavaScript, nothing fetched at run time).
 //
-// The server answers only requests that carry its token (in the URL the
-// first time, then in a cookie, or in the X-Snap-Token header), whose Host
-// is the address it listens on, and, for anything that changes the store,
-// a same-origin JSON POST: another site open in the same browser can
-// neither read the project's history nor rewind it.
+// The server answers only API requests that carry its token (the page
+// reads it from the URL 'snap ui' printed, keeps it in sessionStorage and
+// sends it in the X-Snap-Token header), whose Host is the address it
+// listens on, and, for anything that changes the store, a same-origin JSON
+// POST: another site open in the same browser, or another server on this
+// machine, can neither read the project's history nor rewind it. The page
+// itself (HTML, CSS, JavaScript) holds no data and is served to any
+// request for this Host.
 package ui
 
 import (
@@ -65,9 +68,6 @@ type Server struct {
 // Token is the token requests must carry.
 func (s *Server) Token() string { return s.o.Token }
 
-// cookieName holds the token once the page was opened with it.
-const cookieName = "snap_ui_token"
-
 // New returns the server for repo. Its handler checks every request
 // against the token and the address it is served at (Handler).
 func New(repo *snap.Repo, o Options) *Server {
@@ -92,6 +92,7 @@ func New(repo *snap.Repo, o Options) *Server {
 	s.get("/api/tasks", s.tasks)
 	s.get("/api/status", s.status)
 	s.get("/api/blame", s.blame)
+	s.get("/api/undoable", s.undoable)
 	s.mux.HandleFunc("GET /api/events", s.events)
 	s.post("/api/rewind", s.rewind)
 	s.post("/api/undo", s.undo)
@@ -122,14 +123,17 @@ func (s *Server) Handler(addr string) http.Handler {
 			httpError(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf("this server answers requests to %s only, not %q", addr, r.Host))
 			return
 		}
-		token, fromURL := r.URL.Query().Get("token"), true
-		if token == "" {
-			fromURL = false
-			if c, err := r.Cookie(cookieName); err == nil {
-				token = c.Value
-			} else {
-				token = r.Header.Get("X-Snap-Token")
-			}
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			s.mux.ServeHTTP(w, r) // the page itself: no data in it
+			return
+		}
+		// The page keeps the token from its URL in sessionStorage (per
+		// origin, so per port: never sent to another local server, as a
+		// cookie would be: adversarial U1) and sends it in a header; the
+		// events stream, which cannot, in the query.
+		token := r.Header.Get("X-Snap-Token")
+		if token == "" && r.Method == http.MethodGet {
+			token = r.URL.Query().Get("token")
 		}
 		if subtle.ConstantTimeCompare([]byte(token), []byte(s.o.Token)) != 1 {
 			httpError(w, http.StatusUnauthorized, "no_token", "open the URL 'snap ui' printed: it carries the token this server needs")
@@ -145,9 +149,6 @@ func (s *Server) Handler(addr string) http.Handler {
 				httpError(w, http.StatusUnsupportedMediaType, "not_json", "send application/json")
 				return
 			}
-		}
-		if fromURL {
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		}
 		s.mux.ServeHTTP(w, r)
 	})
@@ -228,6 +229,7 @@ func classify(err error) (int, string) {
 		code   string
 	}{
 		{snap.ErrPartial, http.StatusOK, "partial"},
+		{errChanged, http.StatusConflict, "changed_since_preview"},
 		{snap.ErrExpired, http.StatusGone, "expired"},
 		{snap.ErrNoCheckpoint, http.StatusNotFound, "no_checkpoint"},
 		{snap.ErrNoSession, http.StatusNotFound, "no_session"},

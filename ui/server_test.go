@@ -277,8 +277,14 @@ func TestGuard(t *testing.T) {
 	h := handler(p.r, "A")
 
 	t.Run("no token", func(t *testing.T) {
-		for _, target := range []string{"/", "/app.js", "/api/sessions", "/api/events"} {
+		for _, target := range []string{"/api/sessions", "/api/events", "/api/show?ref=@"} {
 			wantError(t, target, serve(h, request(http.MethodGet, target, "", func(r *http.Request) { r.Header.Del("X-Snap-Token") })), http.StatusUnauthorized, "no_token")
+		}
+		// The page itself holds no data: served without the token.
+		for _, target := range []string{"/", "/app.js"} {
+			if w := serve(h, request(http.MethodGet, target, "", func(r *http.Request) { r.Header.Del("X-Snap-Token") })); w.Code != http.StatusOK {
+				t.Errorf("%s without a token: %d", target, w.Code)
+			}
 		}
 		w := serve(h, request(http.MethodPost, "/api/undo", `{"session":"A"}`, func(r *http.Request) { r.Header.Del("X-Snap-Token") }))
 		wantError(t, "POST without a token", w, http.StatusUnauthorized, "no_token")
@@ -291,41 +297,37 @@ func TestGuard(t *testing.T) {
 				r.Header.Del("X-Snap-Token")
 				r.AddCookie(&http.Cookie{Name: "snap_ui_token", Value: "guess"})
 			},
-			func(r *http.Request) { r.URL.RawQuery = "token=guess" },
+			func(r *http.Request) { r.Header.Del("X-Snap-Token"); r.URL.RawQuery = "token=guess" },
 		} {
 			wantError(t, "wrong token", serve(h, request(http.MethodGet, "/api/sessions", "", edit)), http.StatusUnauthorized, "no_token")
 		}
 	})
-	t.Run("token in the URL sets the cookie", func(t *testing.T) {
+	t.Run("no cookie", func(t *testing.T) {
+		// The token never travels in a cookie: a cookie goes to every port
+		// of the host, so to every other local server (adversarial U1).
 		w := serve(h, request(http.MethodGet, "/?token="+testToken, "", func(r *http.Request) { r.Header.Del("X-Snap-Token") }))
-		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `<dialog id="rewind"`) {
-			t.Fatalf("the page with the token in its URL: %d %.200s", w.Code, w.Body.String())
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `<dialog id="rewind"`) || len(w.Result().Cookies()) != 0 {
+			t.Fatalf("the page with the token in its URL: %d, cookies %v, %.200s", w.Code, w.Result().Cookies(), w.Body.String())
 		}
-		res := w.Result()
-		var c *http.Cookie
-		for _, k := range res.Cookies() {
-			if k.Name == "snap_ui_token" {
-				c = k
+		for _, target := range []string{"/api/sessions", "/api/info"} {
+			w := serve(h, request(http.MethodGet, target, "", nil))
+			answer[map[string]any](t, w, http.StatusOK)
+			if len(w.Result().Cookies()) != 0 {
+				t.Errorf("%s set a cookie: %q", target, w.Header().Values("Set-Cookie"))
 			}
 		}
-		if c == nil || c.Value != testToken || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
-			t.Fatalf("cookie: %+v (Set-Cookie %q)", c, res.Header.Values("Set-Cookie"))
-		}
-		// The cookie alone now opens everything, a change included.
+		// A cookie with the token opens nothing.
 		w = serve(h, request(http.MethodGet, "/api/sessions", "", func(r *http.Request) {
 			r.Header.Del("X-Snap-Token")
-			r.AddCookie(c)
+			r.AddCookie(&http.Cookie{Name: "snap_ui_token", Value: testToken})
 		}))
+		wantError(t, "the token in a cookie", w, http.StatusUnauthorized, "no_token")
+		// In the query: a GET (the events stream cannot send a header), never a change.
+		w = serve(h, request(http.MethodGet, "/api/info?token="+testToken, "", func(r *http.Request) { r.Header.Del("X-Snap-Token") }))
 		answer[map[string]any](t, w, http.StatusOK)
-		w = serve(h, request(http.MethodPost, "/api/rewind", fmt.Sprintf(`{"session":"A","target":%q,"dry_run":true}`, p.a1.ID), func(r *http.Request) {
-			r.Header.Del("X-Snap-Token")
-			r.AddCookie(c)
-		}))
-		answer[snap.RewindResult](t, w, http.StatusOK)
-		// A request with the header sets no cookie.
-		if w := get(h, "/api/info"); len(w.Result().Cookies()) != 0 {
-			t.Errorf("a request without the token in its URL set a cookie: %q", w.Header().Values("Set-Cookie"))
-		}
+		w = serve(h, request(http.MethodPost, "/api/rewind?token="+testToken, fmt.Sprintf(`{"session":"A","target":%q,"dry_run":true}`, p.a1.ID),
+			func(r *http.Request) { r.Header.Del("X-Snap-Token") }))
+		wantError(t, "a POST with the token in its query", w, http.StatusUnauthorized, "no_token")
 	})
 	t.Run("foreign Host", func(t *testing.T) {
 		for _, host := range []string{"evil.example", "evil.example:8123", "127.0.0.1:8124", "127.0.0.2:8123", "localhost.evil.example:8123", ""} {
@@ -1170,5 +1172,63 @@ func TestUnspecifiedAddress(t *testing.T) {
 				t.Errorf("a server listening on %s refuses Host %s: %d %s", addr, host, w.Code, strings.TrimSpace(w.Body.String()))
 			}
 		}
+	}
+}
+
+// ---- adversarial findings (torture/ui-findings) ---------------------------
+
+// U2: a rewind sent with the plan its dialog showed is refused, changing
+// nothing, when the working tree changed since the preview; with the same
+// plan it runs.
+func TestRewindRefusedWhenThePreviewIsStale(t *testing.T) {
+	p := newProject(t)
+	h := handler(p.r, "A")
+	req := map[string]any{"session": "A", "target": p.a1.ID.String(), "dry_run": true}
+	dry := answer[snap.RewindResult](t, post(t, h, "/api/rewind", req), http.StatusOK)
+	plan := map[string][]string{"restored": dry.Restored, "deleted": dry.Deleted, "kept": keptPaths(dry.Kept)}
+	snaptest.WriteFiles(t, p.root, map[string]string{"new-while-the-dialog-was-open.txt": "mine\n"})
+	before := p.disk(t)
+	req["dry_run"], req["expect"] = false, plan
+	wantError(t, "a stale preview", post(t, h, "/api/rewind", req), http.StatusConflict, "changed_since_preview")
+	if d := snaptest.Diff(before, p.disk(t)); d != "" {
+		t.Fatalf("a refused rewind changed the tree:\n%s", d)
+	}
+	// Previewed again: it goes through, and did what the preview said.
+	req["dry_run"], req["expect"] = true, nil
+	dry = answer[snap.RewindResult](t, post(t, h, "/api/rewind", req), http.StatusOK)
+	req["dry_run"], req["expect"] = false, map[string][]string{"restored": dry.Restored, "deleted": dry.Deleted, "kept": keptPaths(dry.Kept)}
+	got := answer[snap.RewindResult](t, post(t, h, "/api/rewind", req), http.StatusOK)
+	if !slices.Equal(got.Deleted, dry.Deleted) || !slices.Equal(got.Restored, dry.Restored) {
+		t.Fatalf("rewind: restored %v deleted %v, preview %v %v", got.Restored, got.Deleted, dry.Restored, dry.Deleted)
+	}
+}
+
+// U5: a huge page size is a page, not a panic; U8: a path of the dialog
+// may be absolute, in the project; /api/undoable names what Undo and Redo
+// would reverse.
+func TestPageSizeAbsolutePathsUndoable(t *testing.T) {
+	p := newProject(t)
+	h := handler(p.r, "A")
+	page := answer[struct {
+		Total   int
+		Entries []snap.LogEntry
+	}](t, get(h, "/api/log"+q("offset", "1", "limit", "9223372036854775807")), http.StatusOK)
+	if page.Total != 3 || len(page.Entries) != 2 {
+		t.Fatalf("log page: total %d, %d entries", page.Total, len(page.Entries))
+	}
+	abs := filepath.Join(p.root, "src", "main.go")
+	res := answer[snap.RewindResult](t, post(t, h, "/api/rewind", map[string]any{"session": "A", "target": p.a1.ID.String(), "paths": []string{abs}}), http.StatusOK)
+	if !slices.Equal(res.Restored, []string{"src/main.go"}) {
+		t.Fatalf("rewind of an absolute path: restored %v", res.Restored)
+	}
+	outside := filepath.Join(filepath.Dir(p.root), "elsewhere.txt")
+	wantError(t, "a path outside the project", post(t, h, "/api/rewind", map[string]any{"session": "A", "target": p.a1.ID.String(), "paths": []string{outside}}),
+		http.StatusNotFound, "no_path")
+	u := answer[map[string]*snap.Op](t, get(h, "/api/undoable"+q("session", "A")), http.StatusOK)
+	if u["undo"] == nil || u["undo"].Kind != "rewind" || u["redo"] != nil {
+		t.Fatalf("undoable: %+v", u)
+	}
+	if u := answer[map[string]*snap.Op](t, get(h, "/api/undoable"+q("session", "nobody")), http.StatusOK); u["undo"] != nil {
+		t.Fatalf("undoable of a session with no operation: %+v", u)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -94,7 +95,7 @@ Examples:
 				return err
 			}
 			if f := c.String("url-file"); f != "" {
-				if err := os.WriteFile(f, []byte(url+"\n"), 0o600); err != nil {
+				if err := writePrivate(f, url+"\n"); err != nil {
 					l.Close()
 					return err
 				}
@@ -121,4 +122,24 @@ func openBrowser(url string) error {
 	}
 	go cmd.Wait()
 	return nil
+}
+
+// writePrivate writes data to a new file of mode 0600 beside path, then
+// renames it over path: whatever path was (a file of another mode or
+// owner, a symlink), the token is only ever in a file of the user's own
+// that no one else can read (adversarial U3).
+func writePrivate(path, data string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".snap-ui-url-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	return err
 }

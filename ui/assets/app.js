@@ -10,6 +10,7 @@ const state = {
   view: '',        // the current route's view
   selected: null,  // the checkpoint id selected in the timeline (r rewinds to it)
   dialogOpen: false,
+  busy: false,     // an undo or redo is running
   refresh: null,   // re-renders the current view (events)
 };
 
@@ -30,6 +31,15 @@ function el(tag, attrs, ...kids) {
 }
 
 const $ = (id) => document.getElementById(id);
+
+// The token: from the URL 'snap ui' printed, kept in sessionStorage (per
+// origin: this server only; a cookie would go to every port of the host)
+// and sent in a header on every API call.
+const token = (() => {
+  const fromURL = new URLSearchParams(location.search).get('token');
+  if (fromURL) sessionStorage.setItem('snap.token', fromURL);
+  return fromURL || sessionStorage.getItem('snap.token') || '';
+})();
 const short = (id) => (id || '').slice(0, 12);
 const enc = encodeURIComponent;
 
@@ -55,7 +65,8 @@ async function api(path, params, body) {
     else if (v !== undefined && v !== null && v !== '') q.set(k, v);
   }
   const url = '/api/' + path + (q.toString() ? '?' + q : '');
-  const opts = body === undefined ? {} : {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)};
+  const opts = body === undefined ? {headers: {'X-Snap-Token': token}} :
+    {method: 'POST', headers: {'Content-Type': 'application/json', 'X-Snap-Token': token}, body: JSON.stringify(body)};
   const res = await fetch(url, opts);
   const data = await res.json().catch(() => ({error: {code: 'bad_answer', message: 'the server answered ' + res.status}}));
   if (data && data.error && !data.result) {
@@ -255,8 +266,11 @@ async function viewCheckpoint(ref, convOffset) {
   const s = enc(state.session);
   const files = [];
   const diffBox = el('div', {id: 'filediff'});
+  const MAXFILES = 500;
+  let listed = 0, more = 0;
   for (const [kind, list] of [['added', c.files.added], ['modified', c.files.modified], ['deleted', c.files.deleted]]) {
     for (const p of list) {
+      if (listed++ >= MAXFILES) { more++; continue; }
       files.push(el('li', {}, el('span', {class: 'badge'}, kind), ' ',
         c.parent ? el('button', {class: 'link', type: 'button', onclick: () => showFileDiff(diffBox, c.parent, c.id, p)}, p) : p,
         kind !== 'deleted' ? [' ', el('a', {class: 'muted', href: '#/s/' + s + '/blame/' + c.id + '/' + p.split('/').map(enc).join('/'), title: 'who wrote each line'}, 'blame')] : null));
@@ -284,6 +298,7 @@ async function viewCheckpoint(ref, convOffset) {
         el('div', {class: 'panel'}, meta, actions),
         el('h2', {}, 'Changed files'),
         files.length ? el('ul', {class: 'files', id: 'files'}, files) : el('p', {class: 'muted'}, c.parent_expired ? 'its parent expired: the changes cannot be listed' : 'no file changed'),
+        more ? el('p', {class: 'muted'}, 'and ' + more + ' more files: ', c.parent ? el('a', {href: '#/s/' + s + '/compare/' + c.parent + '/' + c.id}, 'compare with its parent') : '', ' lists them all') : null,
         diffBox,
         el('h2', {}, 'Conversation at this point'), conv),
       el('div', {}, el('div', {class: 'panel'}, el('h2', {}, 'State documents'), docs.length ? el('ul', {class: 'files'}, docs) : el('p', {class: 'muted'}, 'none')), taskBox)));
@@ -349,17 +364,36 @@ function message(m, cls) {
 
 // ---- compare ----------------------------------------------------------
 
+const PATCHES = 50; // files whose patch a compare shows at once
+
 async function viewCompare(from, to, mode) {
   setTab(to === 'now' && from === '@' ? 'compare' : 'timeline');
   mode = mode || localStorage.getItem('snap.diffmode') || 'unified';
-  const d = await api('diff', {session: state.session, from, to: to === 'now' ? '' : to});
+  const toArg = to === 'now' ? '' : to;
+  const d = await api('diff', {session: state.session, from, to: toArg, stat: '1'});
+  // The patches of the first files, in one request; the others on demand.
+  const first = d.files.slice(0, PATCHES).filter((f) => !f.binary).map((f) => f.path);
+  const patched = new Map();
+  if (first.length) {
+    const p = await api('diff', {session: state.session, from, to: toArg, path: first});
+    for (const f of p.files) patched.set(f.path, f);
+  }
   const title = el('h1', {}, 'Compare ', el('span', {class: 'mono'}, from === '@' ? 'the head' : short(d.from)), ' with ',
     el('span', {class: 'mono'}, to === 'now' ? 'the working tree now' : short(to)));
   const toggle = el('div', {class: 'pager'},
     el('label', {}, el('input', {type: 'radio', name: 'mode', checked: mode === 'unified', onchange: () => { localStorage.setItem('snap.diffmode', 'unified'); viewCompare(from, to, 'unified'); }}), ' unified'),
     el('label', {}, el('input', {type: 'radio', name: 'mode', checked: mode === 'split', onchange: () => { localStorage.setItem('snap.diffmode', 'split'); viewCompare(from, to, 'split'); }}), ' side by side'),
     el('span', {class: 'muted'}, d.files.length + ' file(s) differ'));
-  const files = d.files.map((f) => fileDiff(f, mode));
+  const files = d.files.map((f, i) => {
+    if (patched.has(f.path)) return fileDiff(patched.get(f.path), mode);
+    if (f.binary || i < PATCHES) return fileDiff(f, mode);
+    const box = el('div', {class: 'file'});
+    fill(box, fileHead(f), el('button', {class: 'small', type: 'button', onclick: async () => {
+      const p = await api('diff', {session: state.session, from, to: toArg, path: f.path}).catch((e) => notice(e.message, 'error'));
+      if (p && p.files[0]) fill(box, fileDiff(p.files[0], mode));
+    }}, 'Show the diff'));
+    return box;
+  });
   const convs = (d.state || []).map((s) => {
     if (s.conversation) {
       const c = s.conversation;
@@ -369,7 +403,7 @@ async function viewCompare(from, to, mode) {
     return el('div', {}, el('h2', {}, 'State document ' + s.name + ' (' + s.status + ')'), s.patch ? diffPre(s.patch) : el('p', {class: 'muted'}, 'binary or too large to show'));
   });
   show(title, toggle, files.length ? files : el('p', {class: 'muted'}, 'No file differs.'), convs);
-  state.refresh = to === 'now' ? () => viewCompare(from, to, mode) : null;
+  if (to === 'now') state.view = 'compare-now';
 }
 
 function changedBy(f) {
@@ -378,9 +412,13 @@ function changedBy(f) {
     (c.session ? c.session : 'a safety capture') + (c.actor !== 'unknown' ? ' (' + (c.actor === 'user' ? 'you' : c.actor) + ')' : '') + (c.seq ? ' #' + c.seq : '')).join(', '));
 }
 
-function fileDiff(f, mode) {
-  const head = el('div', {class: 'filehead'}, f.path, ' ', el('span', {class: 'badge'}, f.status),
+function fileHead(f) {
+  return el('div', {class: 'filehead'}, f.path, ' ', el('span', {class: 'badge'}, f.status),
     f.binary ? '' : el('span', {class: 'stats mono'}, ' ', el('span', {class: 'a'}, '+' + f.lines_added), ' ', el('span', {class: 'd'}, '-' + f.lines_removed)), changedBy(f));
+}
+
+function fileDiff(f, mode) {
+  const head = fileHead(f);
   if (f.binary) return el('div', {}, head, el('p', {class: 'muted'}, 'binary file'));
   if (!f.patch) return el('div', {}, head, el('p', {class: 'muted'}, f.old_mode !== f.new_mode ? 'mode ' + (f.old_mode || 'none') + ' → ' + (f.new_mode || 'none') : 'empty'));
   return el('div', {class: 'file'}, head, mode === 'split' ? sideBySide(f.patch) : diffPre(f.patch));
@@ -450,7 +488,10 @@ async function viewSearch(q) {
   $('q').value = q;
   if (!q) return show(el('h1', {}, 'Search'), el('p', {class: 'muted'}, 'Type in the search box: a prompt, a tool call id, a file path, a summary.'));
   const res = await api('search', {q});
+  const partial = [res.paths_cut_off ? 'file paths of older checkpoints (out of time)' : '',
+    res.conversations_not_searched ? res.conversations_not_searched + ' conversation(s) too large to search' : ''].filter(Boolean);
   show(el('h1', {}, 'Search: ', q),
+    partial.length ? el('p', {class: 'muted', id: 'not-searched'}, 'Not searched: ' + partial.join('; ') + '.') : null,
     res.hits.length === 0 ? el('p', {class: 'muted'}, 'No checkpoint matches.') :
       el('table', {id: 'hits'}, el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, '#'), el('th', {}, 'time'), el('th', {}, 'kind'), el('th', {}, 'summary'), el('th', {}, 'matched'))),
         el('tbody', {}, res.hits.map((h) => el('tr', {},
@@ -504,13 +545,20 @@ function keptText(k) {
     (k.merged ? ' — merged: only this session\'s lines go back' : k.conflict ? ' — left as it is (conflict)' : ' — left as it is');
 }
 
+let previewSeq = 0, plan = null;
+
 async function preview() {
   const box = $('rewind-preview');
+  const seq = ++previewSeq;
+  plan = null;
   $('rewind-go').disabled = true;
+  box.dataset.ready = '';
   box.replaceChildren(el('p', {class: 'muted'}, 'Working out what would change…'));
   try {
     const data = await api('rewind', {}, rewindRequest(true));
+    if (seq !== previewSeq) return; // a later preview (other options) is on its way
     const r = data.result || data;
+    plan = {restored: r.restored, deleted: r.deleted, kept: r.kept.map((k) => k.path)};
     const nothing = !r.restored.length && !r.deleted.length && !r.state.length;
     fill(box, el('h3', {}, 'What this rewind will do'),
       nothing ? el('p', {}, 'Nothing would change.') : null,
@@ -519,10 +567,10 @@ async function preview() {
       list('KEPT as they are', r.kept.map(keptText), 'kept'),
       list('skipped', (r.skipped || []).map((s) => s.path + ': ' + s.reason)),
       el('p', {class: 'muted'}, 'The state from before is checkpointed first: Undo brings it back.'));
-    box.dataset.expect = JSON.stringify({restored: r.restored, deleted: r.deleted, kept: r.kept.map((k) => k.path)});
     $('rewind-go').disabled = nothing;
+    box.dataset.ready = '1';
   } catch (e) {
-    box.replaceChildren(el('p', {class: 'error'}, e.message));
+    if (seq === previewSeq) box.replaceChildren(el('p', {class: 'error'}, e.message));
   }
 }
 
@@ -540,7 +588,9 @@ function openRewind(c) {
 async function doRewind() {
   $('rewind-go').disabled = true;
   try {
-    const data = await api('rewind', {}, rewindRequest(false));
+    // The plan shown goes with it: if the tree changed since, the server
+    // refuses and the dialog shows the new preview (nothing moved).
+    const data = await api('rewind', {}, Object.assign(rewindRequest(false), {expect: plan}));
     const r = data.result || data;
     closeRewind();
     const undo = el('button', {type: 'button', onclick: doUndo}, 'Undo');
@@ -549,6 +599,11 @@ async function doRewind() {
       data.error ? ' Some paths failed: ' + data.error.message : ''], data.error ? 'error' : 'ok');
     await refreshAll();
   } catch (e) {
+    if (e.code === 'changed_since_preview') {
+      await preview();
+      $('rewind-preview').prepend(el('p', {class: 'error'}, 'The working tree changed since this preview, so nothing was rewound. Here is what a rewind would do now.'));
+      return;
+    }
     $('rewind-preview').append(el('p', {class: 'error'}, e.message));
   }
 }
@@ -558,7 +613,32 @@ function closeRewind() {
   if ($('rewind').open) $('rewind').close();
 }
 
+// askUndo says what Undo (or Redo) would reverse and asks first: one
+// keystroke must not move files unannounced (U7).
+async function askUndo(redo) {
+  if (state.busy) return;
+  try {
+    const u = await api('undoable', {session: state.session});
+    const op = redo ? u.redo : u.undo;
+    if (!op) return notice('Nothing to ' + (redo ? 'redo' : 'undo') + ' in session ' + state.session + '.');
+    const what = op.kind + (op.target ? ' to ' + short(op.target) : op.checkpoint ? ' ' + short(op.checkpoint) : '') + ', ' + when(op.time) + ' (operation #' + op.seq + ')';
+    notice([(redo ? 'Redo ' : 'Undo ') + what + '? ',
+      el('button', {type: 'button', id: redo ? 'redo-confirm' : 'undo-confirm', onclick: redo ? doRedo : doUndo}, redo ? 'Redo it' : 'Undo it'), ' ',
+      el('button', {type: 'button', onclick: () => notice('')}, 'Cancel')]);
+    $(redo ? 'redo-confirm' : 'undo-confirm').focus();
+  } catch (e) {
+    notice(e.message, 'error');
+  }
+}
+
+function busy(on) {
+  state.busy = on;
+  for (const id of ['undo', 'redo', 'undo-confirm', 'redo-confirm']) if ($(id)) $(id).disabled = on;
+}
+
 async function doUndo() {
+  if (state.busy) return;
+  busy(true);
   try {
     const r = await api('undo', {}, {session: state.session});
     notice(['Undid ' + r.op.kind + (r.rewind ? ': ' + r.rewind.restored.length + ' restored, ' + r.rewind.deleted.length + ' deleted' : '') + '. ',
@@ -566,16 +646,20 @@ async function doUndo() {
   } catch (e) {
     notice(e.message, 'error');
   }
+  busy(false);
   await refreshAll();
 }
 
 async function doRedo() {
+  if (state.busy) return;
+  busy(true);
   try {
     const r = await api('redo', {}, {session: state.session});
     notice('Redid ' + r.op.kind + '.', 'ok');
   } catch (e) {
     notice(e.message, 'error');
   }
+  busy(false);
   await refreshAll();
 }
 
@@ -593,15 +677,19 @@ function typing(ev) {
 }
 
 async function rewindShortcut() {
-  // The selected checkpoint, else the one before the head.
-  const page = await api('log', {session: state.session, limit: 200});
-  let target = page.entries.find((e) => e.id === state.selected);
-  if (!target) {
-    const head = page.entries.find((e) => e.head);
-    target = head && page.entries.find((e) => head.parent && e.id === head.parent);
+  // The selected checkpoint, else the one before the head (U10: looked up
+  // by id, however old).
+  try {
+    let ref = state.selected;
+    if (!ref) {
+      const head = await api('show', {session: state.session, ref: '@'});
+      ref = head.parent;
+    }
+    if (!ref) return notice('No earlier checkpoint to rewind to.');
+    openRewind(await api('show', {session: state.session, ref}));
+  } catch (e) {
+    notice(e.message, 'error');
   }
-  if (target) openRewind(target);
-  else notice('No earlier checkpoint to rewind to.');
 }
 
 document.addEventListener('keydown', (ev) => {
@@ -611,7 +699,7 @@ document.addEventListener('keydown', (ev) => {
     case 'h': location.hash = '#/s/' + s; break;
     case 'c': location.hash = '#/s/' + s + '/compare/@/now'; break;
     case 'r': rewindShortcut(); break;
-    case 'u': doUndo(); break;
+    case 'u': askUndo(false); break;
     case '/': ev.preventDefault(); $('q').focus(); $('q').select(); break;
     default: return;
   }
@@ -619,10 +707,17 @@ document.addEventListener('keydown', (ev) => {
 
 function listen() {
   let timer = null;
-  const es = new EventSource('/api/events');
+  const es = new EventSource('/api/events?token=' + enc(token));
   es.addEventListener('change', () => {
     clearTimeout(timer);
-    timer = setTimeout(() => { if (!state.dialogOpen) { statusLine(); if (state.refresh) state.refresh().catch(() => {}); } }, 300);
+    timer = setTimeout(() => {
+      if (state.dialogOpen || state.busy) return;
+      statusLine();
+      // Cheap views follow at once; a compare or a checkpoint (which may
+      // be thousands of files) offers a refresh instead (U4).
+      if (state.refresh) state.refresh().catch(() => {});
+      else if (state.view === 'compare-now') notice(['The working tree or the store changed. ', el('button', {type: 'button', onclick: () => route()}, 'Refresh')]);
+    }, 500);
   });
 }
 
@@ -630,14 +725,18 @@ window.addEventListener('hashchange', () => route().catch((e) => notice(e.messag
 window.addEventListener('DOMContentLoaded', async () => {
   $('session').addEventListener('change', (ev) => { location.hash = '#/s/' + enc(ev.target.value); });
   $('searchform').addEventListener('submit', (ev) => { ev.preventDefault(); location.hash = '#/search/' + enc($('q').value.trim()); });
-  $('undo').addEventListener('click', doUndo);
-  $('redo').addEventListener('click', doRedo);
+  $('undo').addEventListener('click', () => askUndo(false));
+  $('redo').addEventListener('click', () => askUndo(true));
   $('rewind-cancel').addEventListener('click', closeRewind);
   $('rewind-go').addEventListener('click', doRewind);
   $('rewind').addEventListener('close', () => { state.dialogOpen = false; });
   for (const i of document.querySelectorAll('#rewind-form input, #rewind-paths')) i.addEventListener('change', preview);
   // The token travelled in the URL once; the cookie carries it now.
   if (location.search.includes('token=')) history.replaceState(null, '', location.pathname + location.hash);
+  if (!token) {
+    show(el('h1', {}, 'snap ui'), el('p', {}, 'This page needs the URL that "snap ui" printed (it carries a token); open that one.'));
+    return;
+  }
   try {
     await loadSessions();
     statusLine();
