@@ -163,7 +163,13 @@ async function loadSessions() {
   sel.value = cur;
 }
 
-async function statusLine() {
+let statusAt = 0;
+
+// statusLine shows the session's head and whether the tree changed since
+// (a capture: on a big tree a second; at most once in 5 s from events).
+async function statusLine(fromEvent) {
+  if (fromEvent && Date.now() - statusAt < 5000) return;
+  statusAt = Date.now();
   const line = $('statusline');
   try {
     const st = await api('status', {session: state.session});
@@ -712,7 +718,7 @@ function listen() {
     clearTimeout(timer);
     timer = setTimeout(() => {
       if (state.dialogOpen || state.busy) return;
-      statusLine();
+      statusLine(true);
       // Cheap views follow at once; a compare or a checkpoint (which may
       // be thousands of files) offers a refresh instead (U4).
       if (state.refresh) state.refresh().catch(() => {});
