@@ -5,6 +5,7 @@ package snap_test
 // engine; the CLI's are testscripts in cmd/snap/testdata/script/.
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,5 +52,35 @@ func TestRevertDryRunAndNothingToRevert(t *testing.T) {
 	res, err = workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "#2"})
 	if err != nil || !res.Nothing || res.Checkpoint != nil {
 		t.Fatalf("reverting #2 again: %+v, %v; want nothing to revert and no error", res, err)
+	}
+}
+
+// Model finding M32: a revert of a change to a file snap cannot read now
+// (over capture.max-file-size) is a conflict, left untouched and reported;
+// it was reported reverted and recorded as reverted while the restore left
+// the file as it was.
+func TestRevertOfAFileThatCannotBeReadNow(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	if err := r.ConfigSet(ctx, "capture.max-file-size", "100"); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(root, "f.txt")
+	writeFile(t, f, "a\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, f, "b\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	big := string(make([]byte, 300))
+	writeFile(t, f, big)
+	for _, dry := range []bool{true, false} {
+		res, err := workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "@", DryRun: dry})
+		if err != nil && !errors.Is(err, snap.ErrPartial) {
+			t.Fatalf("revert (dry %v): %v", dry, err)
+		}
+		if res == nil || len(res.Reverted) != 0 || len(res.Conflicts) != 1 || res.Conflicts[0].Path != "f.txt" || res.Checkpoint != nil {
+			t.Fatalf("revert (dry %v): %+v, %v", dry, res, err)
+		}
+	}
+	if b, _ := os.ReadFile(f); string(b) != big {
+		t.Fatalf("f.txt changed: %q", b)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/objects"
@@ -214,9 +215,10 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 // Present is the working tree as a move's safety capture (or Plan's dry
 // capture) recorded it, and the means to compute a move's end from it.
 type Present struct {
-	Tree ID // the working tree's files
-	r    *Repo
-	w    *objects.Writer
+	Tree   ID // the working tree's files
+	r      *Repo
+	w      *objects.Writer
+	unread []string // paths the capture could not read (their entries are their previous ones)
 }
 
 // Plan captures the working tree as the session's next checkpoint would,
@@ -244,8 +246,13 @@ func (st *Steps) Plan(ctx context.Context, session string, f func(p *Present) er
 	if err != nil {
 		return err
 	}
-	return f(&Present{Tree: now.tree, r: r, w: t.objects()})
+	return f(&Present{Tree: now.tree, r: r, w: t.objects(), unread: now.unreadable()})
 }
+
+// Unreadable reports whether the capture could not read path p now (too
+// large, no permission): its entry in Tree is the one recorded before,
+// not what the file holds.
+func (p *Present) Unreadable(path string) bool { return slices.Contains(p.unread, path) }
 
 // Entry finds path (slashes, no leading slash) in tree (any stored tree,
 // or the present's; the zero tree is empty).

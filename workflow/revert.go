@@ -252,6 +252,11 @@ func planRevert(pr *snap.Present, fromTree, toTree snap.ID, changed []string) (*
 			plan.conflicts = append(plan.conflicts, RevertConflict{Path: p, Reason: reason, Hunks: hunks})
 		}
 		switch {
+		case pr.Unreadable(p):
+			// Its entry is the one recorded before, not what it holds
+			// now: a revert cannot know it (model finding M32).
+			conflict("it cannot be read now (too large, or no permission): what it holds is not known")
+			continue
 		case same(cur, hasCur, orig, hadOrig):
 			continue // already as before the change
 		case !hasCur && !hadBase && pr.OnDisk(p):
