@@ -42,9 +42,9 @@ what hooks and other sessions record, live.
    --url-file FILE    also write the URL to FILE (mode 0600): for a script
                       that starts snap ui in the background
 
-The URL carries a random token that every request needs (the page keeps it
-in a cookie); requests naming another Host, and changes that do not come
-from the page itself (same origin), are refused. It runs until interrupted.
+The URL carries a random token that every request for data needs (the page
+keeps it for its tab, never in a cookie); requests naming another Host, and
+changes that do not come from the page itself (same origin), are refused. It runs until interrupted.
 With --json the URL is printed as {"url": "..."}.
 
 Examples:
