@@ -172,7 +172,9 @@
 //     both changed is merged three ways by lines, anything else (deleted,
 //     created or kind changed since, overlapping lines, not text) a
 //     conflict, as is a path it cannot read now (unreadable, over
-//     max-file-size: M32, open). What it reports (reverted, conflicts, kept, nothing to
+//     max-file-size: M32, open) or one under a file on disk the restore
+//     cannot replace (ignored: M33, open). What it reports (reverted,
+//     conflicts, kept, nothing to
 //     revert) is the model's, a dry run says the same and changes
 //     nothing; with nothing to write nothing moves; else a move to a
 //     "revert" checkpoint (the safety checkpoint's tree with the reverted
@@ -246,7 +248,8 @@
 // task-stack, outside-write, edit-preview, git-commit, git-commit-refused,
 // commit-killed (the agent workflow); record-actor, actor-kept,
 // actor-kept-who, actor-end, actor-overwritten (actors); blame,
-// blame-binary-version (M29); hook; revert, revert-unreadable (M32); and narrow categories
+// blame-binary-version (M29); hook; revert, revert-unreadable (M32),
+// revert-blocked (M33); and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
 // edit-undo-dirs, undo-created-dir-left, actor-overwritten-own-version,
 // redo-scoped-rules (M27, M30), undo-scoped-reused-safety, ...). Every category is checked in every run: there is no list of known

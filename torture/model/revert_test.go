@@ -74,6 +74,9 @@ type revertExp struct {
 	// max-file-size): a path of the change there is left and reported as
 	// a conflict (M32).
 	unreadable []string
+	// blocked: paths to restore under a file the capture leaves alone,
+	// which the restore cannot replace: conflicts (M33).
+	blocked []string
 }
 
 // changesSince is the recorded changes of paths from checkpoint P's record
@@ -240,7 +243,27 @@ func (p *project) predictRevert(s string, T, P *ckRec, all bool, now, d0 tree, l
 		cur, hasCur := now[q]
 		same := func(x ent, hx bool, y ent, hy bool) bool { return hx == hy && (!hx || x.same(y)) }
 		conflict := func() { re.conflicts = append(re.conflicts, q) }
+		// A file or link on disk where a directory above q must go: a
+		// captured one the revert would replace (not predicted); one the
+		// capture leaves alone (ignored, unreadable) the restore cannot
+		// replace, so, as A7 has it for q itself, a conflict (M33).
+		blocked := false
+		if hadOrig {
+			for a := path.Dir(q); a != "."; a = path.Dir(a) {
+				if e, ok := d0[a]; ok && e.K != 'd' {
+					if _, captured := now[a]; captured {
+						re.unsure = "a file on disk stands above a path the revert restores (" + a + ")"
+						return re
+					}
+					blocked = true
+				}
+			}
+		}
 		switch {
+		case blocked:
+			re.blocked = append(re.blocked, q)
+			conflict()
+			continue
 		case underAny(q, unreadable):
 			// What it holds now cannot be known: it changed since in a
 			// way that cannot be merged, as far as snap can tell (M32).
@@ -353,6 +376,9 @@ func (r *runner) checkRevertAnswer(what string, re *revertExp, res *workflow.Rev
 			if underAny(q, re.unreadable) {
 				cat = "revert-unreadable" // M32
 			}
+			if slices.Contains(re.blocked, q) {
+				cat = "revert-blocked" // M33
+			}
 		}
 		r.failf(cat, "%s reverted %v with conflicts %v; the model expects %v reverted, conflicts %v (the change: %v; unreadable now: %v)",
 			what, res.Reverted, cs, re.reverted, re.conflicts, re.changed, re.unreadable)
@@ -411,6 +437,9 @@ func (r *runner) opRevert(p *project, op *Op) {
 		// M32 is open: the engine reverts what it cannot read; the
 		// model does not follow it there (a dry run only).
 		re.unsure = "a path of the change cannot be read now (M32 open)"
+	}
+	if re.unsure == "" && r.disabled["revert-blocked"] && len(re.blocked) > 0 {
+		re.unsure = "a path of the change lies under a file the restore cannot replace (M33 open)"
 	}
 	if re.unsure != "" {
 		// What the model cannot predict it does not do: a dry run only.
