@@ -84,3 +84,33 @@ func TestRevertOfAFileThatCannotBeReadNow(t *testing.T) {
 		t.Fatalf("f.txt changed: %q", b)
 	}
 }
+
+// Model finding M33: a revert that would restore a file beneath a file (an
+// ignored one) standing where its directory must be makes it a conflict,
+// known before anything is written; it was restored, failed, and recorded.
+func TestRevertBeneathAFileIsAConflict(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "d", "x"), "1\n")
+	writeFile(t, filepath.Join(root, "y"), "1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if err := os.RemoveAll(filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "y"), "2\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "d"), "file\n")
+	writeFile(t, filepath.Join(root, ".gitignore"), "d\n")
+	res, err := workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "@", All: true})
+	if !errors.Is(err, snap.ErrPartial) || res == nil {
+		t.Fatalf("revert: %+v, %v", res, err)
+	}
+	if len(res.Conflicts) != 1 || res.Conflicts[0].Path != "d/x" || len(res.Reverted) != 1 || res.Reverted[0] != "y" || res.Checkpoint == nil {
+		t.Fatalf("revert: reverted %v, conflicts %+v, checkpoint %v", res.Reverted, res.Conflicts, res.Checkpoint)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "d")); string(b) != "file\n" {
+		t.Fatalf("d: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "y")); string(b) != "1\n" {
+		t.Fatalf("y: %q", b)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 
@@ -296,6 +297,18 @@ func (p *Present) Edit(changes map[string]*TreeEntry) (ID, error) {
 func (p *Present) OnDisk(path string) bool {
 	_, err := os.Lstat(filepath.Join(p.r.Root, filepath.FromSlash(path)))
 	return err == nil
+}
+
+// Blocked reports whether a file or a symlink stands on disk where one of
+// path's directories must be: a restore of path would fail there.
+func (p *Present) Blocked(path string) bool {
+	for d := pathpkg.Dir(path); d != "."; d = pathpkg.Dir(d) {
+		fi, err := os.Lstat(filepath.Join(p.r.Root, filepath.FromSlash(d)))
+		if err == nil && !fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // TaskMarks is what the op log records of a session's tasks.

@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -173,6 +174,9 @@ func (f *Flow) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 		}})
 	res.Rewind = rr
 	if err != nil {
+		if errors.Is(err, snap.ErrPartial) && !end.IsZero() {
+			res.Checkpoint = &end // recorded, the head on it: said even when partial (M33)
+		}
 		return res, err
 	}
 	res.Checkpoint = &end
@@ -259,6 +263,11 @@ func planRevert(pr *snap.Present, fromTree, toTree snap.ID, changed []string) (*
 			continue
 		case same(cur, hasCur, orig, hadOrig):
 			continue // already as before the change
+		case hadOrig && pr.Blocked(p):
+			// The restore could not write it: known before anything is
+			// written (model finding M33, as A7 for the path itself).
+			conflict("a file or link stands where its directory must be")
+			continue
 		case !hasCur && !hadBase && pr.OnDisk(p):
 			// Not captured (ignored or unreadable now) yet there: a
 			// restore would refuse to overwrite it after recording the
