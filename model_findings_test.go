@@ -6,6 +6,7 @@ package snap_test
 // the same cases through the model.
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,5 +306,32 @@ func TestChangedPathsListsAFileTheHeadNowNamesAsASource(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "chat.jsonl" {
 		t.Fatalf("ChangedPaths(begin, the working tree) = %v, want [chat.jsonl] (the next checkpoint records no file there)", got)
+	}
+}
+
+// M34: a revert that writes something re-plans against its safety capture
+// (the move's End); that plan must know, as the dry plan does (M32), which
+// files the capture could not read: an oversized f.txt was a conflict in
+// the plan and reverted (reported, recorded, left on disk) in the move.
+func TestRevertThatMovesLeavesAFileThatCannotBeReadNow(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	if err := r.ConfigSet(ctx, "capture.max-file-size", "100"); err != nil {
+		t.Fatal(err)
+	}
+	f, g := filepath.Join(root, "f.txt"), filepath.Join(root, "g.txt")
+	writeFile(t, f, "a\n")
+	writeFile(t, g, "1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, f, "b\n")
+	writeFile(t, g, "2\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	big := strings.Repeat("x", 300)
+	writeFile(t, f, big)
+	res, err := workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "@"})
+	if !errors.Is(err, snap.ErrPartial) || res == nil || strings.Join(res.Reverted, " ") != "g.txt" || len(res.Conflicts) != 1 || res.Conflicts[0].Path != "f.txt" {
+		t.Fatalf("revert: %+v, %v; want g.txt reverted, f.txt a conflict", res, err)
+	}
+	if b, _ := os.ReadFile(g); string(b) != "1\n" {
+		t.Fatalf("g.txt is %q", b)
 	}
 }

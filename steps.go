@@ -175,7 +175,9 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 		if s.End != nil {
 			var paths []string
 			var err error
-			if tree, paths, err = s.End(&Present{Tree: now.tree, r: r, w: t.objects()}); err != nil {
+			// (unread: what the safety capture could not read, as Plan's
+			// Present says it: model finding M34.)
+			if tree, paths, err = s.End(&Present{Tree: now.tree, r: r, w: t.objects(), unread: now.unreadable()}); err != nil {
 				return objects.ID{}, err
 			}
 			if paths != nil {
