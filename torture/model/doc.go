@@ -172,8 +172,8 @@
 //     both changed is merged three ways by lines, anything else (deleted,
 //     created or kind changed since, overlapping lines, not text) a
 //     conflict, as is a path it cannot read now (unreadable, over
-//     max-file-size: M32, open) or one under a file on disk the restore
-//     cannot replace (ignored: M33, open). What it reports (reverted,
+//     max-file-size: M32, M34) or one under a file on disk the restore
+//     cannot replace (ignored: M33). What it reports (reverted,
 //     conflicts, kept, nothing to
 //     revert) is the model's, a dry run says the same and changes
 //     nothing; with nothing to write nothing moves; else a move to a
@@ -248,7 +248,7 @@
 // task-stack, outside-write, edit-preview, git-commit, git-commit-refused,
 // commit-killed (the agent workflow); record-actor, actor-kept,
 // actor-kept-who, actor-end, actor-overwritten (actors); blame,
-// blame-binary-version (M29); hook; revert, revert-unreadable (M32),
+// blame-binary-version (M29); hook; revert, revert-unreadable (M32, M34),
 // revert-blocked (M33); and narrow categories
 // that name the shape of a past finding (undo-deletes-unignored,
 // edit-undo-dirs, undo-created-dir-left, actor-overwritten-own-version,
