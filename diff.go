@@ -137,6 +137,12 @@ const maxDiffSize = 8 << 20
 // State documents are compared message by message when they are
 // conversations.
 func (r *Repo) Diff(ctx context.Context, from objects.ID, to *objects.ID, paths []string) (*DiffResult, error) {
+	return r.diff(ctx, from, to, paths, true)
+}
+
+// diff is Diff; without actors it leaves FileDiff.ChangedBy out (a scan of
+// the op log between the two sides that ChangedPaths does not need).
+func (r *Repo) diff(ctx context.Context, from objects.ID, to *objects.ID, paths []string, actors bool) (*DiffResult, error) {
 	fck, err := r.loadCheckpoint(from)
 	if err != nil {
 		return nil, err
@@ -197,8 +203,10 @@ func (r *Repo) Diff(ctx context.Context, from objects.ID, to *objects.ID, paths 
 	if to != nil {
 		toID = *to
 	}
-	if err := r.changedBy(from, toID, res.Files); err != nil {
-		return nil, err
+	if actors {
+		if err := r.changedBy(from, toID, res.Files); err != nil {
+			return nil, err
+		}
 	}
 	if len(paths) == 0 {
 		if res.State, err = r.stateDiffs(tr, fck.State, toState, read, live); err != nil {
@@ -356,7 +364,7 @@ func unified(from, to string, a, b []byte, added, deleted bool) (string, int, in
 // records it; see sourcesNow). The git bridge commits these paths
 // (task and edit commits with --git-commit).
 func (r *Repo) ChangedPaths(ctx context.Context, from objects.ID, to *objects.ID) ([]string, error) {
-	d, err := r.Diff(ctx, from, to, nil)
+	d, err := r.diff(ctx, from, to, nil, false)
 	if err != nil {
 		return nil, err
 	}

@@ -66,11 +66,7 @@ type logPage struct {
 }
 
 func (s *Server) log(r *http.Request) (any, error) {
-	offset, err := intParam(r, "offset", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := intParam(r, "limit", 50)
+	offset, limit, err := pageParams(r)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +80,14 @@ func (s *Server) log(r *http.Request) (any, error) {
 		page.Entries = entries[offset : offset+min(len(entries)-offset, max(limit, 1))] // (no offset+limit: it may overflow, U5)
 	}
 	return page, nil
+}
+
+// pageParams reads a page's offset (default 0) and limit (default 50).
+func pageParams(r *http.Request) (offset, limit int, err error) {
+	if offset, err = intParam(r, "offset", 0); err == nil {
+		limit, err = intParam(r, "limit", 50)
+	}
+	return offset, limit, err
 }
 
 // ops lists the last operations of the store (every session), newest first.
@@ -143,11 +147,7 @@ func (s *Server) conversation(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	offset, err := intParam(r, "offset", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := intParam(r, "limit", 50)
+	offset, limit, err := pageParams(r)
 	if err != nil {
 		return nil, err
 	}
