@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"github.com/snapcore-dev/snap/merge"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
-	"github.com/snapcore-dev/snap/worktree"
 )
 
 // Actors: who changed a path since a checkpoint, read from what the op log
@@ -205,7 +203,7 @@ func (r *Repo) records(h *history, first, end int, base objects.ID, fn func(from
 func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, target objects.ID, tck *objects.Checkpoint, paths []string) (end objects.ID, kept []Kept, idle bool, err error) {
 	// The paths the move would change: those it leaves alone anyway
 	// (unreadable now or then, excluded) are not its to keep.
-	leave := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)))
+	leave := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)), slices.Collect(maps.Keys(now.targetDocs)))
 	type ends struct{ now, end objects.TreeEntry }
 	cands := map[string]ends{}
 	err = objects.DiffTrees(w, now.tree, tck.Tree, func(c objects.Change) error {
@@ -316,10 +314,7 @@ func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, t
 	}
 	slices.SortFunc(kept, func(a, b Kept) int { return strings.Compare(a.Path, b.Path) })
 	r.numberKept(h, kept)
-	end, err = worktree.EditTree(w, tck.Tree, edits, func(dir string) bool {
-		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
-		return err == nil && fi.IsDir()
-	})
+	end, err = r.editTree(w, tck.Tree, edits)
 	return end, kept, len(kept) == len(cands) && !merged, err
 }
 

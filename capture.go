@@ -28,6 +28,11 @@ type captured struct {
 	// excluded: project paths that are this session's state-document
 	// sources, not files.
 	excluded []string
+	// targetDocs: project paths where a move's target keeps a state
+	// document (path → its name) that are files now: recorded as they
+	// are, and left alone by the move, whose target says nothing of them
+	// as files (seed 905).
+	targetDocs map[string]string
 	// othersDocs: project paths that another session keeps a state
 	// document at (path → "session S's state document NAME"): files here,
 	// which no move of this session changes.
@@ -49,7 +54,8 @@ type captureSpec struct {
 	// rewind target's), beside the parent's; they win over the parent's.
 	sources map[string]string
 	// exclude: more state-document sources (a rewind target's, whatever
-	// its scope) that are not tree files.
+	// its scope), which the move leaves alone; one that is not this
+	// session's own is recorded as the file it is now (targetDocs).
 	exclude map[string]string
 	paths   []string   // edit-set: only these paths are examined
 	tree    objects.ID // not zero: these files, nothing captured
@@ -103,8 +109,16 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 	// Another session's documents are files here (N1): recorded, never
 	// recorded as deleted while on disk, and left alone by this session's
 	// moves.
-	wopts.Exclude = r.inProject(sources, spec.exclude)
+	wopts.Exclude = r.inProject(sources)
 	others := r.othersDocs(wopts.Exclude)
+	targetDocs := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(spec.exclude)) {
+		for _, rel := range r.inProject(map[string]string{name: spec.exclude[name]}) {
+			if _, seen := targetDocs[rel]; !seen && !slices.Contains(wopts.Exclude, rel) {
+				targetDocs[rel] = name
+			}
+		}
+	}
 	var snap *worktree.Snapshot
 	var err error
 	switch {
@@ -129,7 +143,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		return nil, err
 	}
 	c := &captured{tree: snap.Tree, snap: snap, sources: map[string]string{}, docs: map[string]objects.TreeEntry{},
-		data: map[string][]byte{}, files: map[string]string{}, excluded: wopts.Exclude, othersDocs: others}
+		data: map[string][]byte{}, files: map[string]string{}, excluded: wopts.Exclude, othersDocs: others, targetDocs: targetDocs}
 	var pstate *objects.Tree
 	if parent != nil {
 		if pstate, err = r.objects.ReadTree(parent.State); err != nil {

@@ -335,3 +335,46 @@ func TestRevertThatMovesLeavesAFileThatCannotBeReadNow(t *testing.T) {
 		t.Fatalf("g.txt is %q", b)
 	}
 }
+
+// Seed 905 (model, issue 22): the undo of a task revert deleted chat.jsonl,
+// an ordinary file of the session that its task's first checkpoint had
+// recorded as the conversation's source. The move's safety capture left
+// every path the target keeps a document at out of its tree, so the
+// safety checkpoint said the file did not exist and the undo, restoring
+// it, deleted the file. Such a path is left alone by the move (the target
+// says nothing of it as a file), but the present records it as it is.
+func TestUndoOfATaskRevertKeepsAFileTheTaskBeganWithAsADocument(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	in, out := filepath.Join(root, "chat.jsonl"), filepath.Join(t.TempDir(), "t.jsonl")
+	conv := func(src string) []snap.StateDoc { return []snap.StateDoc{{Name: snap.ConversationDoc, Source: src}} }
+	writeFile(t, in, `{"type":"user","message":{"role":"user","content":"one"}}`+"\n")
+	checkpoint(t, r, snap.CheckpointOptions{State: conv(in)})
+	flow := workflow.New(r)
+	if _, err := flow.TaskBegin(ctx, workflow.TaskOptions{Text: "goal"}); err != nil {
+		t.Fatal(err)
+	}
+	// The transcript moves out of the project; chat.jsonl is a file now.
+	if err := os.Rename(in, out); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, in, "an ordinary file\n")
+	checkpoint(t, r, snap.CheckpointOptions{State: conv(out)})
+	if _, err := flow.TaskRevert(ctx, workflow.TaskOptions{Text: "why"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(in); err != nil || string(b) != "an ordinary file\n" {
+		t.Fatalf("after the task revert chat.jsonl is %q, %v", b, err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(in); err != nil || string(b) != "an ordinary file\n" {
+		t.Fatalf("the undo of the task revert gave chat.jsonl = %q, %v; want it as it was", b, err)
+	}
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(in); err != nil || string(b) != "an ordinary file\n" {
+		t.Fatalf("the redo of the task revert gave chat.jsonl = %q, %v; want it as it was", b, err)
+	}
+}

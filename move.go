@@ -324,7 +324,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 	if scope.Files {
 		// Paths that could not be read, now or when the target was
 		// captured, are left as they are: neither side knows their content.
-		keep := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)))
+		keep := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)), slices.Collect(maps.Keys(now.targetDocs)))
 		var undoFrom objects.ID // the tree the undone rewind wrote its created paths from
 		if scope.UndoFrom != nil {
 			if ck, err := r.objects.ReadCheckpoint(*scope.UndoFrom); err == nil {
@@ -362,6 +362,8 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 					reason = now.othersDocs[p]
 				case slices.Contains(now.excluded, p):
 					reason = "a state document of this session (restored as one, not as a file)"
+				case now.targetDocs[p] != "":
+					reason = fmt.Sprintf("the target's state document %s, not a file there: left as it is", now.targetDocs[p])
 				}
 				res.Skipped = append(res.Skipped, worktree.Skipped{Path: p, Kept: true, Reason: reason})
 			}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	pathpkg "path"
 	"path/filepath"
 	"slices"
@@ -185,6 +187,15 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 			}
 			snap, kept = &worktree.Snapshot{Files: -1}, now.unreadable()
 		}
+		if s.End == nil && len(now.targetDocs) > 0 {
+			// A path where the target keeps a document is left alone by
+			// the move: the end, whose documents are the session's, holds
+			// it as the file it is now (seed 905).
+			var err error
+			if tree, err = r.carryPresent(t.objects(), tree, now.tree, slices.Sorted(maps.Keys(now.targetDocs)), snap); err != nil {
+				return objects.ID{}, err
+			}
+		}
 		for _, q := range kept {
 			snap.Skipped = append(snap.Skipped, worktree.Skipped{Path: q, Kept: true})
 		}
@@ -288,10 +299,42 @@ func (p *Present) Put(data []byte) (ID, int64, error) {
 // Edit returns the present's tree with changes applied (path → new entry;
 // nil: deleted). A directory left empty stays when it is there on disk.
 func (p *Present) Edit(changes map[string]*TreeEntry) (ID, error) {
-	return worktree.EditTree(p.w, p.Tree, changes, func(dir string) bool {
-		fi, err := os.Lstat(filepath.Join(p.r.Root, filepath.FromSlash(dir)))
+	return p.r.editTree(p.w, p.Tree, changes)
+}
+
+// editTree returns tree with changes applied (path → new entry; nil:
+// deleted); a directory left empty stays when it is there on disk.
+func (r *Repo) editTree(w *objects.Writer, tree ID, changes map[string]*TreeEntry) (ID, error) {
+	return worktree.EditTree(w, tree, changes, func(dir string) bool {
+		fi, err := os.Lstat(filepath.Join(r.Root, filepath.FromSlash(dir)))
 		return err == nil && fi.IsDir()
 	})
+}
+
+// carryPresent returns tree with paths as they are in the present's tree
+// (absent there: removed), and snap's counts made to match (Files: -1,
+// derived from the parent's).
+func (r *Repo) carryPresent(w *objects.Writer, tree, present ID, paths []string, snap *worktree.Snapshot) (ID, error) {
+	changes := map[string]*TreeEntry{}
+	for _, q := range paths {
+		changes[q] = nil
+		if old, ok, err := objects.EntryAt(w, tree, q); err != nil {
+			return ID{}, err
+		} else if ok {
+			snap.Bytes -= old.Size
+		}
+		e, ok, err := objects.EntryAt(w, present, q)
+		if err != nil {
+			return ID{}, err
+		}
+		if ok {
+			e.Name = path.Base(q)
+			changes[q] = &e
+			snap.Bytes += e.Size
+		}
+	}
+	snap.Files = -1
+	return r.editTree(w, tree, changes)
 }
 
 // OnDisk reports whether something exists at project path (slashes),

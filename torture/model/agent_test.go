@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -1587,9 +1588,10 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 			docs[n] = d
 		}
 	}
-	rec := &ckRec{id: res.Checkpoint, session: s, files: mbegin.files, docs: docs, kind: "task-revert", parent: sid}
+	endFiles := carryTargetDocs(p, mbegin.files, begin, me)
+	rec := &ckRec{id: res.Checkpoint, session: s, files: endFiles, docs: docs, kind: "task-revert", parent: sid}
 	r.adoptTaskDoc(p, rec, want, "task-revert checkpoint")
-	r.verifyRecord(p, rec, capExp{files: mbegin.files, unreadable: trimAll(begin.skipped)}, "task-revert checkpoint")
+	r.verifyRecord(p, rec, capExp{files: endFiles, unreadable: trimAll(begin.skipped)}, "task-revert checkpoint")
 	r.checkKind(p, rec.id, "task-revert")
 	rec = p.add(rec)
 	p.logMove(s, p.byID[sid], rec, nil, true, p.byID[sid], rec)
@@ -1611,6 +1613,38 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	setHead(p, s, rec.id)
 	p.pending[s] = &pendingEdits{}
 	p.taskFloor[s] = max(p.taskFloor[s], t.ID+1)
+}
+
+// carryTargetDocs returns the files of a move's end that keeps the
+// session's documents (a task revert): the target's files, but a path
+// where the target kept a document of its own, not the session's now, is
+// left alone by the move and held as it is in the present (seed 905).
+func carryTargetDocs(p *project, files tree, T *ckRec, me moveExp) tree {
+	own := p.excludedSources(me.safetyDoc)
+	out, cloned := files, false
+	for q := range p.excludedSources(T.docs) {
+		if own[q] {
+			continue
+		}
+		if !cloned {
+			out, cloned = files.clone(), true
+		}
+		under := func(k string) bool { return k == q || strings.HasPrefix(k, q+"/") }
+		maps.DeleteFunc(out, func(k string, _ ent) bool { return under(k) })
+		for k, e := range me.safety.files {
+			if under(k) {
+				out[k] = e
+			}
+		}
+		if _, on := me.safety.files[q]; on {
+			for a := path.Dir(q); a != "."; a = path.Dir(a) {
+				if _, ok := out[a]; !ok {
+					out[a] = ent{K: 'd'}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // ---------------------------------------------------------------------------

@@ -788,7 +788,7 @@ type moveExp struct {
 	safety    capExp // the safety capture
 	safetyDoc map[string]doc
 	docWrites map[string]bool // document sources the move writes (paths relative to root when inside)
-	exclude   map[string]bool // state-document sources in the project: no tree files (left as they are)
+	exclude   map[string]bool // state-document sources in the project, this session's and the target's: left as they are
 	others    map[string]bool // another session's state-document sources in the project: files, left as they are (N1)
 }
 
@@ -837,9 +837,11 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 		}
 	}
 	me.safetyDoc = expectDocs(h, nil, extra)
-	exclude := p.excludedSources(me.safetyDoc)
-	// The target's sources are no tree files in a move either, whatever
-	// its scope (model finding M1).
+	own := p.excludedSources(me.safetyDoc)
+	// The target's sources are left alone by a move, whatever its scope
+	// (model finding M1); the present records one that is a file now as
+	// the file it is (seed 905).
+	exclude := maps.Clone(own)
 	for rel := range p.excludedSources(T.docs) {
 		exclude[rel] = true
 	}
@@ -850,9 +852,9 @@ func (p *project) expectMoveEnd(d0 tree, o0 outState, T *ckRec, end tree, h *ckR
 	if sc.diskRules {
 		rules = nil
 	}
-	me.safety = expectCapture(d0, capOpts{parent: hfiles, rules: rules, exclude: exclude})
+	me.safety = expectCapture(d0, capOpts{parent: hfiles, rules: rules, exclude: own})
 	me.exclude = exclude
-	me.others = p.othersDocs(exclude)
+	me.others = p.othersDocs(own)
 	tf := end
 
 	r0 := diskRules(d0)
