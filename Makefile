@@ -18,12 +18,24 @@ TSDIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/snap-test/mcp-ts
 
 .PHONY: build demo deps test vet lint fmt-check test-race torture bench bench-quick clean cover
 
+# The build tags of the snap binary, for a shorter start (bench/README.md, W10):
+# urfave_cli_no_docs leaves out urfave/cli's man-page and markdown renderer
+# (blackfriday, md2man: snap never calls ToMan or ToMarkdown); netgo and
+# osusergo use Go's own DNS resolver and /etc/passwd reader, so no package
+# needs cgo and the binary is static (no dynamic loader, no libc start at
+# every run). A plain 'go build' or 'go install ./cmd/snap' works the same,
+# slower to start. The test runs below pass them in GOFLAGS, which the tests
+# that build the binary themselves ('go build' in mcp/, torture/, ...)
+# inherit; cmd/snap's e2e test and bench/ pass them explicitly.
+SNAP_TAGS  := urfave_cli_no_docs,netgo,osusergo
+TEST_FLAGS := GOFLAGS="$(GOFLAGS) -tags=$(SNAP_TAGS)"
+
 build:
-	$(GO) build -o bin/snap ./cmd/snap
+	$(GO) build -tags $(SNAP_TAGS) -o bin/snap ./cmd/snap
 
 demo:
 	@mkdir -p $(dir $(DEMOBIN))
-	$(GO) build -o $(DEMOBIN) ./cmd/snap
+	$(GO) build -tags $(SNAP_TAGS) -o $(DEMOBIN) ./cmd/snap
 	bash scripts/demo.sh $(DEMOBIN)
 
 # The git bridge's tests check what the real git reads (fsck, archive, log,
@@ -74,12 +86,12 @@ lint:
 # then the root package, the workflow and the CLI measured together (the CLI's tests drive
 # the engine), the per-function report in $(TMP)/snap-cover.txt.
 test: deps fmt-check vet lint
-	SNAP_MCP_TS_CLIENT=1 SNAP_MCP_TS_DIR=$(TSDIR) $(GO) test -timeout 20m -cover ./...
+	$(TEST_FLAGS) SNAP_MCP_TS_CLIENT=1 SNAP_MCP_TS_DIR=$(TSDIR) $(GO) test -timeout 20m -cover ./...
 	$(MAKE) cover
 	$(MAKE) test-race
 
 cover:
-	$(GO) test -timeout 20m -coverpkg=github.com/snapcore-dev/snap,github.com/snapcore-dev/snap/workflow,github.com/snapcore-dev/snap/cmd/snap \
+	$(TEST_FLAGS) $(GO) test -timeout 20m -coverpkg=github.com/snapcore-dev/snap,github.com/snapcore-dev/snap/workflow,github.com/snapcore-dev/snap/cmd/snap \
 	  -coverprofile=$(TMP)/snap-cover.out . ./workflow/ ./cmd/snap/ >/dev/null
 	$(GO) tool cover -func=$(TMP)/snap-cover.out > $(TMP)/snap-cover.txt
 	@echo "root package + workflow + cmd/snap: $$(tail -1 $(TMP)/snap-cover.txt | awk '{print $$NF}') of statements (per function: $(TMP)/snap-cover.txt)"
@@ -87,7 +99,7 @@ cover:
 # The long reliability run: 1,000 kill -9 iterations, 60 s of concurrent
 # sessions against a gc loop (CI runs the short version inside make test).
 torture:
-	$(GO) test -count=1 -v -timeout 60m ./torture/ -torture.long
+	$(TEST_FLAGS) $(GO) test -count=1 -v -timeout 60m ./torture/ -torture.long
 
 # Side-by-side benchmarks against shadow git and go-git (bench/README.md).
 # The full run takes ~20 minutes and ~10 GB of /tmp; the quick one is what

@@ -32,7 +32,7 @@ func TestQuickHarness(t *testing.T) {
 		Realdata:     filepath.Join("..", "..", "shared", "realdata"),
 		GoGitTimeout: time.Minute,
 		W1Files:      300, W2Files: 100, W2Steps: 12, W3Steps: 6, W4Size: 4 << 20, W5Files: 300, W8Size: 1 << 20,
-		W9Lines: 300, W9Steps: 8,
+		W9Lines: 300, W9Steps: 8, W10Runs: 4,
 	}
 	var log bytes.Buffer
 	rep, err := runBench(cfg, &log)
@@ -43,13 +43,14 @@ func TestQuickHarness(t *testing.T) {
 		t.Fatalf("errors: %v\nlog:\n%s", rep.Errors, log.String())
 	}
 	want := map[string][]string{
-		"W1": {rowFirst, rowNoChange, row10, row1000, rowRewind10, rowRewind1000, rowStore},
-		"W2": {"checkpoint latency p50", "checkpoint latency p99", "`log -n 20`", rowStore, "transcript storage"},
-		"W3": {"per-step checkpoint p50", "store growth over the replay", "rewind to a random step"},
-		"W4": {rowBigFirst, rowBigChanged, rowBigRSS},
-		"W5": {rowEditSet},
-		"W8": {rowConvDiff, rowConvDiffLive, rowConvDiffRSS, rowConvLiveRSS, rowConvCompact, rowConvCompactRSS},
-		"W9": {rowBlame, rowBlame + " (git at its best)"},
+		"W1":  {rowFirst, rowNoChange, row10, row1000, rowRewind10, rowRewind1000, rowStore},
+		"W2":  {"checkpoint latency p50", "checkpoint latency p99", "`log -n 20`", rowStore, "transcript storage"},
+		"W3":  {"per-step checkpoint p50", "store growth over the replay", "rewind to a random step"},
+		"W4":  {rowBigFirst, rowBigChanged, rowBigRSS},
+		"W5":  {rowEditSet},
+		"W8":  {rowConvDiff, rowConvDiffLive, rowConvDiffRSS, rowConvLiveRSS, rowConvCompact, rowConvCompactRSS},
+		"W9":  {rowBlame, rowBlame + " (git at its best)"},
+		"W10": {rowStartVersion, rowStartHook},
 	}
 	for w, names := range want {
 		for _, n := range names {

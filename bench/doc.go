@@ -21,12 +21,15 @@
 // own source tree ($(go env GOROOT)/src, test, misc): W1 big tree, W2 long
 // session, W3 replay of real Claude Code transcripts (../shared/realdata), W4
 // big file, W5 edit-set checkpoint, W6 staged edits, W7 agent hooks, W8 big
-// transcript diff. Repeated measurements alternate the peers'
-// order so machine noise hits each alike. The targets are printed, never
+// transcript diff, W9 blame, W10 process start (snap --version and a no-op
+// hook against git --version and git rev-parse). Repeated measurements
+// alternate the peers' order so machine noise hits each alike. The targets are printed, never
 // enforced: the exit code is non-zero only for real errors (a failed command,
 // a rewind that did not restore the exact bytes).
 //
 // The files: main.go (flags, the run), gen.go (generators), peers.go (snap, git,
 // go-git, timing and peak RSS), report.go (rows, table, JSON) and one file per
-// workload. README.md has the latest full table.
+// workload; abtime/ is a small command that times two builds of snap (or any
+// commands) against each other in alternating rounds. README.md has the
+// latest full table.
 package main

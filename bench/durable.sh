@@ -11,7 +11,7 @@ R=${R:-9}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 variants="none auto fsync syncfs"
 for v in $variants; do
-  go build -ldflags "-X github.com/snapcore-dev/snap/worktree.syncPolicy=$v" -o "$W/snap-$v" ./cmd/snap
+  go build -tags urfave_cli_no_docs,netgo,osusergo -ldflags "-X github.com/snapcore-dev/snap/worktree.syncPolicy=$v" -o "$W/snap-$v" ./cmd/snap
 done
 for N in "${@:-10 1000}"; do
   for N1 in $N; do

@@ -2,6 +2,7 @@ package objects
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -19,14 +20,20 @@ const (
 
 // The encoders and the decoder of the process: EncodeAll and DecodeAll are
 // safe for concurrent use and reuse their internal state, which each of
-// their pooled encoders sets up on first use.
+// their pooled encoders sets up on first use. Each is made on first use, not
+// at process start: a command that reads or writes no object (snap
+// --version, a hook event that records nothing) does not pay for them (the
+// first NewReader builds zstd's predefined tables: ~0.5 ms of a process).
 var (
 	// encoder compresses at the default level (zstd level 3): ~1 ms to set
 	// up per pooled encoder.
-	encoder, _ = zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderCRC(false), // ids already verify every object
-		zstd.WithZeroFrames(true))
+	encoder = sync.OnceValue(func() *zstd.Encoder {
+		e, _ := zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			zstd.WithEncoderCRC(false), // ids already verify every object
+			zstd.WithZeroFrames(true))
+		return e
+	})
 	// bulkEncoder compresses the large objects of a big write (past the
 	// first bulkAfter objects of a Writer) one level higher (the third of
 	// four): on source text 2% smaller for twice
@@ -34,15 +41,21 @@ var (
 	// and hashing cost more), 1.6x the time on random data, and ~5 ms to
 	// set up per pooled encoder (its 4 MiB match table), which a
 	// checkpoint of a few changed files should not pay.
-	bulkEncoder, _ = zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedBetterCompression),
-		zstd.WithEncoderCRC(false),
-		zstd.WithZeroFrames(true))
-	decoder, _ = zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(0),
-		zstd.WithDecoderMaxMemory(MaxObjectSize),
-		zstd.WithDecodeAllCapLimit(true), // never decode past the size the index declares
-		zstd.IgnoreChecksum(true))
+	bulkEncoder = sync.OnceValue(func() *zstd.Encoder {
+		e, _ := zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedBetterCompression),
+			zstd.WithEncoderCRC(false),
+			zstd.WithZeroFrames(true))
+		return e
+	})
+	decoder = sync.OnceValue(func() *zstd.Decoder {
+		d, _ := zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(0),
+			zstd.WithDecoderMaxMemory(MaxObjectSize),
+			zstd.WithDecodeAllCapLimit(true), // never decode past the size the index declares
+			zstd.IgnoreChecksum(true))
+		return d
+	})
 )
 
 // compress returns the stored form of data and its encoding: zstd when that
@@ -52,9 +65,9 @@ func compress(data []byte, bulk bool) ([]byte, byte) {
 	if len(data) < 64 {
 		return data, encRaw
 	}
-	enc := encoder
+	enc := encoder()
 	if bulk && len(data) >= 1<<10 {
-		enc = bulkEncoder
+		enc = bulkEncoder()
 	}
 	c := enc.EncodeAll(data, make([]byte, 0, len(data)/2))
 	if len(c) >= len(data) {
@@ -81,7 +94,7 @@ func decompress(stored []byte, enc byte, size uint32) ([]byte, error) {
 		}
 		// With the cap limit, a frame that decodes to more than size fails
 		// instead of allocating: a decompression bomb costs size bytes.
-		out, err := decoder.DecodeAll(stored, make([]byte, 0, size))
+		out, err := decoder().DecodeAll(stored, make([]byte, 0, size))
 		if err != nil {
 			return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 		}

@@ -311,7 +311,7 @@ func TestForgedRecordsRefused(t *testing.T) {
 	if len(good) != len(evil) {
 		t.Fatal("contents must have equal lengths")
 	}
-	zEvil := encoder.EncodeAll(evil, nil)
+	zEvil := encoder().EncodeAll(evil, nil)
 	tree := (&Tree{Entries: []TreeEntry{{Name: "a", Mode: ModeFile, ID: Hash(TypeBlob, good), Size: 1}}}).Encode()
 	cases := []struct {
 		name string
@@ -321,7 +321,7 @@ func TestForgedRecordsRefused(t *testing.T) {
 		{"zstd", rawRecordForTest{id: Hash(TypeBlob, good), typ: TypeBlob, enc: encZstd, size: uint32(len(evil)), stored: zEvil}},
 		{"type swapped", rawRecordForTest{id: Hash(TypeTree, tree), typ: TypeBlob, enc: encRaw, size: uint32(len(tree)), stored: tree}},
 		{"raw declared as zstd", rawRecordForTest{id: Hash(TypeBlob, good), typ: TypeBlob, enc: encZstd, size: uint32(len(good)), stored: good}},
-		{"zstd declared as raw", rawRecordForTest{id: Hash(TypeBlob, good), typ: TypeBlob, enc: encRaw, size: uint32(len(good)), stored: encoder.EncodeAll(good, nil)}},
+		{"zstd declared as raw", rawRecordForTest{id: Hash(TypeBlob, good), typ: TypeBlob, enc: encRaw, size: uint32(len(good)), stored: encoder().EncodeAll(good, nil)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -360,13 +360,13 @@ func TestDecompressionBombRefused(t *testing.T) {
 		return buf.Bytes()
 	}
 	zeros := make([]byte, 8<<20)
-	bigFCS := encoder.EncodeAll(zeros, nil) // declares 8 MiB
+	bigFCS := encoder().EncodeAll(zeros, nil) // declares 8 MiB
 	var h zstd.Header
 	if err := h.Decode(bigFCS); err != nil || !h.HasFCS || h.FrameContentSize != uint64(len(zeros)) {
 		t.Fatalf("test frame: %v %+v", err, h)
 	}
 	// A frame whose header says 16 bytes, followed by a second frame of 8 MiB.
-	twoFrames := append(encoder.EncodeAll(want, nil), bigFCS...)
+	twoFrames := append(encoder().EncodeAll(want, nil), bigFCS...)
 	// A frame whose header lies: it says 16 bytes but holds 8 MiB.
 	lying := append([]byte(nil), bigFCS...)
 	{
@@ -392,8 +392,8 @@ func TestDecompressionBombRefused(t *testing.T) {
 		{"no content size, decodes past MaxObjectSize", rleFrameForTest(MaxObjectSize + 1<<20)},
 		{"second frame of 8 MiB", twoFrames},
 		{"header lies about its size", lying},
-		{"right content then a skippable frame", append(encoder.EncodeAll(want, nil), 0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4)},
-		{"empty frame", encoder.EncodeAll(nil, nil)},
+		{"right content then a skippable frame", append(encoder().EncodeAll(want, nil), 0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4)},
+		{"empty frame", encoder().EncodeAll(nil, nil)},
 		{"not zstd", []byte("definitely not a zstd frame")},
 		{"no bytes", nil},
 	}

@@ -83,7 +83,7 @@ func deltaBytes(innerEnc byte, inner []byte, size uint32) ([]byte, error) {
 	}
 	// zstd leaves the size out of frames of fewer than 256 bytes: decode
 	// at most limit bytes (the decoder's cap limit stops a longer frame).
-	out, err := decoder.DecodeAll(inner, make([]byte, 0, limit))
+	out, err := decoder().DecodeAll(inner, make([]byte, 0, limit))
 	if err != nil {
 		return nil, fmt.Errorf("%w: zstd delta: %v", ErrCorrupt, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/snapcore-dev/snap/objects"
@@ -25,7 +26,9 @@ const (
 	defaultOplogTimeout = 30 * time.Second
 )
 
-var crcTable = crc64.MakeTable(crc64.ECMA)
+// crcTable is made on first use: MakeTable builds 32 KiB of tables, which a
+// process that reads no op log (snap --version) should not pay for at start.
+var crcTable = sync.OnceValue(func() *crc64.Table { return crc64.MakeTable(crc64.ECMA) })
 
 // RefChange records one ref move made by an operation. A zero Old means the
 // ref was created; a zero New means it was deleted. Zero ids are omitted from
@@ -234,7 +237,7 @@ func encodeRecord(op *Op) ([]byte, error) {
 		return nil, errors.New("encoded op contains a raw TAB or LF") // cannot happen with encoding/json
 	}
 	line := append(js, '\t')
-	line = fmt.Appendf(line, "%016x", crc64.Checksum(js, crcTable))
+	line = fmt.Appendf(line, "%016x", crc64.Checksum(js, crcTable()))
 	return append(line, '\n'), nil
 }
 
@@ -250,7 +253,7 @@ func decodeRecord(line []byte) (Op, error) {
 		return op, fmt.Errorf("malformed checksum %.20q", sum)
 	}
 	want, _ := strconv.ParseUint(string(sum), 16, 64)
-	if got := crc64.Checksum(js, crcTable); got != want {
+	if got := crc64.Checksum(js, crcTable()); got != want {
 		return op, fmt.Errorf("checksum mismatch: record %016x, computed %016x", want, got)
 	}
 	if err := json.Unmarshal(js, &op); err != nil {

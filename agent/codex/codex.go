@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snapcore-dev/snap/agent"
@@ -141,14 +142,17 @@ func commandPatch(argv []string) string {
 }
 
 // heredocPatch matches a script that is one apply_patch with its patch in
-// a heredoc and nothing else.
-var heredocPatch = regexp.MustCompile(`(?s)^\s*apply_patch\s*<<-?\s*['"]?(\w+)['"]?\n(.*)\n(\w+)\s*$`)
+// a heredoc and nothing else. Compiled on first use, not at the start of
+// every snap process.
+var heredocPatch = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)^\s*apply_patch\s*<<-?\s*['"]?(\w+)['"]?\n(.*)\n(\w+)\s*$`)
+})
 
 func scriptPatch(script string) string {
 	if strings.HasPrefix(strings.TrimSpace(script), "*** Begin Patch") {
 		return script // the patch itself
 	}
-	m := heredocPatch.FindStringSubmatch(script)
+	m := heredocPatch().FindStringSubmatch(script)
 	if m == nil || m[1] != m[3] {
 		return ""
 	}

@@ -115,9 +115,13 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-// buildBinary builds snap into the test's temporary directory, in an
-// isolated environment (isolate); it skips the test with -short or
-// without the go tool.
+// buildTags are the Makefile's SNAP_TAGS, so that the binary under test is
+// the one 'make build' makes.
+const buildTags = "urfave_cli_no_docs,netgo,osusergo"
+
+// buildBinary builds snap (with buildTags) into the test's temporary
+// directory, in an isolated environment (isolate); it skips the test with
+// -short or without the go tool.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -140,7 +144,7 @@ func buildBinary(t *testing.T) string {
 	}
 	isolate(t)
 	bin := filepath.Join(t.TempDir(), "snap")
-	build := exec.Command(goTool, "build", "-o", bin, ".")
+	build := exec.Command(goTool, "build", "-tags", buildTags, "-o", bin, ".")
 	build.Env = append(os.Environ(), "GOCACHE="+dirs[0], "GOMODCACHE="+dirs[1])
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

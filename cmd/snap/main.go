@@ -125,9 +125,14 @@ type invocation struct {
 // CLI in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, dashPos: -1}
-	app := newApp(inv)
-	args, inv.dashPos = normalizeArgs(app, args)
-	err := recovered(func() error { return app.RunContext(ctx, args) })
+	var err error
+	if a, ok := hookFastPath(args); ok {
+		err = recovered(func() error { runHook(ctx, inv, a); return nil })
+	} else {
+		app := newApp(inv)
+		args, inv.dashPos = normalizeArgs(app, args)
+		err = recovered(func() error { return app.RunContext(ctx, args) })
+	}
 	if err == nil {
 		return 0
 	}

@@ -205,3 +205,44 @@ func TestWritePrivate(t *testing.T) {
 		t.Fatal("the symlink's target was written")
 	}
 }
+
+// The hook fast path takes exactly "snap hook AGENT" for a known agent;
+// anything else goes through the whole CLI. Both end in runHook, so an
+// event reads the same either way: no output, exit 0, one log line.
+func TestHookFastPath(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		fast bool
+	}{
+		{"snap hook claude-code", true},
+		{"snap hook codex", true},
+		{"snap hook gemini", true},
+		{"snap hook log", false},
+		{"snap hook nosuchagent", false},
+		{"snap hook claude-code --json", false},
+		{"snap hook claude-code --help", false},
+		{"snap -C d hook claude-code", false},
+		{"snap hook", false},
+		{"snap checkpoint x", false},
+	} {
+		if _, fast := hookFastPath(strings.Fields(tc.args)); fast != tc.fast {
+			t.Errorf("%q: fast path %v, want %v", tc.args, fast, tc.fast)
+		}
+	}
+	dir := t.TempDir()
+	payload := fmt.Sprintf(`{"hook_event_name":"PreToolUse","session_id":"s1","cwd":%q,"tool_name":"Read","tool_input":{"file_path":"a"}}`, dir)
+	if code := run(context.Background(), []string{"snap", "-C", dir, "init"}, nil, &strings.Builder{}, &strings.Builder{}); code != 0 {
+		t.Fatalf("init: exit %d", code)
+	}
+	for _, args := range [][]string{{"snap", "hook", "claude-code"}, {"snap", "hook", "claude-code", "--json"}} {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), args, strings.NewReader(payload), &stdout, &stderr); code != 0 || stdout.Len() > 0 || stderr.Len() > 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+	var out strings.Builder
+	if code := run(context.Background(), []string{"snap", "-C", dir, "hook", "log"}, nil, &out, &strings.Builder{}); code != 0 ||
+		strings.Count(out.String(), "PreToolUse session=s1: nothing to record") != 2 {
+		t.Errorf("hook log: exit %d\n%s", code, out.String())
+	}
+}
