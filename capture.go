@@ -37,6 +37,9 @@ type captured struct {
 	// document at (path → "session S's state document NAME"): files here,
 	// which no move of this session changes.
 	othersDocs map[string]string
+	// monitor: what the watch daemon said, kept once the tree is recorded
+	// (Repo.noteMonitor); nil when no daemon answered.
+	monitor *monitorNote
 }
 
 // same reports whether c records exactly what checkpoint ck does: tree,
@@ -120,6 +123,7 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 		}
 	}
 	var snap *worktree.Snapshot
+	var mon *monitorNote
 	var err error
 	switch {
 	case !spec.tree.IsZero():
@@ -137,13 +141,17 @@ func (r *Repo) capture(ctx context.Context, w *objects.Writer, cache *index.Cach
 			err = fmt.Errorf("%w: %v", ErrUsage, err)
 		}
 	default:
+		mon = r.askMonitor(&wopts)
 		snap, err = worktree.Capture(ctx, w, wopts)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if mon != nil {
+		mon.captured(snap)
+	}
 	c := &captured{tree: snap.Tree, snap: snap, sources: map[string]string{}, docs: map[string]objects.TreeEntry{},
-		data: map[string][]byte{}, files: map[string]string{}, excluded: wopts.Exclude, othersDocs: others, targetDocs: targetDocs}
+		data: map[string][]byte{}, files: map[string]string{}, excluded: wopts.Exclude, othersDocs: others, targetDocs: targetDocs, monitor: mon}
 	var pstate *objects.Tree
 	if parent != nil {
 		if pstate, err = r.objects.ReadTree(parent.State); err != nil {

@@ -66,6 +66,9 @@ type CheckpointResult struct {
 	// Unchanged: nothing differed from the head, so no checkpoint was
 	// recorded; ID is the head's.
 	Unchanged bool `json:"unchanged"`
+	// Monitored: the capture read only what the watch daemon said may
+	// have changed (snap watch), the rest taken from an earlier one.
+	Monitored bool `json:"monitored,omitempty"`
 }
 
 // Checkpoint records the working tree and state documents as a new
@@ -174,7 +177,12 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *Step) 
 			if cache != nil && cache.Dirty() {
 				cache.SaveFS(r.fs, r.cachePath()) // what the scan learned spares the next one
 			}
-			return r.unchanged(ctx, t, session, parentID, parent, c, o)
+			r.noteMonitor(c, parentID)
+			res, err := r.unchanged(ctx, t, session, parentID, parent, c, o)
+			if res != nil {
+				res.Monitored = c.monitor != nil && c.monitor.used
+			}
+			return res, err
 		}
 		res, ck, err := r.buildCheckpoint(w, session, parentID, parent, c, o)
 		if err != nil {
@@ -201,6 +209,8 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *Step) 
 		if cache != nil {
 			cache.SaveFS(r.fs, r.cachePath()) // an unsaved cache costs re-hashing only
 		}
+		r.noteMonitor(c, res.ID)
+		res.Monitored = c.monitor != nil && c.monitor.used
 		return res, nil
 	}
 }

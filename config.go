@@ -125,6 +125,24 @@ func init() {
 		},
 		reset: func(c *Config) { c.GitCommitOn = "" },
 	}
+	settings["watch.auto"] = setting{
+		doc: "start the project's file-system monitor (snap watch) when a checkpoint or hook finds none running (true or false; default false)",
+		get: func(c *Config) string {
+			if !c.WatchAuto {
+				return ""
+			}
+			return "true"
+		},
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("want true or false, got %q", v)
+			}
+			c.WatchAuto = b
+			return nil
+		},
+		reset: func(c *Config) { c.WatchAuto = false },
+	}
 	settings["gc.grace"] = durationSetting("gc never removes unreferenced data younger than this (default 1h)",
 		func(c *Config) *string { return &c.GCGrace })
 }

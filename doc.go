@@ -36,7 +36,8 @@
 //	                 (the layers' types front-ends see)
 //	checkpoints      checkpoint.go (Checkpoint), capture.go (the working tree
 //	                 and documents captured), node.go (the head read, a node
-//	                 built on it)
+//	                 built on it), monitor.go (what the watch daemon says
+//	                 changed, which a capture reads alone)
 //	state documents  statedocs.go (read from their sources, written back by a
 //	                 move, previewed by Show)
 //	moves            rewind.go (Rewind), move.go (the core every move shares),
@@ -64,6 +65,9 @@
 //	move-journal      the rewind, undo or redo in progress (see recoverMove)
 //	trash/            files a restore replaced or deleted, emptied by gc
 //	cache/stat        the stat cache (package index)
+//	cache/monitor     per set of capture options, the watch daemon's token
+//	                  and the checkpoint captured at it (monitor.go)
+//	watch.sock        the watch daemon's socket, watch.lock its lock (package watch)
 //	*.lock            gc.lock, move.lock, oplog.lock, refs.lock (flock);
 //	gc.turnstile      lets gc take gc.lock ahead of new writers
 //	edits/<s>.json    a session's staged edits (and edits/<s>.lock)

@@ -139,6 +139,7 @@ type Config struct {
 	TasksMaxDepth  int    `json:"tasks_max_depth,omitempty"` // tasks.max-depth
 	GitAuthor      string `json:"git_author,omitempty"`      // git.author
 	GitCommitOn    string `json:"git_commit_on,omitempty"`   // git.commit-on
+	WatchAuto      bool   `json:"watch_auto,omitempty"`      // watch.auto
 }
 
 // locate finds the project root and the store. A store inside a project

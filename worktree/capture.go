@@ -62,6 +62,9 @@ type Options struct {
 	// never captured, as the store is not: state documents kept inside the
 	// project.
 	Exclude []string
+	// Monitor, when set, says which directories may have changed since an
+	// earlier capture: the others are taken from it without being read.
+	Monitor *Monitor
 }
 
 // IgnoreTree is a stored root tree whose ignore files apply to a capture
@@ -126,6 +129,9 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		sem:       walkers(opts.Workers),
 	}
 	c.setExcluded()
+	if opts.Monitor != nil {
+		c.mon = newMonitorPlan(opts.Monitor)
+	}
 	fd, err := unix.Open(opts.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open project root: %w", &os.PathError{Op: "open", Path: opts.Root, Err: err})
@@ -135,14 +141,37 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		unix.Close(fd)
 		return nil, fmt.Errorf("stat project root: %w", &os.PathError{Op: "fstat", Path: opts.Root, Err: err})
 	}
-	res := c.dir(fd, "", nil, &rootStat, c.rootIgnores())
+	walk := c.dir
+	if c.mon != nil {
+		switch c.mon.how("") {
+		case reuseDir:
+			if t := c.mon.tree(c.w, ""); t != nil { // nothing changed
+				unix.Close(fd)
+				var size int64
+				for _, e := range t.Entries {
+					size += e.Size
+				}
+				return &Snapshot{Tree: c.mon.base, Files: -1, Bytes: size}, nil
+			}
+		case descendDir:
+			walk = c.descend
+		}
+	}
+	res := walk(fd, "", nil, &rootStat, c.rootIgnores())
 	if res.err != nil {
 		return nil, res.err
 	}
 	if res.unreadable {
 		return nil, fmt.Errorf("read project root: %s", c.skipped[len(c.skipped)-1].Reason)
 	}
-	if opts.Cache != nil {
+	files := int(c.files.Load())
+	if c.mon != nil {
+		// Directories taken from the monitor's base were not counted, and
+		// their files and listings are still in the cache, though this
+		// capture did not look them up: the count is derived from the
+		// parent's, and the cache keeps what it holds.
+		files = -1
+	} else if opts.Cache != nil {
 		opts.Cache.DropUnusedListings()
 		if opts.Cache.Len() != int(c.cached.Load()) {
 			// Some cached paths were not seen: forget them. Every regular
@@ -159,7 +188,7 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		}
 	}
 	sort.Slice(c.skipped, func(i, j int) bool { return c.skipped[i].Path < c.skipped[j].Path })
-	return &Snapshot{Tree: res.id, Files: int(c.files.Load()), Bytes: c.bytes.Load(), Read: int(c.read.Load()),
+	return &Snapshot{Tree: res.id, Files: files, Bytes: c.bytes.Load(), Read: int(c.read.Load()),
 		Listed: int(c.listed.Load()), Skipped: c.skipped}, nil
 }
 
@@ -202,6 +231,7 @@ type capturer struct {
 	scanStart time.Time
 	sem       chan struct{}
 	excluded  map[string]bool // the store and opts.Exclude
+	mon       *monitorPlan    // nil: no monitor, every directory is read
 
 	files, read atomic.Int64
 	listed      atomic.Int64
@@ -318,12 +348,7 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 	ig = ig.enter(c.w, fd, comps, names)
 
 	entries := make([]objects.TreeEntry, 0, len(names))
-	type sub struct {
-		idx int
-		res dirResult
-	}
-	var subs []*sub
-	var wg sync.WaitGroup
+	var subs subdirs
 	pathBuf := make([]string, len(comps)+1)
 	copy(pathBuf, comps)
 	// pb holds rel + "/" + name for each entry in turn: the stat cache is
@@ -381,31 +406,15 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
 			p := string(pb)
-			cfd, err := c.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				c.unreadable(p+"/", "cannot open directory: "+errText(err))
-				if e, ok := c.carry(rel, name, dirKind); ok {
+			if c.mon != nil && c.mon.how(p) == reuseDir {
+				// Unchanged, and nothing beneath it: as it was.
+				if e, ok := c.mon.entry(c.w, rel, name); ok && e.Mode == objects.ModeDir {
 					entries = append(entries, e)
+					tally.bytes += e.Size
+					continue
 				}
-				continue
 			}
-			s := &sub{idx: len(entries)}
-			subs = append(subs, s)
-			entries = append(entries, objects.TreeEntry{Name: name, Mode: objects.ModeDir})
-			childComps := append(append([]string(nil), comps...), name)
-			cig := ig.sub(c.w, name)
-			select {
-			case c.sem <- struct{}{}: // never ready when c.sem is nil
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer func() { <-c.sem }()
-					defer recoverTo(&s.res.err) // a bug is an error, not a crash of the process
-					s.res = c.dir(cfd, p, childComps, &st, cig)
-				}()
-			default:
-				s.res = c.dir(cfd, p, childComps, &st, cig)
-			}
+			entries = c.subdir(fd, rel, name, comps, &st, ig, entries, &subs)
 		case unix.S_IFREG, unix.S_IFLNK:
 			e, ok := c.file(fd, rel, name, pb, &st, &tally)
 			if ok {
@@ -415,7 +424,67 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			c.skip(string(pb), "not a regular file, directory or symlink")
 		}
 	}
-	wg.Wait()
+	return c.finish(rel, entries, &subs)
+}
+
+// subdirs are the subdirectories of one directory being captured, each
+// perhaps by another walker.
+type subdirs struct {
+	list []*subdir
+	wg   sync.WaitGroup
+}
+
+type subdir struct {
+	idx int // its entry's index
+	res dirResult
+}
+
+// subdir opens subdirectory name of the directory open at fd (rel, at
+// comps, under rules ig; st is its stat) and captures it, perhaps in
+// another walker: its entry is appended to entries (filled in by finish)
+// and returned. One that cannot be opened keeps its previous entry, if
+// any.
+func (c *capturer) subdir(fd int, rel, name string, comps []string, st *unix.Stat_t, ig *ignoreSet, entries []objects.TreeEntry, subs *subdirs) []objects.TreeEntry {
+	p := name
+	if rel != "" {
+		p = rel + "/" + name
+	}
+	cfd, err := c.sys.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		c.unreadable(p+"/", "cannot open directory: "+errText(err))
+		if e, ok := c.carry(rel, name, dirKind); ok {
+			entries = append(entries, e)
+		}
+		return entries
+	}
+	s := &subdir{idx: len(entries)}
+	subs.list = append(subs.list, s)
+	entries = append(entries, objects.TreeEntry{Name: name, Mode: objects.ModeDir})
+	childComps := append(append([]string(nil), comps...), name)
+	cig := ig.sub(c.w, name)
+	walk := c.dir
+	if c.mon != nil && c.mon.how(p) == descendDir {
+		walk = c.descend
+	}
+	select {
+	case c.sem <- struct{}{}: // never ready when c.sem is nil
+		subs.wg.Add(1)
+		go func() {
+			defer subs.wg.Done()
+			defer func() { <-c.sem }()
+			defer recoverTo(&s.res.err) // a bug is an error, not a crash of the process
+			s.res = walk(cfd, p, childComps, st, cig)
+		}()
+	default:
+		s.res = walk(cfd, p, childComps, st, cig)
+	}
+	return entries
+}
+
+// finish waits for the subdirectories of directory rel, fills in their
+// entries and stores the directory's tree.
+func (c *capturer) finish(rel string, entries []objects.TreeEntry, subs *subdirs) dirResult {
+	subs.wg.Wait()
 
 	// Fill in subdirectories (an empty one is kept: unlike git, snap
 	// restores empty directories); one that could not be listed keeps
@@ -424,8 +493,8 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 	var size int64
 	j := 0
 	for i, e := range entries {
-		if j < len(subs) && subs[j].idx == i {
-			r := subs[j].res
+		if j < len(subs.list) && subs.list[j].idx == i {
+			r := subs.list[j].res
 			j++
 			if r.err != nil {
 				return dirResult{err: r.err}

@@ -149,7 +149,7 @@ func runCheckpoint(ctx context.Context, o checkpointOptions, out io.Writer) erro
 	}
 	res, err := repo.Checkpoint(ctx, co)
 	if err == nil {
-		startAutoGC(ctx, repo)
+		maintain(ctx, repo)
 	}
 	if err != nil {
 		return err

@@ -82,7 +82,7 @@ It runs until interrupted.
 				return err
 			}
 			defer repo.Close()
-			srv := mcp.New(repo, mcp.Options{Session: g.Session, Version: version(), ConversationDirs: absAll(c.StringSlice("conversation-dir")), TranscriptDirs: transcriptDirs(), Maintain: func(ctx context.Context) { startAutoGC(ctx, repo) }})
+			srv := mcp.New(repo, mcp.Options{Session: g.Session, Version: version(), ConversationDirs: absAll(c.StringSlice("conversation-dir")), TranscriptDirs: transcriptDirs(), Maintain: func(ctx context.Context) { maintain(ctx, repo) }})
 			addr := c.String("http")
 			if addr == "" {
 				return srv.Run(c.Context, &sdk.IOTransport{Reader: io.NopCloser(inv.stdin), Writer: nopWriteCloser{inv.stdout}})

@@ -1,0 +1,160 @@
+package snap_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/snaptest"
+	"github.com/snapcore-dev/snap/worktree"
+)
+
+// fullScanTree captures root as a checkpoint without a monitor would, into
+// a scratch store: content addressing makes its id comparable with the
+// store's.
+func fullScanTree(t *testing.T, root, store string, maxSize int64) objects.ID {
+	t.Helper()
+	st, err := objects.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := st.NewWriter()
+	defer w.Abort()
+	snapshot, err := worktree.Capture(context.Background(), w, worktree.Options{Root: root, StoreDir: store, MaxFileSize: maxSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snapshot.Tree
+}
+
+// A checkpoint taken with the watch daemon records exactly the tree a full
+// scan records, whatever a writer did since the last one (files created,
+// modified in place, renamed, deleted, chmod'ed, symlinks swapped for
+// files, directories made, moved and removed, ignore rules edited, changes
+// within one timestamp tick), and most of them build on the daemon's
+// answer instead of scanning.
+func TestCheckpointWithTheMonitorEqualsAFullScan(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 0, nil) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("the daemon: %v", err)
+		}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := r.WatchStatus(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watch daemon did not answer within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rng := rand.New(rand.NewPCG(42, 1))
+	names := []string{"a", "b", "src", "build", "node_modules", "x.txt", "y.go", ".gitignore", "z.log"}
+	randPath := func() string {
+		var parts []string
+		for range 1 + rng.IntN(3) {
+			parts = append(parts, names[rng.IntN(len(names))])
+		}
+		return strings.Join(parts, "/")
+	}
+	mkparent := func(p string) bool {
+		d := filepath.Dir(filepath.Join(root, p))
+		for a := d; a != root; a = filepath.Dir(a) {
+			if fi, err := os.Lstat(a); err == nil && !fi.IsDir() {
+				os.Remove(a)
+			}
+		}
+		return os.MkdirAll(d, 0o755) == nil
+	}
+	change := func() {
+		p := randPath()
+		full := filepath.Join(root, p)
+		switch k := rng.IntN(10); {
+		case k < 4:
+			if !mkparent(p) {
+				return
+			}
+			if fi, err := os.Lstat(full); err == nil && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0) {
+				os.RemoveAll(full)
+			}
+			data := fmt.Sprintf("v%d\n", rng.IntN(4))
+			if filepath.Base(p) == ".gitignore" {
+				data = []string{"*.log\n", "build/\n", "!z.log\n", "node_modules\n", ""}[rng.IntN(5)]
+			}
+			if rng.IntN(2) == 0 { // in place: same inode, perhaps the same size and tick
+				if f, err := os.OpenFile(full, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644); err == nil {
+					f.WriteString(data)
+					f.Close()
+				}
+			} else {
+				os.WriteFile(full+".tmp", []byte(data), 0o644)
+				os.Rename(full+".tmp", full)
+			}
+		case k == 4:
+			os.RemoveAll(full)
+		case k == 5:
+			os.Chmod(full, fs.FileMode([]int{0o644, 0o755}[rng.IntN(2)]))
+		case k == 6:
+			if mkparent(p) {
+				os.RemoveAll(full)
+				os.Symlink([]string{"x.txt", "a", "../b"}[rng.IntN(3)], full)
+			}
+		case k == 7:
+			if mkparent(p) {
+				if fi, err := os.Lstat(full); err == nil && !fi.IsDir() {
+					os.Remove(full)
+				}
+				os.MkdirAll(full, 0o755)
+			}
+		default:
+			q := randPath()
+			if strings.HasPrefix(q+"/", p+"/") || strings.HasPrefix(p+"/", q+"/") || !mkparent(q) {
+				return
+			}
+			os.RemoveAll(filepath.Join(root, q))
+			os.Rename(full, filepath.Join(root, q))
+		}
+	}
+	for range 30 {
+		change()
+	}
+	monitored := 0
+	const rounds = 60
+	for round := range rounds {
+		for range rng.IntN(5) {
+			change()
+		}
+		res, err := r.Checkpoint(ctx, snap.CheckpointOptions{AllowEmpty: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Monitored {
+			monitored++
+		}
+		node, _, err := r.ReadNode(ctx, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fullScanTree(t, root, r.StoreDir, r.MaxFileSize()); node.Tree != want {
+			t.Fatalf("round %d: checkpoint %s (monitored %v) records tree %s; a full scan records %s", round, res.ID.Short(), res.Monitored, node.Tree.Short(), want.Short())
+		}
+	}
+	if monitored < rounds/2 {
+		t.Fatalf("only %d of %d checkpoints built on the daemon's answer", monitored, rounds)
+	}
+}
