@@ -26,9 +26,11 @@ TSDIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/snap-test/mcp-ts
 # every run). A plain 'go build' or 'go install ./cmd/snap' works the same,
 # slower to start. The test runs below pass them in GOFLAGS, which the tests
 # that build the binary themselves ('go build' in mcp/, torture/, ...)
-# inherit; cmd/snap's e2e test and bench/ pass them explicitly.
+# inherit; cmd/snap's e2e test and bench/ pass them explicitly. GOFLAGS keeps
+# what 'go env GOFLAGS' already says (set in the environment or with go env
+# -w, e.g. -buildvcs=false), which the variable would otherwise replace.
 SNAP_TAGS  := urfave_cli_no_docs,netgo,osusergo
-TEST_FLAGS := GOFLAGS="$(GOFLAGS) -tags=$(SNAP_TAGS)"
+TEST_FLAGS  = GOFLAGS="$(shell $(GO) env GOFLAGS) -tags=$(SNAP_TAGS)"
 
 build:
 	$(GO) build -tags $(SNAP_TAGS) -o bin/snap ./cmd/snap
