@@ -44,7 +44,7 @@ stdout that the agent reads as a decision; problems go to stderr and to
 // runHook is 'snap hook AGENT': one event of a's, read from stdin, recorded;
 // a's answer on stdout.
 func runHook(ctx context.Context, inv *invocation, a agent.Adapter) {
-	agent.Hook(ctx, inv.stdin, inv.stderr, agent.Options{Maintain: startAutoGC}, a.Parse)
+	agent.Hook(ctx, inv.stdin, inv.stderr, agent.Options{Maintain: maintain}, a.Parse)
 	io.WriteString(inv.stdout, a.HookAnswer())
 }
 

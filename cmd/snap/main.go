@@ -377,6 +377,7 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 			installCommand(inv),
 			mcpCommand(inv),
 			uiCommand(inv),
+			watchCommand(inv),
 			configCommand(inv),
 			sessionsCommand(inv),
 			sessionCommand(inv),
