@@ -106,12 +106,42 @@ func (s *Server) ops(r *http.Request) (any, error) {
 	return map[string]any{"ops": ops}, nil
 }
 
+// showPage is a checkpoint with one page of its changed files: files
+// [files_offset, files_offset+limit) of files_total, added first, then
+// modified, then deleted (each list sorted), so that a checkpoint that
+// changed 20,000 files is not sent, nor drawn, whole.
+type showPage struct {
+	*snap.ShowResult
+	FilesTotal  int `json:"files_total"`
+	FilesOffset int `json:"files_offset"`
+}
+
 func (s *Server) show(r *http.Request) (any, error) {
 	id, err := s.resolve(r, "ref", "@")
 	if err != nil {
 		return nil, err
 	}
-	return s.repo.Show(r.Context(), id, snap.ShowOptions{NoPreview: true}) // (the page reads the conversation by pages)
+	offset, limit, err := pageParams(r)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.repo.Show(r.Context(), id, snap.ShowOptions{NoPreview: true}) // (the page reads the conversation by pages)
+	if err != nil {
+		return nil, err
+	}
+	f := res.Files
+	out := showPage{ShowResult: res, FilesTotal: len(f.Added) + len(f.Modified) + len(f.Deleted), FilesOffset: offset}
+	page := snap.FileChanges{Added: []string{}, Modified: []string{}, Deleted: []string{}}
+	skip, room := offset, max(limit, 1)
+	for _, l := range []struct{ from, to *[]string }{{&f.Added, &page.Added}, {&f.Modified, &page.Modified}, {&f.Deleted, &page.Deleted}} {
+		list := *l.from
+		n := min(skip, len(list))
+		list, skip = list[n:], skip-n
+		n = min(room, len(list))
+		*l.to, room = append(*l.to, list[:n]...), room-n
+	}
+	out.Files = page
+	return out, nil
 }
 
 // diff compares from (default the session's head) with to (default the
@@ -130,15 +160,32 @@ func (s *Server) diff(r *http.Request) (any, error) {
 		to = &id
 	}
 	d, err := s.repo.Diff(r.Context(), from, to, r.URL.Query()["path"])
-	if err == nil && r.URL.Query().Get("stat") != "" {
-		// The files' names and counts only (the state documents whole):
-		// the page fetches patches per file, so a change of thousands of
-		// files does not build them all (U4).
-		for i := range d.Files {
-			d.Files[i].Patch = ""
-		}
+	if err != nil || r.URL.Query().Get("stat") == "" {
+		return d, err
 	}
-	return d, err
+	// The files' names and counts only (the state documents whole), one
+	// page of them: the page fetches patches per file and draws a page of
+	// files at a time, so a change of thousands of files is neither sent
+	// nor drawn whole (U4).
+	offset, limit, err := pageParams(r)
+	if err != nil {
+		return nil, err
+	}
+	out := diffPage{DiffResult: d, FilesTotal: len(d.Files), FilesOffset: offset}
+	d.Files = d.Files[min(offset, len(d.Files)):]
+	d.Files = d.Files[:min(max(limit, 1), len(d.Files))]
+	for i := range d.Files {
+		d.Files[i].Patch = ""
+	}
+	return out, nil
+}
+
+// diffPage is a compare's files [files_offset, files_offset+limit) of
+// files_total, without their patches.
+type diffPage struct {
+	*snap.DiffResult
+	FilesTotal  int `json:"files_total"`
+	FilesOffset int `json:"files_offset"`
 }
 
 // conversation is one page of the conversation a checkpoint recorded.

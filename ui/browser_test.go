@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/snaptest"
 	"github.com/snapcore-dev/snap/ui"
 )
@@ -64,10 +65,15 @@ func eval[T any](b *browser, expr string) T {
 	return v
 }
 
-// wait waits until the JavaScript expression is true (10 s at most).
-func (b *browser) wait(what, expr string) {
+// wait waits until the JavaScript expression is true (10 s at most; at
+// most limit, if given).
+func (b *browser) wait(what, expr string, limit ...time.Duration) {
 	b.t.Helper()
-	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+	timeout := 10 * time.Second
+	if len(limit) > 0 {
+		timeout = limit[0]
+	}
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
 	if err != nil {
 		b.t.Fatalf("waiting for %s (%s): %v%s", what, expr, err, b.pageState())
 	}
@@ -83,7 +89,8 @@ func (b *browser) text(sel string) string {
 func (b *browser) pageState() string {
 	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\nnotice: " + document.getElementById('notice').innerText + "\nmain: " + document.getElementById('main').innerText.slice(0, 1500)`))
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\nnotice: " + document.getElementById('notice').innerText + "\nmain: " + document.getElementById('main').innerText.slice(0, 1500) +
+		(document.getElementById('rewind').open ? "\ndialog: " + document.getElementById('rewind').innerText.slice(0, 1500) : "")`))
 	if err != nil {
 		return ""
 	}
@@ -134,81 +141,9 @@ func (b *browser) shot(name string) {
 //
 //	SNAP_UI_SCREENSHOTS=/tmp/snap-ui go test -run TestBrowser -v ./ui/
 func TestBrowser(t *testing.T) {
-	if os.Getenv("SNAP_UI_NO_BROWSER") == "1" {
-		t.Skip("SNAP_UI_NO_BROWSER=1: the browser test is skipped")
-	}
-	exe := chromium()
-	if exe == "" {
-		t.Fatal("chromium is not installed: `make deps` installs it (apt-get install chromium); SNAP_UI_NO_BROWSER=1 skips this test")
-	}
 	start := time.Now()
 	p := newProject(t)
-
-	// Serve it as `snap ui` does.
-	srv := ui.New(p.r, ui.Options{Session: "A", Version: "test", Poll: 100 * time.Millisecond})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- ui.Serve(sctx, l, srv.Handler(addr)) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	base := "http://" + addr
-
-	b := &browser{t: t, shots: os.Getenv("SNAP_UI_SCREENSHOTS")}
-	if b.shots != "" {
-		if err := os.MkdirAll(b.shots, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	profile := t.TempDir()
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 900),
-	)
-	tctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(tctx, 60*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() }) // before the profile is removed
-	b.ctx = ctx
-	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
-	go func() {
-		for ev, err := range exceptions {
-			if err != nil {
-				return
-			}
-			d := ev.ExceptionDetails
-			msg := d.Text
-			if d.Exception != nil && d.Exception.Description != "" {
-				msg += " " + d.Exception.Description
-			}
-			b.mu.Lock()
-			b.exceptions = append(b.exceptions, msg)
-			b.mu.Unlock()
-		}
-	}()
-
-	// Any Content-Security-Policy violation is recorded for the end.
-	b.do("watch for CSP violations", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
-			window.__csp = [];
-			document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' at ' + e.sourceFile + ':' + e.lineNumber));`})
-		return err
-	}))
+	b, base, srv := startBrowser(t, p.r, "A")
 
 	// Sessions: the URL with the token; the page then drops it from the
 	// address bar (the cookie carries it).
@@ -225,6 +160,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the token stays in the address bar: %s", u)
 	}
 	b.shot("sessions")
+	b.checkContrast("the sessions page", "body")
 
 	// The timeline of A: three checkpoints, newest first, the operations beside.
 	b.do("open A's timeline", chromedp.Click(chromedp.CSS(`#main a[href="#/s/A"]`)))
@@ -237,6 +173,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("timeline: %q", tl)
 	}
 	b.shot("timeline")
+	b.checkContrast("the timeline page", "body")
 
 	// A checkpoint: its files and the conversation at that point.
 	b.do("open checkpoint #3", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#timeline a[href="#/s/A/c/%s"]`, p.a3.ID))))
@@ -255,9 +192,10 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("changed files of #3: %q", files)
 	}
 	// A changed file is a click from its diff.
-	b.do("open README.md's diff", chromedp.Click(`//ul[@id="files"]//button[text()="README.md"]`))
+	b.do("open README.md's diff", chromedp.Click(`//ul[@id="files"]//button[.="README.md"]`))
 	b.wait("README.md's diff", `[...document.querySelectorAll('#filediff pre.diff span.del')].some((s) => s.textContent === '-# demo')`)
 	b.shot("checkpoint")
+	b.checkContrast("the checkpoint page", "body")
 
 	// Compare #1 with #2: the diff of main.go, and the conversation.
 	b.do("compare #1 with #2", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = '#/s/A/compare/%s/%s'`, p.a1.ID, p.a2.ID)))
@@ -266,9 +204,11 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("compare #1 with #2: %q", main)
 	}
 	b.shot("compare")
+	b.checkContrast("the compare page", "body")
 	b.do("side by side", chromedp.Click(chromedp.CSS(`#main .pager label:nth-of-type(2) input`)))
 	b.wait("the side by side view", `[...document.querySelectorAll('table.sbs td.add')].some((s) => s.textContent === '\tfmt.Println(greeting())')`)
 	b.shot("compare-side-by-side")
+	b.checkContrast("the compare side by side page", "body")
 
 	// c: the head against the working tree (nothing differs).
 	b.key("c")
@@ -287,6 +227,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("search hit: %q", hit)
 	}
 	b.shot("search")
+	b.checkContrast("the search page", "body")
 	b.do("search a path", chromedp.Evaluate[chromedp.Void](`location.hash = '#/search/notes%2Fb.txt'`))
 	b.wait("the path hits", `document.querySelector('#main h1').innerText === 'Search: notes/b.txt' && document.getElementById('hits').innerText.includes('path: notes/b.txt')`)
 	b.shot("search-path")
@@ -301,6 +242,7 @@ func TestBrowser(t *testing.T) {
 	b.do("open the tasks", chromedp.Evaluate[chromedp.Void](`location.hash = '#/s/A/tasks'`))
 	b.wait("the tasks", `document.querySelector('#main h1').innerText.startsWith('Tasks of')`)
 	b.shot("tasks")
+	b.checkContrast("the tasks page", "body")
 
 	// h: the timeline; select #1, r: the rewind dialog with its dry run.
 	b.key("h")
@@ -340,6 +282,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("state documents in the dialog: %v", s)
 	}
 	b.shot("rewind-dialog")
+	b.checkContrast("the rewind dialog page", "#rewind")
 
 	// Rewind, and check on disk that exactly what the dialog said changed.
 	before := p.disk(t)
@@ -385,6 +328,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after Undo the tree is not as before the rewind:\n%s", d)
 	}
 	b.shot("after-undo")
+	b.checkContrast("the after undo page", "body")
 
 	// Redo: the rewind again, exactly; Undo once more.
 	b.do("press Redo", chromedp.Click(chromedp.ID("redo")))
@@ -433,7 +377,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("no token: %d", s)
 	}
 	req, _ = http.NewRequest(http.MethodGet, base+"/?token="+srv.Token(), nil)
-	req.Host = "attacker.example:" + strings.TrimPrefix(addr, "127.0.0.1:")
+	req.Host = "attacker.example:" + strings.TrimPrefix(base, "http://127.0.0.1:")
 	if s := status(req); s != http.StatusForbidden {
 		t.Errorf("foreign Host: %d", s)
 	}
@@ -449,4 +393,150 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("a refused request changed the tree:\n%s", d)
 	}
 	t.Logf("browser test: %v", time.Since(start).Round(time.Millisecond))
+}
+
+// startBrowser serves repo as `snap ui` does (session shown first: session)
+// and starts a headless Chromium tab on it; it returns the tab, the
+// server's base URL and the server. Both stop when the test ends; the
+// tab's steps must all be done within a minute (within timeout, if given).
+func startBrowser(t *testing.T, repo *snap.Repo, session string, timeout ...time.Duration) (*browser, string, *ui.Server) {
+	t.Helper()
+	if os.Getenv("SNAP_UI_NO_BROWSER") == "1" {
+		t.Skip("SNAP_UI_NO_BROWSER=1: the browser test is skipped")
+	}
+	exe := chromium()
+	if exe == "" {
+		t.Fatal("chromium is not installed: `make deps` installs it (apt-get install chromium); SNAP_UI_NO_BROWSER=1 skips this test")
+	}
+	srv := ui.New(repo, ui.Options{Session: session, Version: "test", Poll: 100 * time.Millisecond})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- ui.Serve(sctx, l, srv.Handler(addr)) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	base := "http://" + addr
+
+	b := &browser{t: t, shots: os.Getenv("SNAP_UI_SCREENSHOTS")}
+	if b.shots != "" {
+		if err := os.MkdirAll(b.shots, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profile := t.TempDir()
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		// A headless tab is never in front: without these, its timers and
+		// animation frames may be throttled (TestBrowserPerf saw a frame
+		// come 50 s late).
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 900),
+	)
+	tctx, cancelTab := chromedp.NewContext(actx)
+	limit := 60 * time.Second
+	if len(timeout) > 0 {
+		limit = timeout[0]
+	}
+	ctx, cancelTimeout := context.WithTimeout(tctx, limit)
+	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() }) // before the profile is removed
+	b.ctx = ctx
+	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
+	go func() {
+		for ev, err := range exceptions {
+			if err != nil {
+				return
+			}
+			d := ev.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				msg += " " + d.Exception.Description
+			}
+			b.mu.Lock()
+			b.exceptions = append(b.exceptions, msg)
+			b.mu.Unlock()
+		}
+	}()
+
+	// Any Content-Security-Policy violation is recorded for the end.
+	b.do("watch for CSP violations", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
+			window.__csp = [];
+			document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' at ' + e.sourceFile + ':' + e.lineNumber));`})
+		return err
+	}))
+	return b, base, srv
+}
+
+// checkContrast fails the test for every text of sel (lowContrast) that is
+// too faint to read.
+func (b *browser) checkContrast(what, sel string) {
+	b.t.Helper()
+	if low := b.lowContrast(sel); len(low) > 0 {
+		b.t.Errorf("%s: text below the WCAG contrast minimum:\n%s", what, strings.Join(low, "\n"))
+	}
+}
+
+// lowContrast lists the texts in the element sel matches (the whole page:
+// "body") whose colour has less than 4.5:1 contrast (3:1 for large text)
+// against the background they are drawn on, as WCAG 2 computes it (the
+// background: the nearest opaque one of the element and its ancestors,
+// translucent ones blended over it). Disabled controls are exempt.
+func (b *browser) lowContrast(sel string) []string {
+	b.t.Helper()
+	return eval[[]string](b, fmt.Sprintf(`((root) => {
+		const parse = (c) => {
+			const m = /rgba?\(([^)]+)\)/.exec(c);
+			if (!m) return null;
+			const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number);
+			return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+		};
+		const blend = (top, under) => [0, 1, 2].map((i) => top[i] * top[3] + under[i] * (1 - top[3])).concat(1);
+		const lum = (c) => {
+			const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+			return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+		};
+		const background = (e) => {
+			const layers = [];
+			for (let n = e; n; n = n.parentElement) {
+				const c = parse(getComputedStyle(n).backgroundColor);
+				if (c && c[3] > 0) { layers.push(c); if (c[3] === 1) break; }
+			}
+			let bg = [255, 255, 255, 1];
+			for (let i = layers.length - 1; i >= 0; i--) bg = blend(layers[i], bg);
+			return bg;
+		};
+		const out = [], seen = new Set();
+		const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+		for (let t; (t = walk.nextNode());) {
+			const e = t.parentElement;
+			if (!t.textContent.trim() || seen.has(e)) continue;
+			seen.add(e);
+			if (!e.getClientRects().length || e.closest(':disabled') || getComputedStyle(e).visibility === 'hidden') continue;
+			const st = getComputedStyle(e);
+			const bg = background(e), fg = blend(parse(st.color), bg);
+			const l1 = lum(fg), l2 = lum(bg);
+			const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+			const size = parseFloat(st.fontSize), large = size >= 24 || (size >= 18.66 && +st.fontWeight >= 700);
+			if (ratio < (large ? 3 : 4.5)) out.push(t.textContent.trim().slice(0, 40) + ' (' + e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + '): ' + st.color + ' on rgb(' + bg.slice(0, 3).map(Math.round).join(', ') + ') ' + ratio.toFixed(2) + ':1');
+		}
+		return out;
+	})(document.querySelector(%q))`, sel))
 }

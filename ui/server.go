@@ -180,7 +180,7 @@ type handler func(r *http.Request) (any, error)
 
 func (s *Server) get(path string, h handler) {
 	s.mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
-		v, err := h(r)
+		v, err := call(h, r)
 		reply(w, v, err)
 	})
 }
@@ -188,10 +188,25 @@ func (s *Server) get(path string, h handler) {
 func (s *Server) post(path string, h handler) {
 	s.mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-		v, err := h(r)
+		v, err := call(h, r)
 		reply(w, v, err)
 	})
 }
+
+// call runs h; a panic (a bug, or data read from a damaged store that
+// nothing checked) is an error the page shows, not a dropped connection
+// (net/http would close it and the page would learn nothing).
+func call(h handler, r *http.Request) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("%w in %s (a bug in snap ui: please report it): %v", errPanic, r.URL.Path, p)
+		}
+	}()
+	return h(r)
+}
+
+// errPanic: a handler panicked.
+var errPanic = errors.New("internal error")
 
 // reply writes v as JSON, or err as {"error": {"code", "message"}} with the
 // status that says what went wrong.

@@ -1232,3 +1232,229 @@ func TestPageSizeAbsolutePathsUndoable(t *testing.T) {
 		t.Fatalf("undoable of a session with no operation: %+v", u)
 	}
 }
+
+// damagedProject is a store (without the fsck at the end that NewRepo
+// adds: the test damages it) where session A has three checkpoints and B
+// one; it returns the pack file that holds what A's second checkpoint
+// added (its checkpoint object among them).
+func damagedProject(t *testing.T) (r *snap.Repo, root string, a1, a2, a3, b1 *snap.CheckpointResult, pack string) {
+	t.Helper()
+	root = t.TempDir()
+	r, _, err := snap.Init(snap.Options{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	packs := func() map[string]bool {
+		m := map[string]bool{}
+		es, err := os.ReadDir(filepath.Join(r.StoreDir, "packs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			m[e.Name()] = true
+		}
+		return m
+	}
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "one\n", "d/b.txt": "b\n"})
+	a1 = checkpoint(t, r, snap.CheckpointOptions{Session: "A", Summary: "one"})
+	before := packs()
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "two\n", "c.txt": "new in two\n"})
+	a2 = checkpoint(t, r, snap.CheckpointOptions{Session: "A", Summary: "two"})
+	for n := range packs() {
+		if !before[n] {
+			if pack != "" {
+				t.Fatalf("the second checkpoint wrote two packs: %s, %s", pack, n)
+			}
+			pack = filepath.Join(r.StoreDir, "packs", n)
+		}
+	}
+	if pack == "" {
+		t.Fatal("the second checkpoint wrote no pack")
+	}
+	snaptest.WriteFiles(t, root, map[string]string{"e.txt": "B's\n"})
+	b1 = checkpoint(t, r, snap.CheckpointOptions{Session: "B", Summary: "B's"})
+	snaptest.WriteFiles(t, root, map[string]string{"a.txt": "three\n"})
+	a3 = checkpoint(t, r, snap.CheckpointOptions{Session: "A", Summary: "three"})
+	// The store as another process opens it (snap ui is not the process
+	// that wrote the packs, and has none of them open yet).
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = snap.Open(snap.Options{Dir: root}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, root, a1, a2, a3, b1, pack
+}
+
+// A store damaged while snap ui serves it (a pack file deleted, or cut
+// short): what needs the lost objects answers a JSON error that says so
+// (object_missing or corrupt, a message, a non-200 status), never a panic
+// or an empty answer; what does not keeps working.
+func TestDamagedStore(t *testing.T) {
+	for _, damage := range []string{"deleted", "truncated", "emptied"} {
+		t.Run(damage, func(t *testing.T) {
+			r, _, a1, _, a3, b1, pack := damagedProject(t)
+			h := handler(r, "A")
+			// Served before the damage. (Not A's pages: the server would
+			// keep the pack open, and a deleted file's data would still be
+			// read through it.)
+			for _, target := range []string{"/api/info", "/api/log" + q("session", "B")} {
+				answer[map[string]any](t, get(h, target), http.StatusOK)
+			}
+			switch damage {
+			case "deleted":
+				err := os.Remove(pack)
+				if err != nil {
+					t.Fatal(err)
+				}
+			case "truncated":
+				fi, err := os.Stat(pack)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(pack, fi.Size()/2); err != nil {
+					t.Fatal(err)
+				}
+			case "emptied":
+				if err := os.Truncate(pack, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// What needs A's second checkpoint: A's timeline, its head
+			// (whose parent it is), search (which reads every checkpoint).
+			// (Blame and a compare of #1 with #3 need only what survives a
+			// truncation; the engine then leaves #2 out of who wrote what.)
+			for _, target := range []string{
+				"/api/log" + q("session", "A"),
+				"/api/show" + q("session", "A", "ref", "@"),
+				"/api/show" + q("session", "A", "ref", a3.ID.String()),
+				"/api/search" + q("q", "c.txt"),
+			} {
+				w := get(h, target)
+				var e errorBody
+				if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code == http.StatusOK || e.Error.Message == "" ||
+					(e.Error.Code != "object_missing" && e.Error.Code != "corrupt") {
+					t.Errorf("%s on a store whose pack was %s: %d %q, want a JSON error object_missing or corrupt", target, damage, w.Code, w.Body.String())
+				} else if !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+					t.Errorf("%s: Content-Type %q", target, w.Header().Get("Content-Type"))
+				}
+			}
+			wantError(t, "rewind to the lost checkpoint", post(t, h, "/api/rewind", map[string]any{"session": "A", "target": "#2", "dry_run": true}),
+				http.StatusInternalServerError, map[string]string{"deleted": "object_missing"}[damage]+map[bool]string{true: "corrupt"}[damage != "deleted"])
+			// What does not: the sessions, B's timeline and checkpoint, A's
+			// first checkpoint, the status, the operations, the page itself.
+			ss := answer[struct{ Sessions []snap.SessionInfo }](t, get(h, "/api/sessions"), http.StatusOK).Sessions
+			if len(ss) != 2 || ss[0].Name != "A" || ss[0].Head != a3.ID || ss[1].Name != "B" {
+				t.Errorf("sessions: %+v", ss)
+			}
+			if lb := answer[struct{ Entries []snap.LogEntry }](t, get(h, "/api/log"+q("session", "B")), http.StatusOK); len(lb.Entries) != 1 || lb.Entries[0].ID != b1.ID {
+				t.Errorf("B's log: %+v", lb)
+			}
+			if s := answer[snap.ShowResult](t, get(h, "/api/show"+q("session", "B", "ref", "@")), http.StatusOK); s.ID != b1.ID {
+				t.Errorf("B's head: %s", s.ID)
+			}
+			if s := answer[snap.ShowResult](t, get(h, "/api/show"+q("session", "A", "ref", a1.ID.String())), http.StatusOK); s.ID != a1.ID {
+				t.Errorf("A's first checkpoint: %s", s.ID)
+			}
+			answer[snap.StatusResult](t, get(h, "/api/status"+q("session", "A")), http.StatusOK)
+			answer[map[string]any](t, get(h, "/api/ops"), http.StatusOK)
+			if w := get(h, "/"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "<title>snap</title>") {
+				t.Errorf("the page: %d", w.Code)
+			}
+		})
+	}
+}
+
+// A handler that panics (a bug; data from a damaged store nothing
+// checked) answers a JSON error the page shows, with status 500: the
+// connection is not dropped with nothing said.
+func TestPanicIsAnError(t *testing.T) {
+	p := newProject(t)
+	srv := ui.New(p.r, ui.Options{Session: "A", Poll: 20 * time.Millisecond})
+	srv.HandleGet("/api/panics", func(*http.Request) (any, error) {
+		var m map[string]int
+		m["boom"]++ // a nil map: panics
+		return nil, nil
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- ui.Serve(sctx, l, srv.Handler(l.Addr().String())) }()
+	defer func() { stop(); <-served }()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+l.Addr().String()+"/api/panics", nil)
+	req.Header.Set("X-Snap-Token", srv.Token())
+	res, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("a panicking handler: %v (the connection was dropped)", err)
+	}
+	defer res.Body.Close()
+	var e errorBody
+	if err := json.NewDecoder(res.Body).Decode(&e); err != nil || res.StatusCode != http.StatusInternalServerError || e.Error.Code != "internal" ||
+		!strings.Contains(e.Error.Message, "/api/panics") || !strings.Contains(e.Error.Message, "nil map") {
+		t.Errorf("a panicking handler: %d %+v (%v)", res.StatusCode, e, err)
+	}
+}
+
+// A checkpoint's changed files, and a compare's (stat=1), come a page at a
+// time (offset, limit): added, then modified, then deleted; files_total
+// counts them all. A checkpoint of thousands of files is not sent whole.
+func TestShowAndDiffPageTheFiles(t *testing.T) {
+	p := newProject(t)
+	files := map[string]string{}
+	for i := range 7 {
+		files[fmt.Sprintf("many/f%d.txt", i)] = "x\n"
+	}
+	snaptest.WriteFiles(t, p.root, files)
+	snaptest.WriteFiles(t, p.root, map[string]string{"src/main.go": "changed\n"})
+	os.Remove(filepath.Join(p.root, "src", "greet.go"))
+	c := checkpoint(t, p.r, snap.CheckpointOptions{Session: "A", Summary: "many"})
+	h := handler(p.r, "A")
+	type showPage struct {
+		snap.ShowResult
+		FilesTotal  int `json:"files_total"`
+		FilesOffset int `json:"files_offset"`
+	}
+	all := []string{}
+	for off := 0; ; off += 4 {
+		pg := answer[showPage](t, get(h, "/api/show"+q("ref", c.ID.String(), "offset", fmt.Sprint(off), "limit", "4")), http.StatusOK)
+		if pg.FilesTotal != 9 || pg.FilesOffset != off || pg.Files.Added == nil || pg.Files.Modified == nil || pg.Files.Deleted == nil {
+			t.Fatalf("show offset %d: total %d offset %d files %+v", off, pg.FilesTotal, pg.FilesOffset, pg.Files)
+		}
+		n := len(pg.Files.Added) + len(pg.Files.Modified) + len(pg.Files.Deleted)
+		if n == 0 {
+			break
+		}
+		if n > 4 {
+			t.Fatalf("show offset %d limit 4: %d files", off, n)
+		}
+		for _, l := range [][]string{pg.Files.Added, pg.Files.Modified, pg.Files.Deleted} {
+			all = append(all, l...)
+		}
+	}
+	want := append(append(slices.Clone(c.Files.Added), c.Files.Modified...), c.Files.Deleted...)
+	if !slices.Equal(all, want) || len(want) != 9 {
+		t.Errorf("the pages of show list %v, want %v", all, want)
+	}
+	// Without offset and limit: the first 50.
+	if pg := answer[showPage](t, get(h, "/api/show"+q("ref", c.ID.String())), http.StatusOK); len(pg.Files.Added) != 7 || pg.FilesTotal != 9 {
+		t.Errorf("show: %+v", pg.Files)
+	}
+	type diffPage struct {
+		snap.DiffResult
+		FilesTotal  int `json:"files_total"`
+		FilesOffset int `json:"files_offset"`
+	}
+	d := answer[diffPage](t, get(h, "/api/diff"+q("from", p.a3.ID.String(), "to", c.ID.String(), "stat", "1", "offset", "3", "limit", "2")), http.StatusOK)
+	if d.FilesTotal != 9 || d.FilesOffset != 3 || len(d.Files) != 2 || d.Files[0].Patch != "" || len(d.State) != 0 {
+		t.Errorf("diff stat page: %+v", d)
+	}
+	whole := answer[snap.DiffResult](t, get(h, "/api/diff"+q("from", p.a3.ID.String(), "to", c.ID.String())), http.StatusOK)
+	if len(whole.Files) != 9 || d.Files[0].Path != whole.Files[3].Path || whole.Files[3].Patch == "" {
+		t.Errorf("diff without stat: %d files", len(whole.Files))
+	}
+	wantError(t, "show with a bad offset", get(h, "/api/show"+q("offset", "-1")), http.StatusBadRequest, "usage")
+}

@@ -32,6 +32,49 @@ function el(tag, attrs, ...kids) {
 
 const $ = (id) => document.getElementById(id);
 
+// Characters that can make a name read as another one: the bidirectional
+// controls (U+202A–U+202E embeddings and overrides, U+2066–U+2069
+// isolates, the marks U+200E, U+200F and U+061C), invisible ones
+// (U+200B–U+200D, U+2060–U+2064, U+FEFF), the line and paragraph
+// separators, and control characters (C0, DEL, C1). "evil\u202etxt.exe"
+// would show as "evilexe.txt". A path, summary or tool call id holding one
+// shows it escaped, as \u202e in a style of its own (class esc), never as
+// what it does.
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
+const UNSAFE_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
+const charNames = {
+  '\u061c': 'ARABIC LETTER MARK', '\u200e': 'LEFT-TO-RIGHT MARK', '\u200f': 'RIGHT-TO-LEFT MARK',
+  '\u202a': 'LEFT-TO-RIGHT EMBEDDING', '\u202b': 'RIGHT-TO-LEFT EMBEDDING', '\u202c': 'POP DIRECTIONAL FORMATTING',
+  '\u202d': 'LEFT-TO-RIGHT OVERRIDE', '\u202e': 'RIGHT-TO-LEFT OVERRIDE', '\u2066': 'LEFT-TO-RIGHT ISOLATE',
+  '\u2067': 'RIGHT-TO-LEFT ISOLATE', '\u2068': 'FIRST STRONG ISOLATE', '\u2069': 'POP DIRECTIONAL ISOLATE',
+};
+
+// safe is text s as nodes to insert: s itself, or its runs with every
+// unsafe character replaced by an escape element (tabs kept when
+// keepTabs: a line of a diff).
+function safe(s, keepTabs) {
+  s = s === undefined || s === null ? '' : String(s);
+  const re = keepTabs ? UNSAFE_BUT_TAB : UNSAFE;
+  if (!re.test(s)) return s;
+  const out = [];
+  let run = '';
+  for (const c of s) {
+    if (!re.test(c)) { run += c; continue; }
+    if (run) out.push(run);
+    run = '';
+    const hex = c.codePointAt(0).toString(16).padStart(4, '0');
+    const name = charNames[c] || (c <= '\u009f' ? 'a control character' : 'an invisible character');
+    out.push(el('span', {class: 'esc', title: 'U+' + hex.toUpperCase() + ' ' + name + ', shown escaped'}, '\\u' + hex));
+  }
+  if (run) out.push(run);
+  return out;
+}
+
+// pathEl is a path as the page shows it (safe).
+function pathEl(p) {
+  return el('span', {class: 'path'}, safe(p));
+}
+
 // The token: from the URL 'snap ui' printed, kept in sessionStorage (per
 // origin: this server only; a cookie would go to every port of the host)
 // and sent in a header on every API call.
@@ -67,9 +110,17 @@ async function api(path, params, body) {
   const url = '/api/' + path + (q.toString() ? '?' + q : '');
   const opts = body === undefined ? {headers: {'X-Snap-Token': token}} :
     {method: 'POST', headers: {'Content-Type': 'application/json', 'X-Snap-Token': token}, body: JSON.stringify(body)};
-  const res = await fetch(url, opts);
-  const data = await res.json().catch(() => ({error: {code: 'bad_answer', message: 'the server answered ' + res.status}}));
-  if (data && data.error && !data.result) {
+  let res;
+  try {
+    res = await fetch(url, opts);
+  } catch (e) {
+    const err = new Error('snap ui did not answer (' + e.message + '): is it still running?');
+    err.code = 'unreachable';
+    throw err;
+  }
+  let data = await res.json().catch(() => null);
+  if (!data || (!res.ok && !data.error)) data = {error: {code: 'bad_answer', message: 'the server answered ' + res.status + ' ' + res.statusText + ' to ' + path}};
+  if (data.error && !data.result) {
     const err = new Error(data.error.message);
     err.code = data.error.code;
     throw err;
@@ -82,8 +133,32 @@ function notice(text, kind) {
   n.replaceChildren();
   if (!text) { n.hidden = true; return; }
   n.className = kind || '';
-  fill(n, text);
+  fill(n, [text].flat(Infinity).map((x) => typeof x === 'string' ? safe(x) : x));
   n.hidden = false;
+}
+
+// showError puts what went wrong in the place of the view, never a blank
+// page or the previous view: the server's message and code, and for a
+// damaged store (an object missing or corrupt) what it means and what to
+// run. Other views, which need other objects, may still work.
+function showError(e) {
+  const damaged = e.code === 'corrupt' || e.code === 'object_missing';
+  show(el('div', {class: 'panel failure', id: 'error', role: 'alert'},
+    el('h1', {}, damaged ? 'The store is damaged: this page cannot be shown' : 'This page cannot be shown'),
+    el('p', {class: 'mono'}, safe(e.message)),
+    damaged ? el('p', {}, 'Something this page needs is missing or corrupt in the project\'s .snap directory. ',
+      el('code', {}, 'snap fsck'), ' in the project says what is lost. Other sessions and checkpoints may still be shown: ',
+      el('a', {href: '#/'}, 'all sessions'), '.') : null,
+    e.code ? el('p', {class: 'muted'}, 'error code: ' + e.code) : null));
+}
+
+// render shows the view the address names, or why it cannot.
+async function render() {
+  try {
+    await route();
+  } catch (e) {
+    showError(e);
+  }
 }
 
 // fill replaces what box shows with nodes (arrays flattened, null, false
@@ -151,7 +226,7 @@ function setSession(name) {
 
 async function loadSessions() {
   const info = await api('info');
-  $('project').textContent = info.root;
+  fill($('project'), safe(info.root));
   $('version').textContent = 'snap ' + (info.version || '');
   const data = await api('sessions');
   state.sessions = data.sessions;
@@ -228,20 +303,29 @@ async function viewTimeline(limit) {
   limit = limit || 50;
   const [page, ops] = await Promise.all([api('log', {session: state.session, limit}), api('ops', {session: state.session, n: 30})]);
   const rows = page.entries.map((e) => {
-    const tr = el('tr', {class: (e.abandoned ? 'abandoned ' : '') + (state.selected === e.id ? 'sel' : ''), 'data-id': e.id},
-      el('td', {class: 'mono'}, '#' + e.seq),
+    // A row is selected (r rewinds to it) by a click, or by Enter or
+    // Space when it has the focus.
+    const tr = el('tr', {class: (e.abandoned ? 'abandoned ' : '') + (state.selected === e.id ? 'sel' : ''), 'data-id': e.id,
+      tabindex: '0', 'aria-selected': state.selected === e.id ? 'true' : 'false'},
+      el('td', {class: 'mono nowrap'}, '#' + e.seq),
       el('td', {class: 'nowrap'}, whenEl(e.time)),
       el('td', {}, badgeKind(e), ' ', badgeActor(e.actor), e.head ? el('span', {class: 'badge head'}, 'head') : null,
         e.abandoned ? el('span', {class: 'badge', title: 'a rewind left this branch; it is kept'}, 'branch') : null),
-      el('td', {}, el('a', {href: '#/s/' + enc(state.session) + '/c/' + e.id}, e.summary || '(' + e.kind + ')'),
-        e.labels ? e.labels.map((l) => el('span', {class: 'badge'}, '🏷 ' + l)) : null),
-      el('td', {class: 'mono wide'}, e.call || e.message_id || ''),
+      el('td', {}, el('a', {href: '#/s/' + enc(state.session) + '/c/' + e.id}, safe(e.summary || '(' + e.kind + ')')),
+        e.labels ? e.labels.map((l) => el('span', {class: 'badge'}, '🏷 ', safe(l))) : null),
+      el('td', {class: 'mono wide'}, safe(e.call || e.message_id || '')),
       el('td', {}, stats(e.stats)),
       el('td', {}, el('button', {class: 'small', type: 'button', onclick: () => openRewind(e)}, 'Rewind…')));
-    tr.addEventListener('click', (ev) => {
-      if (ev.target.closest('a,button')) return;
+    const select = () => {
       state.selected = e.id;
-      for (const r of tr.parentNode.children) r.classList.toggle('sel', r === tr);
+      for (const r of tr.parentNode.children) {
+        r.classList.toggle('sel', r === tr);
+        r.setAttribute('aria-selected', r === tr ? 'true' : 'false');
+      }
+    };
+    tr.addEventListener('click', (ev) => { if (!ev.target.closest('a,button')) select(); });
+    tr.addEventListener('keydown', (ev) => {
+      if (ev.target === tr && (ev.key === 'Enter' || ev.key === ' ')) { ev.preventDefault(); select(); }
     });
     return tr;
   });
@@ -250,7 +334,7 @@ async function viewTimeline(limit) {
     el('tbody', {}, rows));
   const more = page.total > page.entries.length ?
     el('div', {class: 'pager'}, el('span', {class: 'muted'}, page.entries.length + ' of ' + page.total),
-      el('button', {type: 'button', onclick: () => viewTimeline(limit + 50)}, 'Show 50 more')) : null;
+      el('button', {type: 'button', onclick: () => viewTimeline(limit + 50).catch(showError)}, 'Show 50 more')) : null;
   const opsList = el('div', {class: 'panel', id: 'ops'}, el('h2', {}, 'Operations'),
     ops.ops.length === 0 ? el('p', {class: 'muted'}, 'none') :
       el('ul', {class: 'files'}, ops.ops.map((o, i) => el('li', {},
@@ -265,37 +349,32 @@ async function viewTimeline(limit) {
 
 // ---- checkpoint detail ------------------------------------------------
 
+// FILES: the changed files a checkpoint's page, or a compare, lists at
+// once; the others are a page away (a checkpoint may change 20,000).
+const FILES = 200;
+
 async function viewCheckpoint(ref, convOffset) {
   setTab('timeline');
-  const c = await api('show', {session: state.session, ref});
+  const c = await api('show', {session: state.session, ref, offset: 0, limit: FILES});
   state.selected = c.id;
   const s = enc(state.session);
-  const files = [];
   const diffBox = el('div', {id: 'filediff'});
-  const MAXFILES = 500;
-  let listed = 0, more = 0;
-  for (const [kind, list] of [['added', c.files.added], ['modified', c.files.modified], ['deleted', c.files.deleted]]) {
-    for (const p of list) {
-      if (listed++ >= MAXFILES) { more++; continue; }
-      files.push(el('li', {}, el('span', {class: 'badge'}, kind), ' ',
-        c.parent ? el('button', {class: 'link', type: 'button', onclick: () => showFileDiff(diffBox, c.parent, c.id, p)}, p) : p,
-        kind !== 'deleted' ? [' ', el('a', {class: 'muted', href: '#/s/' + s + '/blame/' + c.id + '/' + p.split('/').map(enc).join('/'), title: 'who wrote each line'}, 'blame')] : null));
-    }
-  }
+  const filesBox = el('div', {id: 'files-box'});
+  showFiles(filesBox, c, c, diffBox);
   const meta = el('dl', {class: 'meta'},
     el('dt', {}, 'checkpoint'), el('dd', {class: 'mono'}, c.id),
     el('dt', {}, 'session'), el('dd', {}, c.session + ' #' + c.seq),
     el('dt', {}, 'time'), el('dd', {}, when(c.time)),
     el('dt', {}, 'kind'), el('dd', {}, badgeKind(c), ' ', badgeActor(c.actor)),
-    c.call || c.message_id ? [el('dt', {}, 'tool call / message'), el('dd', {class: 'mono'}, c.call || c.message_id)] : null,
-    c.summary ? [el('dt', {}, 'summary'), el('dd', {}, c.summary)] : null,
-    c.labels ? [el('dt', {}, 'labels'), el('dd', {}, c.labels.join(', '))] : null,
+    c.call || c.message_id ? [el('dt', {}, 'tool call / message'), el('dd', {class: 'mono'}, safe(c.call || c.message_id))] : null,
+    c.summary ? [el('dt', {}, 'summary'), el('dd', {}, safe(c.summary))] : null,
+    c.labels ? [el('dt', {}, 'labels'), el('dd', {}, safe(c.labels.join(', ')))] : null,
     el('dt', {}, 'parent'), el('dd', {class: 'mono'}, c.parent ? el('a', {href: '#/s/' + s + '/c/' + c.parent}, short(c.parent)) : 'none'));
   const actions = el('div', {class: 'buttons left'},
     el('button', {type: 'button', class: 'danger', onclick: () => openRewind(c)}, 'Rewind to this…'),
-    el('a', {href: '#/s/' + s + '/compare/' + c.id + '/now'}, el('button', {type: 'button', tabindex: '-1'}, 'Compare with now')),
-    c.parent ? el('a', {href: '#/s/' + s + '/compare/' + c.parent + '/' + c.id}, el('button', {type: 'button', tabindex: '-1'}, 'Compare with its parent')) : null);
-  const docs = (c.state || []).map((d) => el('li', {}, d.name, ' ', el('span', {class: 'muted'}, (d.size || 0) + ' bytes')));
+    el('a', {class: 'button', href: '#/s/' + s + '/compare/' + c.id + '/now'}, 'Compare with now'),
+    c.parent ? el('a', {class: 'button', href: '#/s/' + s + '/compare/' + c.parent + '/' + c.id}, 'Compare with its parent') : null);
+  const docs = (c.state || []).map((d) => el('li', {}, safe(d.name), ' ', el('span', {class: 'muted'}, (d.size || 0) + ' bytes')));
   const conv = el('div', {id: 'conversation'});
   const taskBox = el('div', {id: 'tasks-then'});
   show(el('h1', {}, 'Checkpoint ', el('span', {class: 'mono'}, short(c.id))),
@@ -303,8 +382,7 @@ async function viewCheckpoint(ref, convOffset) {
       el('div', {},
         el('div', {class: 'panel'}, meta, actions),
         el('h2', {}, 'Changed files'),
-        files.length ? el('ul', {class: 'files', id: 'files'}, files) : el('p', {class: 'muted'}, c.parent_expired ? 'its parent expired: the changes cannot be listed' : 'no file changed'),
-        more ? el('p', {class: 'muted'}, 'and ' + more + ' more files: ', c.parent ? el('a', {href: '#/s/' + s + '/compare/' + c.parent + '/' + c.id}, 'compare with its parent') : '', ' lists them all') : null,
+        filesBox,
         diffBox,
         el('h2', {}, 'Conversation at this point'), conv),
       el('div', {}, el('div', {class: 'panel'}, el('h2', {}, 'State documents'), docs.length ? el('ul', {class: 'files'}, docs) : el('p', {class: 'muted'}, 'none')), taskBox)));
@@ -314,10 +392,51 @@ async function viewCheckpoint(ref, convOffset) {
     if (!list.length) return;
     const icon = {committed: '✅', reverted: '❌', open: '⏳'};
     taskBox.append(el('div', {class: 'panel'}, el('h2', {}, 'Tasks at this point'),
-      el('ul', {class: 'files'}, list.map((x) => el('li', {}, (t.tasks.current === x.id ? '📝 ' : (icon[x.status] || '') + ' '), x.goal,
+      el('ul', {class: 'files'}, list.map((x) => el('li', {}, (t.tasks.current === x.id ? '📝 ' : (icon[x.status] || '') + ' '), safe(x.goal),
         ' ', el('span', {class: 'badge'}, x.status))))));
   }).catch(() => {});
   state.refresh = null; // a checkpoint does not change
+}
+
+// pager is the line above (and below) a long list: which items of how
+// many it shows, and buttons to the pages before and after (go(offset)).
+function pager(what, offset, shown, total, size, go) {
+  if (total <= size && offset === 0) return null;
+  return el('div', {class: 'pager'},
+    el('span', {class: 'muted'}, what + ' ' + (shown ? offset + 1 : offset) + '–' + (offset + shown) + ' of ' + total),
+    offset > 0 ? el('button', {type: 'button', 'data-go': 'earlier', onclick: () => go(Math.max(0, offset - size))}, 'Earlier ' + what) : null,
+    offset + shown < total ? el('button', {type: 'button', 'data-go': 'later', onclick: () => go(offset + size)}, 'More ' + what) : null);
+}
+
+// showFiles lists one page of checkpoint c's changed files (page: a show
+// answer, its files from files_offset on) in box, each a click from its
+// diff (in diffBox) and from blame.
+function showFiles(box, c, page, diffBox, focus) {
+  const s = enc(state.session);
+  const items = [];
+  for (const [kind, list] of [['added', page.files.added], ['modified', page.files.modified], ['deleted', page.files.deleted]]) {
+    for (const p of list) {
+      items.push(el('li', {}, el('span', {class: 'badge'}, kind), ' ',
+        c.parent ? el('button', {class: 'link', type: 'button', onclick: () => showFileDiff(diffBox, c.parent, c.id, p)}, pathEl(p)) : pathEl(p),
+        kind !== 'deleted' ? [' ', el('a', {class: 'muted', href: '#/s/' + s + '/blame/' + c.id + '/' + p.split('/').map(enc).join('/'), title: 'who wrote each line'}, 'blame')] : null));
+    }
+  }
+  const go = async (offset) => {
+    try {
+      const next = await api('show', {session: state.session, ref: c.id, offset, limit: FILES});
+      showFiles(box, c, next, diffBox, offset > page.files_offset ? 'later' : 'earlier');
+    } catch (e) {
+      notice(e.message, 'error');
+    }
+  };
+  const pg = () => pager('files', page.files_offset, items.length, page.files_total, FILES, go);
+  fill(box, pg(), items.length ? el('ul', {class: 'files', id: 'files'}, items) :
+    el('p', {class: 'muted'}, c.parent_expired ? 'its parent expired: the changes cannot be listed' : page.files_total ? 'no file on this page' : 'no file changed'),
+    items.length > 20 ? pg() : null);
+  if (focus) {
+    const b = box.querySelector('.pager button[data-go="' + focus + '"]') || box.querySelector('.pager button');
+    if (b) b.focus();
+  }
 }
 
 async function showFileDiff(box, from, to, path) {
@@ -339,12 +458,12 @@ async function loadConversation(box, id, offset) {
     if (offset === undefined && page.total > limit) {
       page = await api('conversation', {session: state.session, ref: id, offset: page.total - limit, limit});
     }
-    const pager = el('div', {class: 'pager'},
+    // (built twice, top and bottom: a clone would not carry the handlers)
+    const pager = () => el('div', {class: 'pager'},
       el('span', {class: 'muted'}, 'messages ' + (page.offset + 1) + '–' + (page.offset + page.messages.length) + ' of ' + page.total),
       page.offset > 0 ? el('button', {type: 'button', onclick: () => loadConversation(box, id, Math.max(0, page.offset - limit))}, 'Earlier') : null,
       page.offset + page.messages.length < page.total ? el('button', {type: 'button', onclick: () => loadConversation(box, id, page.offset + limit)}, 'Later') : null);
-    fill(box, pager, page.messages.map((m) => message(m)), page.messages.length > 5 ? pager.cloneNode(true) : null);
-    for (const b of box.querySelectorAll('.pager button')) b.disabled = false;
+    fill(box, pager(), page.messages.map((m) => message(m)), page.messages.length > 5 ? pager() : null);
   } catch (e) {
     box.replaceChildren(el('p', {class: 'muted'}, e.code === 'no_path' || e.code === 'usage' ? 'This checkpoint recorded no conversation.' : e.message));
   }
@@ -372,12 +491,14 @@ function message(m, cls) {
 
 const PATCHES = 50; // files whose patch a compare shows at once
 
-async function viewCompare(from, to, mode) {
+async function viewCompare(from, to, mode, offset) {
   setTab(to === 'now' && from === '@' ? 'compare' : 'timeline');
   mode = mode || localStorage.getItem('snap.diffmode') || 'unified';
+  offset = offset || 0;
   const toArg = to === 'now' ? '' : to;
-  const d = await api('diff', {session: state.session, from, to: toArg, stat: '1'});
-  // The patches of the first files, in one request; the others on demand.
+  // One page of the files (FILES of them), without their patches.
+  const d = await api('diff', {session: state.session, from, to: toArg, stat: '1', offset, limit: FILES});
+  // The patches of the page's first files, in one request; the others on demand.
   const first = d.files.slice(0, PATCHES).filter((f) => !f.binary).map((f) => f.path);
   const patched = new Map();
   if (first.length) {
@@ -387,9 +508,14 @@ async function viewCompare(from, to, mode) {
   const title = el('h1', {}, 'Compare ', el('span', {class: 'mono'}, from === '@' ? 'the head' : short(d.from)), ' with ',
     el('span', {class: 'mono'}, to === 'now' ? 'the working tree now' : short(to)));
   const toggle = el('div', {class: 'pager'},
-    el('label', {}, el('input', {type: 'radio', name: 'mode', checked: mode === 'unified', onchange: () => { localStorage.setItem('snap.diffmode', 'unified'); viewCompare(from, to, 'unified'); }}), ' unified'),
-    el('label', {}, el('input', {type: 'radio', name: 'mode', checked: mode === 'split', onchange: () => { localStorage.setItem('snap.diffmode', 'split'); viewCompare(from, to, 'split'); }}), ' side by side'),
-    el('span', {class: 'muted'}, d.files.length + ' file(s) differ'));
+    el('label', {}, el('input', {type: 'radio', name: 'mode', checked: mode === 'unified', onchange: () => { localStorage.setItem('snap.diffmode', 'unified'); viewCompare(from, to, 'unified', offset).catch(showError); }}), ' unified'),
+    el('label', {}, el('input', {type: 'radio', name: 'mode', checked: mode === 'split', onchange: () => { localStorage.setItem('snap.diffmode', 'split'); viewCompare(from, to, 'split', offset).catch(showError); }}), ' side by side'),
+    el('span', {class: 'muted'}, d.files_total + ' file(s) differ'));
+  const go = (at) => viewCompare(from, to, mode, at).then(() => {
+    const b = document.querySelector('#main .pager button[data-go="' + (at > offset ? 'later' : 'earlier') + '"]') || document.querySelector('#main .pager button');
+    if (b) b.focus();
+  }).catch(showError);
+  const pg = () => pager('files', d.files_offset, d.files.length, d.files_total, FILES, go);
   const files = d.files.map((f, i) => {
     if (patched.has(f.path)) return fileDiff(patched.get(f.path), mode);
     if (f.binary || i < PATCHES) return fileDiff(f, mode);
@@ -408,7 +534,8 @@ async function viewCompare(from, to, mode) {
     }
     return el('div', {}, el('h2', {}, 'State document ' + s.name + ' (' + s.status + ')'), s.patch ? diffPre(s.patch) : el('p', {class: 'muted'}, 'binary or too large to show'));
   });
-  show(title, toggle, files.length ? files : el('p', {class: 'muted'}, 'No file differs.'), convs);
+  show(title, toggle, pg(), files.length ? files : el('p', {class: 'muted'}, d.files_total ? 'No file on this page.' : 'No file differs.'),
+    files.length > 5 ? pg() : null, convs);
   if (to === 'now') state.view = 'compare-now';
 }
 
@@ -419,7 +546,7 @@ function changedBy(f) {
 }
 
 function fileHead(f) {
-  return el('div', {class: 'filehead'}, f.path, ' ', el('span', {class: 'badge'}, f.status),
+  return el('div', {class: 'filehead'}, pathEl(f.path), ' ', el('span', {class: 'badge'}, f.status),
     f.binary ? '' : el('span', {class: 'stats mono'}, ' ', el('span', {class: 'a'}, '+' + f.lines_added), ' ', el('span', {class: 'd'}, '-' + f.lines_removed)), changedBy(f));
 }
 
@@ -434,7 +561,7 @@ function diffPre(patch) {
   const lines = patch.replace(/\n$/, '').split('\n');
   return el('pre', {class: 'diff'}, lines.map((l) => el('span', {
     class: l.startsWith('@@') ? 'hunk' : l.startsWith('+') && !l.startsWith('+++') ? 'add' : l.startsWith('-') && !l.startsWith('---') ? 'del' : '',
-  }, l || ' ')));
+  }, l ? safe(l, true) : ' ')));
 }
 
 // sideBySide lays a unified patch out in two columns.
@@ -444,21 +571,21 @@ function sideBySide(patch) {
   const flush = () => {
     for (let i = 0; i < Math.max(dels.length, adds.length); i++) {
       const d = dels[i], a = adds[i];
-      rows.push(el('tr', {}, el('td', {class: 'num'}, d ? d[0] : ''), el('td', {class: d ? 'del' : ''}, d ? d[1] : ''),
-        el('td', {class: 'num'}, a ? a[0] : ''), el('td', {class: a ? 'add' : ''}, a ? a[1] : '')));
+      rows.push(el('tr', {}, el('td', {class: 'num'}, d ? d[0] : ''), el('td', {class: d ? 'del' : ''}, d ? safe(d[1], true) : ''),
+        el('td', {class: 'num'}, a ? a[0] : ''), el('td', {class: a ? 'add' : ''}, a ? safe(a[1], true) : '')));
     }
     dels = []; adds = [];
   };
   for (const l of patch.split('\n')) {
     if (l.startsWith('---') || l.startsWith('+++')) continue;
     const h = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(l);
-    if (h) { flush(); ol = +h[1]; nl = +h[2]; rows.push(el('tr', {}, el('td', {colspan: '4', class: 'muted'}, l))); continue; }
+    if (h) { flush(); ol = +h[1]; nl = +h[2]; rows.push(el('tr', {}, el('td', {colspan: '4', class: 'muted'}, safe(l, true)))); continue; }
     if (l.startsWith('-')) { dels.push([ol++, l.slice(1)]); continue; }
     if (l.startsWith('+')) { adds.push([nl++, l.slice(1)]); continue; }
     if (l.startsWith('\\')) continue;
     flush();
     if (l === '' ) continue;
-    rows.push(el('tr', {}, el('td', {class: 'num'}, ol++), el('td', {}, l.slice(1)), el('td', {class: 'num'}, nl++), el('td', {}, l.slice(1))));
+    rows.push(el('tr', {}, el('td', {class: 'num'}, ol++), el('td', {}, safe(l.slice(1), true)), el('td', {class: 'num'}, nl++), el('td', {}, safe(l.slice(1), true))));
   }
   flush();
   return el('table', {class: 'sbs'}, el('tbody', {}, rows));
@@ -477,11 +604,11 @@ async function viewBlame(ref, path) {
       el('td', {class: 'num mono'}, l.line),
       el('td', {class: 'who'}, first ? [badgeActor(l.actor === 'unknown' ? '' : l.actor), ' ', l.session, ' ',
         el('a', {class: 'mono', href: '#/s/' + enc(l.session) + '/c/' + l.checkpoint}, short(l.checkpoint)),
-        l.message_id ? el('div', {class: 'mono muted'}, l.message_id) : null] : null),
+        l.message_id ? el('div', {class: 'mono muted'}, safe(l.message_id)) : null] : null),
       el('td', {class: 'nowrap muted'}, first ? whenEl(l.time) : null),
-      el('td', {class: 'code'}, l.text));
+      el('td', {class: 'code'}, safe(l.text, true)));
   });
-  show(el('h1', {}, 'Who wrote ', el('span', {class: 'mono'}, b.path)),
+  show(el('h1', {}, 'Who wrote ', el('span', {class: 'mono'}, pathEl(b.path))),
     el('p', {class: 'muted'}, 'As checkpoint ', el('a', {class: 'mono', href: '#/s/' + enc(state.session) + '/c/' + b.checkpoint}, short(b.checkpoint)),
       ' holds it: each line with the checkpoint that first recorded it, its session and actor.'),
     el('table', {class: 'blame'}, el('tbody', {}, rows)));
@@ -496,14 +623,14 @@ async function viewSearch(q) {
   const res = await api('search', {q});
   const partial = [res.paths_cut_off ? 'file paths of older checkpoints (out of time)' : '',
     res.conversations_not_searched ? res.conversations_not_searched + ' conversation(s) too large to search' : ''].filter(Boolean);
-  show(el('h1', {}, 'Search: ', q),
+  show(el('h1', {}, 'Search: ', safe(q)),
     partial.length ? el('p', {class: 'muted', id: 'not-searched'}, 'Not searched: ' + partial.join('; ') + '.') : null,
     res.hits.length === 0 ? el('p', {class: 'muted'}, 'No checkpoint matches.') :
       el('table', {id: 'hits'}, el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, '#'), el('th', {}, 'time'), el('th', {}, 'kind'), el('th', {}, 'summary'), el('th', {}, 'matched'))),
         el('tbody', {}, res.hits.map((h) => el('tr', {},
-          el('td', {}, h.session), el('td', {class: 'mono'}, '#' + h.seq), el('td', {}, when(h.time)), el('td', {}, badgeKind(h), ' ', badgeActor(h.actor)),
-          el('td', {}, el('a', {href: '#/s/' + enc(h.session) + '/c/' + h.id}, h.summary || '(' + h.kind + ')')),
-          el('td', {}, h.match + (h.path ? ': ' + h.path : '')))))));
+          el('td', {}, h.session), el('td', {class: 'mono nowrap'}, '#' + h.seq), el('td', {}, when(h.time)), el('td', {}, badgeKind(h), ' ', badgeActor(h.actor)),
+          el('td', {}, el('a', {href: '#/s/' + enc(h.session) + '/c/' + h.id}, safe(h.summary || '(' + h.kind + ')'))),
+          el('td', {}, h.match, h.path ? [': ', pathEl(h.path)] : null))))));
 }
 
 // ---- tasks ------------------------------------------------------------
@@ -514,14 +641,14 @@ async function viewTasks() {
   const byID = new Map(t.tasks.tasks.map((x) => [x.id, x]));
   const icon = {committed: '✅', reverted: '❌', open: '⏳'};
   const item = (x) => el('li', {},
-    x.current ? '📝 ' : (icon[x.status] || '') + ' ', el('b', {}, x.goal), ' ', el('span', {class: 'badge'}, x.status),
-    x.summary ? el('div', {}, x.summary) : null, x.reason ? el('div', {class: 'muted'}, 'reverted: ' + x.reason) : null,
+    x.current ? '📝 ' : (icon[x.status] || '') + ' ', el('b', {}, safe(x.goal)), ' ', el('span', {class: 'badge'}, x.status),
+    x.summary ? el('div', {}, safe(x.summary)) : null, x.reason ? el('div', {class: 'muted'}, 'reverted: ', safe(x.reason)) : null,
     x.begin ? el('div', {}, el('a', {href: '#/s/' + enc(state.session) + '/c/' + x.begin}, 'its beginning'),
       x.end ? [' · ', el('a', {href: '#/s/' + enc(state.session) + '/compare/' + x.begin + '/' + x.end}, 'its change')] : null) : null,
     x.children && x.children.length ? el('ul', {}, x.children.map((c) => item(byID.get(c)))) : null);
   const roots = t.tasks.tasks.filter((x) => !x.parent);
-  const pending = (t.edits.pending_changes || []).map((p) => el('li', {}, el('b', {class: 'mono'}, '[' + p.change_id + '] '), p.path + ':' + p.line + ' ' + p.kind,
-    el('pre', {class: 'mono'}, p.preview)));
+  const pending = (t.edits.pending_changes || []).map((p) => el('li', {}, el('b', {class: 'mono'}, '[' + p.change_id + '] '), pathEl(p.path), ':' + p.line + ' ' + p.kind,
+    el('pre', {class: 'mono'}, safe(p.preview, true))));
   show(el('h1', {}, 'Tasks of ', el('span', {class: 'mono'}, state.session)),
     roots.length ? el('ul', {id: 'tasktree'}, roots.map(item)) : el('p', {class: 'muted'}, 'No task: agents begin one with memo_begin_task or "snap task begin".'),
     el('h2', {}, 'Staged edits'), pending.length ? el('ul', {class: 'files'}, pending) : el('p', {class: 'muted'}, 'none pending'));
@@ -547,8 +674,8 @@ function list(title, items, cls) {
 function keptText(k) {
   const who = k.actor === 'user' ? 'your ' + (k.deleted ? 'deletion' : 'edit') :
     (k.deleted ? 'deleted' : 'written') + ' by session ' + k.session + (k.actor === 'agent' ? "'s agent" : '');
-  return k.path + ': ' + who + (k.seq ? ' at #' + k.seq : '') + ', ' + when(k.time) +
-    (k.merged ? ' — merged: only this session\'s lines go back' : k.conflict ? ' — left as it is (conflict)' : ' — left as it is');
+  return [pathEl(k.path), ': ' + who + (k.seq ? ' at #' + k.seq : '') + ', ' + when(k.time) +
+    (k.merged ? ' — merged: only this session\'s lines go back' : k.conflict ? ' — left as it is (conflict)' : ' — left as it is')];
 }
 
 let previewSeq = 0, plan = null;
@@ -568,10 +695,10 @@ async function preview() {
     const nothing = !r.restored.length && !r.deleted.length && !r.state.length;
     fill(box, el('h3', {}, 'What this rewind will do'),
       nothing ? el('p', {}, 'Nothing would change.') : null,
-      list('restored', r.restored), list('deleted', r.deleted),
-      list('state documents', r.state.map((s) => s.name + (s.deleted ? ' (removed)' : '') + ' → ' + s.path)),
+      list('restored', r.restored.map(pathEl)), list('deleted', r.deleted.map(pathEl)),
+      list('state documents', r.state.map((s) => [safe(s.name) , s.deleted ? ' (removed)' : '', ' → ', pathEl(s.path)])),
       list('KEPT as they are', r.kept.map(keptText), 'kept'),
-      list('skipped', (r.skipped || []).map((s) => s.path + ': ' + s.reason)),
+      list('skipped', (r.skipped || []).map((s) => [pathEl(s.path), ': ', safe(s.reason)])),
       el('p', {class: 'muted'}, 'The state from before is checkpointed first: Undo brings it back.'));
     $('rewind-go').disabled = nothing;
     box.dataset.ready = '1';
@@ -580,9 +707,14 @@ async function preview() {
   }
 }
 
+// The element that had the focus when the dialog opened: it gets it back
+// when the dialog closes (Escape, Cancel), as a keyboard user expects.
+let rewindOpener = null;
+
 function openRewind(c) {
   rewindTarget = c;
-  $('rewind-target').replaceChildren('To checkpoint ', el('b', {class: 'mono'}, short(c.id)), ' #' + c.seq + ' of ' + state.session + ' · ' + when(c.time) + ' · ' + (c.summary || c.kind));
+  rewindOpener = document.activeElement !== document.body ? document.activeElement : null;
+  fill($('rewind-target'), 'To checkpoint ', el('b', {class: 'mono'}, short(c.id)), ' #' + c.seq + ' of ' + state.session + ' · ' + when(c.time) + ' · ', safe(c.summary || c.kind));
   $('rewind-paths').value = '';
   $('rewind-all').checked = false;
   $('rewind-form').reset();
@@ -603,6 +735,7 @@ async function doRewind() {
     notice(['Rewound: ' + r.restored.length + ' restored, ' + r.deleted.length + ' deleted' + (r.kept.length ? ', ' + r.kept.length + ' kept' : '') +
       '. The state from before is checkpoint ' + short(r.safety_checkpoint) + '. ', undo,
       data.error ? ' Some paths failed: ' + data.error.message : ''], data.error ? 'error' : 'ok');
+    undo.focus();
     await refreshAll();
   } catch (e) {
     if (e.code === 'changed_since_preview') {
@@ -617,6 +750,44 @@ async function doRewind() {
 function closeRewind() {
   state.dialogOpen = false;
   if ($('rewind').open) $('rewind').close();
+}
+
+// rewindClosed: however the dialog closed (Escape, Cancel, a rewind), the
+// focus goes back where it was; if that element is gone (the view was
+// redrawn), to the view.
+function rewindClosed() {
+  state.dialogOpen = false;
+  const back = rewindOpener;
+  rewindOpener = null;
+  if (document.activeElement && document.activeElement !== document.body && !$('rewind').contains(document.activeElement)) return; // (moved on already: the rewind's Undo)
+  if (back && back.isConnected) back.focus();
+  else $('main').focus();
+}
+
+// tabbable lists the elements of box Tab stops at, in order: for a group of
+// radio buttons, the checked one only.
+function tabbable(box) {
+  return [...box.querySelectorAll('a[href], button, input, select, textarea, summary, [tabindex]')].filter((x) =>
+    x.tabIndex >= 0 && !x.disabled && x.getClientRects().length > 0 &&
+    !(x.type === 'radio' && !x.checked && box.querySelector('input[type=radio][name="' + x.name + '"]:checked')));
+}
+
+// trapFocus keeps Tab and Shift+Tab within an open modal dialog: from its
+// last element to its first, and back.
+function trapFocus(dialog, ev) {
+  if (ev.key !== 'Tab' || !dialog.open) return;
+  const items = tabbable(dialog);
+  if (!items.length) return;
+  const first = items[0], last = items[items.length - 1];
+  const at = document.activeElement;
+  const same = (a, b) => a === b || (a && b && a.type === 'radio' && b.type === 'radio' && a.name === b.name);
+  if (ev.shiftKey && (same(at, first) || !dialog.contains(at))) {
+    ev.preventDefault();
+    last.focus();
+  } else if (!ev.shiftKey && (same(at, last) || !dialog.contains(at))) {
+    ev.preventDefault();
+    first.focus();
+  }
 }
 
 // askUndo says what Undo (or Redo) would reverse and asks first: one
@@ -671,8 +842,8 @@ async function doRedo() {
 
 async function refreshAll() {
   statusLine();
-  if (state.refresh) await state.refresh();
-  else if (state.view === 'timeline') route();
+  if (state.refresh) await state.refresh().catch(showError);
+  else if (state.view === 'timeline') await render();
 }
 
 // ---- keys and events --------------------------------------------------
@@ -711,9 +882,37 @@ document.addEventListener('keydown', (ev) => {
   }
 });
 
+// focusKey names the control of the view that has the focus so that a
+// redrawn view can give it back (restoreFocus): its row (data-id), and its
+// place among the row's (or the view's) controls.
+function focusKey() {
+  const a = document.activeElement, main = $('main');
+  if (!a || a === main || !main.contains(a)) return null;
+  const row = a.closest('[data-id]');
+  return {row: row ? row.dataset.id : null, i: tabbable(row || main).indexOf(a)};
+}
+
+function restoreFocus(k) {
+  if (!k || (document.activeElement && document.activeElement !== document.body)) return; // (the focus moved on meanwhile)
+  const scope = k.row ? $('main').querySelector('[data-id="' + CSS.escape(k.row) + '"]') : $('main');
+  const e = scope && (k.i >= 0 ? tabbable(scope)[k.i] : scope);
+  if (e) e.focus({preventScroll: true});
+}
+
+// listen follows the events stream. The page closes it when it goes (a
+// reload, another address): a stream left open holds one of the six
+// connections a browser opens to a server, and after a few reloads the
+// next page would wait a minute for one. A page the browser brings back
+// from its cache (Back) opens it again.
 function listen() {
   let timer = null;
   const es = new EventSource('/api/events?token=' + enc(token));
+  const gone = () => {
+    es.close();
+    window.removeEventListener('pagehide', gone);
+    window.addEventListener('pageshow', (ev) => { if (ev.persisted) { listen(); refreshAll(); } }, {once: true});
+  };
+  window.addEventListener('pagehide', gone);
   es.addEventListener('change', () => {
     clearTimeout(timer);
     timer = setTimeout(() => {
@@ -721,13 +920,19 @@ function listen() {
       statusLine(true);
       // Cheap views follow at once; a compare or a checkpoint (which may
       // be thousands of files) offers a refresh instead (U4).
-      if (state.refresh) state.refresh().catch(() => {});
-      else if (state.view === 'compare-now') notice(['The working tree or the store changed. ', el('button', {type: 'button', onclick: () => route()}, 'Refresh')]);
+      // A refresh that fails says why in the view's place (the store was
+      // damaged meanwhile), unless the store was only busy.
+      // The focus stays where it was (the same control of the same row).
+      if (state.refresh) {
+        const at = focusKey();
+        state.refresh().then(() => restoreFocus(at), (e) => { if (e.code !== 'busy' && e.code !== 'unreachable') showError(e); });
+      }
+      else if (state.view === 'compare-now') notice(['The working tree or the store changed. ', el('button', {type: 'button', onclick: render}, 'Refresh')]);
     }, 500);
   });
 }
 
-window.addEventListener('hashchange', () => route().catch((e) => notice(e.message, 'error')));
+window.addEventListener('hashchange', render);
 window.addEventListener('DOMContentLoaded', async () => {
   $('session').addEventListener('change', (ev) => { location.hash = '#/s/' + enc(ev.target.value); });
   $('searchform').addEventListener('submit', (ev) => { ev.preventDefault(); location.hash = '#/search/' + enc($('q').value.trim()); });
@@ -735,7 +940,8 @@ window.addEventListener('DOMContentLoaded', async () => {
   $('redo').addEventListener('click', () => askUndo(true));
   $('rewind-cancel').addEventListener('click', closeRewind);
   $('rewind-go').addEventListener('click', doRewind);
-  $('rewind').addEventListener('close', () => { state.dialogOpen = false; });
+  $('rewind').addEventListener('close', rewindClosed);
+  $('rewind').addEventListener('keydown', (ev) => trapFocus($('rewind'), ev));
   for (const i of document.querySelectorAll('#rewind-form input, #rewind-paths')) i.addEventListener('change', preview);
   // The token travelled in the URL once; the cookie carries it now.
   if (location.search.includes('token=')) history.replaceState(null, '', location.pathname + location.hash);
@@ -746,9 +952,9 @@ window.addEventListener('DOMContentLoaded', async () => {
   try {
     await loadSessions();
     statusLine();
-    await route();
   } catch (e) {
-    notice(e.message, 'error');
+    // (the view says why, if it cannot be shown either)
   }
+  await render();
   listen();
 });
