@@ -343,10 +343,10 @@ func (r *Repo) EmptyTrash(ctx context.Context) (int, error) { return worktree.Em
 
 func (r *Repo) cachePath() string { return filepath.Join(r.StoreDir, "cache", "stat") }
 
-func (r *Repo) loadCache() *index.Cache {
-	c, _ := index.LoadFS(r.fs, r.cachePath()) // a corrupt or unreadable cache is an empty cache
-	return c
-}
+// loadCache returns the stat cache, read on its first use (a capture the
+// watch daemon says needs nothing reads none of it); a corrupt or
+// unreadable cache is an empty cache.
+func (r *Repo) loadCache() *index.Cache { return index.LoadLazy(r.fs, r.cachePath()) }
 
 // excludeFromGit adds the store to .git/info/exclude when the project is a
 // git repository and the store lies inside it.

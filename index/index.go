@@ -88,6 +88,9 @@ type Cache struct {
 	dirs    map[string]*listing // directory path ("" is the root) → its listing
 	dirList []string            // the keys of dirs, sorted
 	dirty   bool
+	// lazy, when set, reads the cache on its first use (LoadLazy).
+	lazy     func() *Cache
+	lazyOnce sync.Once
 }
 
 // New returns an empty cache.
@@ -115,6 +118,32 @@ func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 	return c, nil
 }
 
+// LoadLazy is LoadFS, but the file is read only when the cache is first
+// looked up or changed: a capture that needs no stat (the watch daemon
+// vouches nothing changed) costs nothing of it. A cache that cannot be
+// read is an empty one.
+func LoadLazy(vfs fsys.FS, path string) *Cache {
+	c := New()
+	c.lazy = func() *Cache {
+		l, _ := LoadFS(vfs, path)
+		return l
+	}
+	return c
+}
+
+// load reads a lazy cache, once.
+func (c *Cache) load() {
+	if c.lazy == nil {
+		return
+	}
+	c.lazyOnce.Do(func() {
+		l := c.lazy()
+		c.mu.Lock()
+		c.slot, c.ents, c.paths, c.gone, c.sorted, c.dirs, c.dirList = l.slot, l.ents, l.paths, l.gone, l.sorted, l.dirs, l.dirList
+		c.mu.Unlock()
+	})
+}
+
 // Dirty reports whether the cache changed since it was loaded or saved.
 func (c *Cache) Dirty() bool {
 	c.mu.RLock()
@@ -124,6 +153,7 @@ func (c *Cache) Dirty() bool {
 
 // Len returns the number of entries.
 func (c *Cache) Len() int {
+	c.load()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.slot)
@@ -138,6 +168,7 @@ func (c *Cache) Lookup(path string, st Stat) (objects.ID, bool) {
 // LookupBytes is Lookup with the path in a byte slice, which it does not
 // keep: a walk can look paths up without making a string of each.
 func (c *Cache) LookupBytes(path []byte, st Stat) (objects.ID, bool) {
+	c.load()
 	c.mu.RLock()
 	i, ok := c.slot[string(path)] // no allocation: a map index
 	var e Entry
@@ -155,6 +186,7 @@ func (c *Cache) LookupBytes(path []byte, st Stat) (objects.ID, bool) {
 // read, whether or not it is unchanged since: the likely base of a delta
 // for its new content.
 func (c *Cache) Previous(path string) (objects.ID, bool) {
+	c.load()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i, ok := c.slot[path]
@@ -167,6 +199,7 @@ func (c *Cache) Previous(path string) (objects.ID, bool) {
 // Recorded returns the stat and id recorded for path (by the last capture
 // that read it, or a restore that wrote it), trusted or not.
 func (c *Cache) Recorded(path string) (Stat, objects.ID, bool) {
+	c.load()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i, ok := c.slot[path]
@@ -179,6 +212,7 @@ func (c *Cache) Recorded(path string) (Stat, objects.ID, bool) {
 // Put records that the file at path, with stat st taken before it was read,
 // hashed to id during a scan that began at scanStart.
 func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
+	c.load()
 	e := Entry{Stat: st, Recorded: scanStart.UnixNano(), ID: id}
 	c.mu.Lock()
 	if i, ok := c.slot[path]; !ok {
@@ -203,6 +237,7 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 // renaming an entry moves a directory's mtime and ctime. The slice is shared:
 // callers must not modify it.
 func (c *Cache) Listing(dir string, st Stat) ([]string, bool) {
+	c.load()
 	c.mu.RLock() // walkers look up in parallel: never the write lock here
 	defer c.mu.RUnlock()
 	l, ok := c.dirs[dir]
@@ -220,6 +255,7 @@ func (c *Cache) Listing(dir string, st Stat) ([]string, bool) {
 // its stat st was taken, during a scan that began at scanStart. The cache
 // keeps names; callers must not modify it afterwards.
 func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.Time) {
+	c.load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec := scanStart.UnixNano()
@@ -242,6 +278,7 @@ func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.T
 // put since the cache was loaded or last pruned: after a full scan, those
 // of the directories that no longer exist (or are now ignored).
 func (c *Cache) DropUnusedListings() {
+	c.load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dirList = slices.DeleteFunc(c.dirList, func(d string) bool {
@@ -258,6 +295,7 @@ func (c *Cache) DropUnusedListings() {
 // Retain drops every entry for which keep returns false (paths that a full
 // scan no longer found).
 func (c *Cache) Retain(keep func(path string) bool) {
+	c.load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for p, i := range c.slot {
