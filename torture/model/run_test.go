@@ -37,6 +37,9 @@ type runner struct {
 	stats    map[string]int
 	lastCLI  []string // the last read-only command run
 	times    map[string]time.Duration
+	// unwatch stops the watch daemon of the first project and waits for it
+	// (nil: none runs).
+	unwatch func()
 }
 
 func newRunner(dir string, disabled map[string]bool, logf func(string, ...any)) (*runner, error) {
@@ -79,11 +82,41 @@ func newRunner(dir string, disabled map[string]bool, logf func(string, ...any)) 
 			return nil, err
 		}
 		r.projs = append(r.projs, p)
+		if i == 0 && os.Getenv("SNAP_MODEL_NO_WATCH") == "" {
+			// The first project's captures build on a watch daemon's
+			// answers (snap watch): every check of the model then holds
+			// of monitored checkpoints too (issue 24).
+			if err := r.startWatch(p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return r, nil
 }
 
+// startWatch runs project p's watch daemon until close.
+func (r *runner) startWatch(p *project) error {
+	ctx, cancel := context.WithCancel(r.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.repo.Watch(ctx, 0, nil)
+	}()
+	r.unwatch = func() { cancel(); <-done }
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := p.repo.WatchStatus(); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the watch daemon of %s did not answer within 10s", p.root)
+		}
+	}
+}
+
 func (r *runner) close() {
+	if r.unwatch != nil {
+		r.unwatch()
+	}
 	for _, p := range r.projs {
 		p.repo.Close()
 	}
@@ -449,6 +482,9 @@ func (r *runner) checkpointVia(p *project, op *Op, hook *viaHook) {
 		r.failf("api-error", "checkpoint: %v", err)
 		r.resyncHead(p, op.Session)
 		return
+	}
+	if res.Monitored {
+		r.stats["checkpoint built on the watch daemon"]++
 	}
 	same := h != nil && len(labels) == 0 && recordMatches(exp, h.files) && docsEqual(expDocs, h.docs) &&
 		fmt.Sprint(exp.unreadable) == fmt.Sprint(trimAll(h.skipped))
