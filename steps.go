@@ -12,6 +12,7 @@ import (
 	pathpkg "path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/snapcore-dev/snap/edits"
 	"github.com/snapcore-dev/snap/objects"
@@ -264,9 +265,15 @@ func (st *Steps) Plan(ctx context.Context, session string, f func(p *Present) er
 }
 
 // Unreadable reports whether the capture could not read path p now (too
-// large, no permission): its entry in Tree is the one recorded before,
-// not what the file holds.
-func (p *Present) Unreadable(path string) bool { return slices.Contains(p.unread, path) }
+// large, no permission), or a directory above it: its entry in Tree is
+// the one recorded before, not what the file holds.
+func (p *Present) Unreadable(path string) bool {
+	return slices.ContainsFunc(p.unread, func(u string) bool {
+		// (Beneath a directory that could not be listed, nothing is known;
+		// beneath a file, nothing can be.)
+		return u == path || strings.HasSuffix(u, "/") && strings.HasPrefix(path, u)
+	})
+}
 
 // Entry finds path (slashes, no leading slash) in tree (any stored tree,
 // or the present's; the zero tree is empty).
