@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -71,6 +72,7 @@ type node struct {
 	parent  *node
 	kids    map[string]*node // by name
 	watched bool             // a watch is on it
+	id      fileID           // the directory watched, when watched
 	ignored bool             // a capture does not enter it (worktree.Dirs' ignored)
 	why     string           // why it is reported unwatched; "" when it is not
 }
@@ -94,16 +96,20 @@ type fileID struct{ dev, ino uint64 }
 type daemon struct {
 	cfg        Config
 	logf       func(string, ...any)
-	root       string // absolute
-	rootPrefix string // root + "/"
-	store      string // absolute
-	storeSlash string // store + "/"
+	werrs      []error  // errors of w received while adding or removing watches, not handled yet
+	removals   []string // watches to remove (absolute paths), before any is added
+	root       string   // absolute
+	rootPrefix string   // root + "/"
+	store      string   // absolute
+	storeSlash string   // store + "/"
 	sock       string
+	uid        atomic.Int64 // the one user served
 	rootID     fileID
 	storeID    fileID
 	w          *fsnotify.Watcher
 
 	nodes    map[string]*node
+	inodes   map[fileID]*node   // the watched nodes by directory
 	unw      map[*node]struct{} // nodes with a why
 	unwList  []string           // top-most of unw, sorted; nil when stale
 	watches  int                // directories of the tree watched
@@ -197,6 +203,7 @@ func Run(ctx context.Context, cfg Config) error {
 	d.lastActive = d.started
 	d.lastRetry = d.started
 	d.env = gitEnv()
+	d.uid.Store(int64(os.Getuid()))
 	d.reqs = make(chan *call)
 	d.stop = make(chan struct{})
 	d.done = make(chan struct{})
@@ -240,10 +247,12 @@ func (d *daemon) begin(reason string) error {
 		return fmt.Errorf("watch: %w", err)
 	}
 	d.w = w
-	if err := d.add(d.store); err != nil {
+	d.werrs, d.removals = nil, nil
+	if err := d.watchOps([]string{d.store})[0]; err != nil {
 		return fmt.Errorf("watch: watch the store: %w", err)
 	}
 	d.nodes = map[string]*node{}
+	d.inodes = map[fileID]*node{}
 	d.unw = map[*node]struct{}{}
 	d.unwList = nil
 	d.watches = 0
@@ -294,9 +303,9 @@ func (d *daemon) loop(ctx context.Context) {
 				d.restart("the watcher closed its errors")
 				continue
 			}
-			d.watchError(err)
+			d.werrs = append(d.werrs, err)
 		case err := <-d.cfg.errs:
-			d.watchError(err)
+			d.werrs = append(d.werrs, err)
 		case f := <-d.cfg.inspect:
 			f(d)
 		case c := <-d.reqs:
@@ -304,6 +313,7 @@ func (d *daemon) loop(ctx context.Context) {
 		case <-tick.C:
 			d.tick()
 		}
+		d.watchErrors()
 	}
 }
 
@@ -317,6 +327,9 @@ func (d *daemon) drain() {
 				return
 			}
 			d.event(ev)
+			if len(d.werrs) > 0 {
+				return // handled first: the events may be stale
+			}
 			if d.events >= flushAfter {
 				d.flush()
 			}
@@ -327,14 +340,85 @@ func (d *daemon) drain() {
 	}
 }
 
-// watchError handles an error of the watcher: events may have been lost,
-// so nothing handed out so far can be vouched for.
-func (d *daemon) watchError(err error) {
-	reason := "event queue overflowed"
-	if !errors.Is(err, fsnotify.ErrEventOverflow) {
-		reason = "watcher error: " + err.Error()
+// watchErrors handles the errors of the watcher received so far: events
+// may have been lost, so nothing handed out so far can be vouched for, and
+// it restarts (and says so). The one error it can attribute is EINVAL:
+// fsnotify removing, on a directory's IN_MOVE_SELF, a watch the kernel had
+// dropped already (the directory was deleted since), which loses nothing.
+//
+// Only the loop receives errors, in its select or while watches are added
+// or removed (watchOps): fsnotify sends an overflow before the events that
+// follow it, so an error received after an event was always received
+// before it, and is handled before the event's query is answered.
+func (d *daemon) watchErrors() {
+	for len(d.werrs) > 0 && d.exit == "" {
+		err := d.werrs[0]
+		d.werrs = d.werrs[1:]
+		if errors.Is(err, unix.EINVAL) {
+			d.logf("watch: %v (a watch the kernel had dropped already)", err)
+			continue
+		}
+		reason := "event queue overflowed"
+		if !errors.Is(err, fsnotify.ErrEventOverflow) {
+			reason = "watcher error: " + err.Error()
+		}
+		d.restart(reason) // a new watcher: the old one's other errors do not matter
 	}
-	d.restart(reason)
+}
+
+// watchOps removes the watches of d.removals, then adds watches on adds
+// (absolute paths), returning each add's error. fsnotify sends some errors
+// while it holds the lock Add and Remove take: so the calls are made in
+// another goroutine while the loop keeps receiving errors, which it
+// handles later (watchErrors).
+func (d *daemon) watchOps(adds []string) []error {
+	removes := d.removals
+	d.removals = nil
+	errs := make([]error, len(adds))
+	if len(removes) == 0 && len(adds) == 0 {
+		return errs
+	}
+	w, hook := d.w, d.cfg.addHook
+	done := make(chan struct{})
+	var panicked error
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil { // a bug of fsnotify's: start afresh
+				panicked = fmt.Errorf("fsnotify panicked: %v", r)
+				for i := range errs {
+					errs[i] = panicked
+				}
+			}
+		}()
+		for _, p := range removes {
+			w.Remove(p) // an error: the kernel dropped it already
+		}
+		for i, p := range adds {
+			if hook != nil {
+				if errs[i] = hook(p); errs[i] != nil {
+					continue
+				}
+			}
+			errs[i] = w.Add(p)
+		}
+	}()
+	errc := w.Errors
+	for {
+		select {
+		case <-done:
+			if panicked != nil {
+				d.werrs = append(d.werrs, panicked)
+			}
+			return errs
+		case err, ok := <-errc:
+			if !ok {
+				errc = nil
+				continue
+			}
+			d.werrs = append(d.werrs, err)
+		}
+	}
 }
 
 // restart begins a new epoch with a new watcher: every older token gets
@@ -344,6 +428,7 @@ func (d *daemon) restart(reason string) {
 	d.overflows++
 	d.lastOverflow = time.Now()
 	d.w.Close()
+	d.werrs = nil
 	if err := d.begin(reason); err != nil {
 		d.exit = err.Error()
 		d.checkAlive()
@@ -421,9 +506,19 @@ func (d *daemon) unwatchedKid(n *node) bool {
 // those beneath it, and marks in Trees what they entered.
 func (d *daemon) flush() {
 	d.events = 0
-	if len(d.pending) == 0 {
-		return
+	if len(d.removals) > 0 {
+		d.watchOps(nil)
 	}
+	for range 16 { // walks may ask for more (a directory moved under them)
+		if len(d.pending) == 0 || d.exit != "" {
+			return
+		}
+		d.flushOnce()
+	}
+}
+
+// flushOnce does the walks pending now.
+func (d *daemon) flushOnce() {
 	todo := d.pending
 	d.pending = map[string]int{}
 	paths := make([]string, 0, len(todo))
@@ -469,63 +564,108 @@ func coveredBy(p string, set map[string]int) bool {
 // enters, drops what it no longer enters, and records what it does not
 // enter as unwatched. It reports whether a capture enters p.
 //
-// A directory created beneath one after it was listed and before its
-// watch was added has no event: so the walk is repeated while it finds
-// directories it did not watch yet (their watches are in place before the
-// next listing).
+// A directory created beneath one after the walk listed it and before its
+// watch was added has no event. So each directory newly watched is checked
+// once its watch is in place: when its ctime (which every entry added or
+// removed sets) is not older than the walk's start, less a margin for the
+// coarse clock file times come from, it is walked again (a listing made
+// now that it is watched misses nothing), until a round finds nothing new.
 func (d *daemon) walk(p string) bool {
-	if p != "" {
-		if par := d.nodes[parentOf(p)]; par == nil || par.ignored {
-			return false // beneath what is not watched: reported there
-		}
-	}
-	for round := 0; ; round++ {
-		dirs, ignored, err := worktree.Dirs(d.root, d.store, p)
-		if err != nil {
-			if p == "" {
-				d.checkAlive()
-				root := d.nodes[""]
-				for _, k := range root.kids {
-					d.dropNode(k)
-				}
-				d.setWhy(root, "cannot walk the root: "+err.Error())
-				return false
+	entered := false
+	todo := []string{p}
+	for round := 0; len(todo) > 0; round++ {
+		var next []string
+		for _, q := range todo {
+			start := time.Now()
+			in, added := d.walkOnce(q, round == 0)
+			if q == p {
+				entered = in
 			}
-			if n := d.nodes[p]; n != nil {
-				d.dropNode(n)
-			}
-			if !errors.Is(err, os.ErrNotExist) {
-				if n := d.ensure(p); n != nil {
-					d.setWhy(n, "cannot walk: "+err.Error())
+			for _, x := range added {
+				if d.changedSince(x, start) {
+					next = append(next, x)
 				}
 			}
-			return false
 		}
-		if len(dirs) == 0 { // not entered
-			if n := d.nodes[p]; n != nil && p != "" {
-				d.dropNode(n)
-			}
-			if len(ignored) > 0 {
-				if n := d.ensure(p); n != nil {
-					n.ignored = true
-					d.setWhy(n, "ignored")
-				}
-			}
-			return false
+		set := make(map[string]int, len(next))
+		for _, x := range next {
+			set[x] = walkEntry
 		}
-		added := d.apply(p, dirs, ignored, round == 0)
-		if len(added) == 0 {
-			return true
+		todo = next[:0]
+		for _, x := range next {
+			if !coveredBy(x, set) { // an ancestor's walk covers it
+				todo = append(todo, x)
+			}
 		}
 		if round == maxRounds-1 {
-			for _, x := range added {
+			for _, x := range todo {
 				if n := d.nodes[x]; n != nil {
 					d.setWhy(n, "kept changing while its watches were added")
 				}
 			}
-			return true
+			break
 		}
 	}
+	return entered
+}
+
+// fileTimeMargin covers the lag of the coarse clock file times are taken
+// from behind time.Now (a tick, 1 to 10 ms) with room to spare.
+const fileTimeMargin = 50 * time.Millisecond
+
+// changedSince reports whether directory rel may have changed since
+// start: its ctime is not older than start, less fileTimeMargin (or it
+// cannot be read: then it is walked again, to be safe).
+func (d *daemon) changedSince(rel string, start time.Time) bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(d.abs(rel), &st); err != nil {
+		return !errors.Is(err, unix.ENOENT) // gone: its parent's event tells
+	}
+	return time.Unix(st.Ctim.Unix()).After(start.Add(-fileTimeMargin))
+}
+
+// walkOnce walks p once: Dirs, then apply (force: add every watch again).
+// It reports whether a capture enters p, and the directories newly watched.
+func (d *daemon) walkOnce(p string, force bool) (bool, []string) {
+	if p != "" {
+		if par := d.nodes[parentOf(p)]; par == nil || par.ignored {
+			return false, nil // beneath what is not watched: reported there
+		}
+	}
+	dirs, ignored, err := worktree.Dirs(d.root, d.store, p)
+	if err != nil {
+		if p == "" {
+			d.checkAlive()
+			root := d.nodes[""]
+			for _, k := range root.kids {
+				d.dropNode(k)
+			}
+			d.setWhy(root, "cannot walk the root: "+err.Error())
+			return false, nil
+		}
+		if n := d.nodes[p]; n != nil {
+			d.dropNode(n)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			if n := d.ensure(p); n != nil {
+				d.setWhy(n, "cannot walk: "+err.Error())
+			}
+		}
+		return false, nil
+	}
+	if len(dirs) == 0 { // not entered
+		if n := d.nodes[p]; n != nil && p != "" {
+			d.dropNode(n)
+		}
+		if len(ignored) > 0 {
+			if n := d.ensure(p); n != nil {
+				n.ignored = true
+				d.setWhy(n, "ignored")
+			}
+		}
+		return false, nil
+	}
+	return true, d.apply(p, dirs, ignored, force)
 }
 
 // apply brings the nodes beneath p in line with a walk's result: dirs are
@@ -543,37 +683,17 @@ func (d *daemon) apply(p string, dirs, ignored []string, force bool) (added []st
 	if n := d.nodes[p]; n != nil {
 		d.prune(n, keep)
 	}
-	for _, x := range dirs {
+	var want []*node         // to watch
+	for _, x := range dirs { // parents first: an ignored one's parent is among them
 		n := d.ensure(x)
 		if n == nil {
 			continue
 		}
+		n.ignored = false
 		if n.watched && n.why == "" && !force {
 			continue
 		}
-		n.ignored = false
-		if err := d.add(d.abs(x)); err != nil {
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-				if x != "" {
-					d.dropNode(n) // gone since it was listed: its parent's event tells
-					continue
-				}
-			}
-			if errors.Is(err, unix.ENOSPC) {
-				err = fmt.Errorf("%w (the inotify watch limit, sysctl fs.inotify.max_user_watches)", err)
-			}
-			d.logf("watch: cannot watch %s: %v", d.abs(x), err)
-			d.setWhy(n, "cannot watch: "+err.Error())
-			continue
-		}
-		if !n.watched || n.why != "" {
-			added = append(added, x)
-		}
-		if !n.watched {
-			n.watched = true
-			d.watches++
-		}
-		d.setWhy(n, "")
+		want = append(want, n)
 	}
 	for _, x := range ignored {
 		n := d.ensure(x)
@@ -587,6 +707,71 @@ func (d *daemon) apply(p string, dirs, ignored []string, force bool) (added []st
 		n.ignored = true
 		d.setWhy(n, "ignored")
 	}
+	// One watch per directory, under its path now. fsnotify keys its
+	// watches by path and the kernel by inode: adding a path whose
+	// directory is watched under another path (moved there, its events
+	// not handled yet) would leave fsnotify naming its events after the
+	// old path, and its registry broken.
+	var nodes []*node
+	var paths []string
+	var ids []fileID
+	for _, n := range want {
+		if d.nodes[n.rel] != n {
+			continue // dropped since, with its parent
+		}
+		id, err := dirID(d.abs(n.rel))
+		if err != nil {
+			if n.rel != "" {
+				d.dropNode(n) // gone, or not a directory: its parent's event tells
+			}
+			continue
+		}
+		if n.watched && n.id != id {
+			d.unwatch(n) // another directory at this path: the old watch goes first
+		}
+		if o := d.inodes[id]; o != nil && o != n {
+			if oid, err := dirID(d.abs(o.rel)); err == nil && oid == id {
+				d.setWhy(n, "the same directory as "+strconv.Quote(o.rel)+", watched there (a bind mount?)")
+				continue
+			}
+			// Moved here from o: o's path is looked at again.
+			d.unwatch(o)
+			d.setWhy(o, "its directory moved; to be walked again")
+			d.pending[o.rel] |= walkEntry
+		}
+		nodes = append(nodes, n)
+		paths = append(paths, d.abs(n.rel))
+		ids = append(ids, id)
+	}
+	// The removals (watchOps), then the adds.
+	for i, err := range d.watchOps(paths) {
+		n := nodes[i]
+		if d.nodes[n.rel] != n {
+			continue // dropped with its parent, gone
+		}
+		if err != nil {
+			if (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) && n.rel != "" {
+				d.dropNode(n) // gone since it was listed: its parent's event tells
+				continue
+			}
+			if errors.Is(err, unix.ENOSPC) {
+				err = fmt.Errorf("%w (the inotify watch limit, sysctl fs.inotify.max_user_watches)", err)
+			}
+			d.logf("watch: cannot watch %s: %v", paths[i], err)
+			d.setWhy(n, "cannot watch: "+err.Error())
+			continue
+		}
+		if !n.watched || n.why != "" {
+			added = append(added, n.rel)
+		}
+		if !n.watched {
+			n.watched = true
+			d.watches++
+		}
+		n.id = ids[i]
+		d.inodes[n.id] = n
+		d.setWhy(n, "")
+	}
 	return added
 }
 
@@ -599,16 +784,6 @@ func (d *daemon) prune(n *node, keep map[string]bool) {
 			d.prune(k, keep)
 		}
 	}
-}
-
-// add adds a watch on the directory at path.
-func (d *daemon) add(path string) error {
-	if d.cfg.addHook != nil {
-		if err := d.cfg.addHook(path); err != nil {
-			return err
-		}
-	}
-	return d.w.Add(path)
 }
 
 // ensure returns the node of directory x, made when missing; nil when its
@@ -648,12 +823,16 @@ func (d *daemon) dropNode(n *node) {
 	delete(d.nodes, n.rel)
 }
 
-// unwatch removes n's watch, if any.
+// unwatch removes n's watch, if any (before the next watch is added:
+// watchOps).
 func (d *daemon) unwatch(n *node) {
 	if n.watched {
-		d.w.Remove(d.abs(n.rel)) // an error: the kernel dropped it already
+		d.removals = append(d.removals, d.abs(n.rel))
 		n.watched = false
 		d.watches--
+		if d.inodes[n.id] == n {
+			delete(d.inodes, n.id)
+		}
 	}
 }
 
@@ -870,7 +1049,6 @@ func (d *daemon) cookie(name string) {
 	if c == nil {
 		return
 	}
-	delete(d.cookies, name)
 	os.Remove(filepath.Join(d.store, name))
 	d.flush()
 	if x := worktree.Excludes(d.root); x != d.excludes {
@@ -878,8 +1056,16 @@ func (d *daemon) cookie(name string) {
 		// every directory did.
 		d.excludes = x
 		d.walk("")
+		d.flush()
 		d.mark("", true)
 	}
+	// An error received before now came before the cookie: a restart
+	// answers every query waiting, this one too.
+	d.watchErrors()
+	if d.cookies[name] == nil {
+		return
+	}
+	delete(d.cookies, name)
 	if d.exit != "" {
 		c.reply <- reply{Error: "the daemon is exiting: " + d.exit}
 		return
@@ -970,7 +1156,7 @@ func (d *daemon) serve(conn net.Conn) {
 	defer d.conns.Done()
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
+	if uid, err := peerUID(conn); err != nil || int64(uid) != d.uid.Load() {
 		d.logf("watch: refused a connection from uid %d (%v)", uid, err)
 		return
 	}

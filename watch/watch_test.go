@@ -200,12 +200,16 @@ func TestChangesAreReported(t *testing.T) {
 		"node_modules/pkg/a.js":   "js",
 		"lib/.gitignore":          "gen/\n",
 		"lib/gen/x/y.txt":         "generated",
+		"lib/gen/w.txt":           "generated",
 		"lib/l.go":                "package lib\n",
 		"deep/er/est/file.txt":    "deep",
 		".git/info/exclude":       "",
 		".git/objects/whatever":   "git",
 		"replaced/sub/inside.txt": "inside",
 	})
+	// The walks trust directories changed before they began (less a
+	// margin): let the tree's be so.
+	time.Sleep(2 * fileTimeMargin)
 	p.start(nil)
 	a := p.query()
 	if a.All || len(a.Dirs)+len(a.Trees) != 0 {
@@ -260,12 +264,26 @@ func TestChangesAreReported(t *testing.T) {
 		{name: "a change in an ignored directory", change: func() { p.write("node_modules/pkg/a.js", "changed") },
 			paths: []string{"node_modules/pkg/a.js"}},
 		{name: "a change in .git", change: func() { p.write(".git/objects/whatever", "changed") }},
-		{name: "an ignored directory un-ignored", change: func() { p.write("lib/.gitignore", "") },
-			paths: []string{"lib/gen/x/y.txt"}, dirs: []string{}, trees: []string{"lib"}, unwatched: []string{"node_modules"}},
-		{name: "a file in the un-ignored directory", change: func() { p.write("lib/gen/x/y.txt", "changed") },
+		{name: "a directory with an ignored one moved in", change: func() {
+			out := filepath.Join(t.TempDir(), "pkg")
+			p.must(os.MkdirAll(filepath.Join(out, "node_modules", "dep"), 0o755))
+			p.must(os.WriteFile(filepath.Join(out, "node_modules", "dep", "i.js"), []byte("js"), 0o644))
+			p.must(os.Rename(out, p.abs("pkg")))
+		}, paths: []string{"pkg", "pkg/node_modules/dep/i.js"}, dirs: []string{""}, trees: []string{"pkg"},
+			unwatched: []string{"lib/gen", "node_modules", "pkg/node_modules"}},
+		{name: "a change in its ignored directory", change: func() { p.write("pkg/node_modules/dep/i.js", "changed") },
+			paths: []string{"pkg/node_modules/dep/i.js"}},
+		{name: "an ignored directory un-ignored, one beneath it ignored", change: func() { p.write("lib/.gitignore", "x/\n") },
+			paths: []string{"lib/gen/w.txt"}, dirs: []string{}, trees: []string{"lib"},
+			unwatched: []string{"lib/gen/x", "node_modules", "pkg/node_modules"}},
+		{name: "a file in the un-ignored directory", change: func() { p.write("lib/gen/w.txt", "changed") },
+			paths: []string{"lib/gen/w.txt"}, dirs: []string{"lib/gen"}},
+		{name: "all of it un-ignored", change: func() { p.write("lib/.gitignore", "") },
+			paths: []string{"lib/gen/x/y.txt"}, dirs: []string{}, trees: []string{"lib"}, unwatched: []string{"node_modules", "pkg/node_modules"}},
+		{name: "a file in the directory un-ignored", change: func() { p.write("lib/gen/x/y.txt", "changed") },
 			paths: []string{"lib/gen/x/y.txt"}, dirs: []string{"lib/gen/x"}},
 		{name: "a directory ignored by the exclude file", change: func() { p.write(".git/info/exclude", "deep/\n") },
-			paths: []string{"deep/er/est/file.txt"}, trees: []string{""}, unwatched: []string{"deep", "node_modules"}},
+			paths: []string{"deep/er/est/file.txt"}, trees: []string{""}, unwatched: []string{"deep", "node_modules", "pkg/node_modules"}},
 		{name: "a change in the excluded directory", change: func() { p.write("deep/er/est/file.txt", "changed") },
 			paths: []string{"deep/er/est/file.txt"}},
 		{name: "nothing", change: func() {}},
@@ -345,6 +363,12 @@ func TestTokens(t *testing.T) {
 	}
 	if a := p.query(); a.All {
 		t.Fatalf("a token of the new run: %+v", a)
+	}
+	// A caller whose git configuration is found elsewhere: its excludes
+	// file may differ.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	if a, err := Query(p.store, p.token, 5*time.Second); err != nil || !a.All || !strings.Contains(a.Reason, "XDG_CONFIG_HOME") {
+		t.Fatalf("another git environment: %+v, %v", a, err)
 	}
 }
 
@@ -705,23 +729,27 @@ func TestOverflow(t *testing.T) {
 // reported unwatched, with what is beneath it; once a retry succeeds, it
 // is watched and marked in Trees.
 func TestWatchCannotBeAdded(t *testing.T) {
-	p := newProject(t, map[string]string{"ok/f": "f", "full/sub/f": "f", "full/g": "g"})
+	p := newProject(t, map[string]string{"ok/f": "f", "full/sub/f": "f", "full/g": "g", "denied/h": "h"})
 	fail := make(chan bool, 1)
 	fail <- true
 	failing := func() bool { v := <-fail; fail <- v; return v }
 	p.start(func(c *Config) {
 		c.addHook = func(path string) error {
-			if strings.HasSuffix(path, "/full") && failing() {
+			switch {
+			case !failing():
+			case strings.HasSuffix(path, "/full"):
 				return syscall.ENOSPC
+			case strings.HasSuffix(path, "/denied"):
+				return syscall.EACCES
 			}
 			return nil
 		}
 	})
 	a := p.query()
-	if !slices.Equal(a.Unwatched, []string{"full"}) {
-		t.Fatalf("Unwatched %q, want [full]", a.Unwatched)
+	if !slices.Equal(a.Unwatched, []string{"denied", "full"}) {
+		t.Fatalf("Unwatched %q, want [denied full]", a.Unwatched)
 	}
-	if st, err := Status(p.store, time.Second); err != nil || st.Failed != 1 {
+	if st, err := Status(p.store, time.Second); err != nil || st.Failed != 2 {
 		t.Fatalf("status %+v, %v", st, err)
 	}
 	p.write("full/g", "changed") // no event: covered by Unwatched only
@@ -732,16 +760,90 @@ func TestWatchCannotBeAdded(t *testing.T) {
 	}
 	<-fail
 	fail <- false
-	p.inDaemon(func(d *daemon) { d.retry() }) // as every retryEvery
+	// A chmod of a directory that could not be watched walks it again.
+	p.must(os.Chmod(p.abs("denied"), 0o750))
+	a = p.query()
+	if !slices.Equal(a.Unwatched, []string{"full"}) || !slices.Equal(a.Trees, []string{"denied"}) {
+		t.Fatalf("after the chmod: %+v", a)
+	}
+	// The others are tried again every retryEvery.
+	p.inDaemon(func(d *daemon) { d.retry() })
 	a = p.query()
 	if len(a.Unwatched) != 0 || !slices.Equal(a.Trees, []string{"full"}) {
 		t.Fatalf("after the retry: %+v", a)
 	}
 	p.write("full/g", "again")
-	if a := p.query(); a.All || !slices.Equal(a.Dirs, []string{"full"}) {
+	p.write("denied/h", "again")
+	if a := p.query(); a.All || !slices.Equal(a.Dirs, []string{"denied", "full"}) {
 		t.Fatalf("after the retry: %+v", a)
 	}
 	p.checkWatches()
+}
+
+// A connection from another user is refused (the daemon is told here to
+// expect another uid than this process's).
+func TestOtherUserRefused(t *testing.T) {
+	p := newProject(t, map[string]string{"f": "f"})
+	p.start(nil)
+	p.inDaemon(func(d *daemon) { d.uid.Store(int64(os.Getuid()) + 1) })
+	start := time.Now()
+	_, err := Query(p.store, p.token, 2*time.Second)
+	if err == nil || errors.Is(err, ErrNotRunning) || time.Since(start) > time.Second {
+		t.Fatalf("a refused query: %v after %v", err, time.Since(start))
+	}
+	if _, err := Status(p.store, 2*time.Second); err == nil {
+		t.Fatal("a refused status succeeded")
+	}
+	p.inDaemon(func(d *daemon) { d.uid.Store(int64(os.Getuid())) })
+	p.query()
+}
+
+// A directory made beneath one after the walk listed it and before its
+// watch was added (the hook makes it just before) has no event: the walk
+// finds it in its next round, and what changes in it is reported.
+func TestDirectoryMadeDuringWalk(t *testing.T) {
+	p := newProject(t, map[string]string{"x/f": "f"})
+	var once atomic.Bool
+	p.start(func(c *Config) {
+		c.addHook = func(path string) error {
+			if strings.HasSuffix(path, "/x") && once.CompareAndSwap(false, true) {
+				if err := os.MkdirAll(filepath.Join(path, "late", "deeper"), 0o755); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	})
+	if !once.Load() {
+		t.Fatal("the hook did not run")
+	}
+	p.write("x/late/deeper/f", "f")
+	if a := p.query(); a.All || !slices.Equal(a.Dirs, []string{"x/late/deeper"}) || len(a.Trees) != 0 {
+		t.Fatalf("%+v", a)
+	}
+	p.checkWatches()
+}
+
+// An event of a removal or a move may be older than the tree on disk (the
+// directory came back since, and was walked): the daemon looks at what is
+// there now, and keeps watching it.
+func TestStaleRemovalEvent(t *testing.T) {
+	p := newProject(t, map[string]string{"a/b/f": "f"})
+	p.start(nil)
+	for _, op := range []fsnotify.Op{fsnotify.Rename, fsnotify.Remove} {
+		p.inDaemon(func(d *daemon) {
+			d.event(fsnotify.Event{Name: filepath.Join(p.root, "a", "b"), Op: op})
+			d.drain()
+		})
+		if a := p.query(); a.All || !covers(a, "a/b/f") {
+			t.Fatalf("%v: %+v", op, a)
+		}
+		p.write("a/b/f", "changed")
+		if a := p.query(); a.All || !slices.Equal(a.Dirs, []string{"a/b"}) {
+			t.Fatalf("%v: a change after: %+v", op, a)
+		}
+		p.checkWatches()
+	}
 }
 
 // A query while the daemon cannot sync in time (its loop is held) gets All
@@ -1058,14 +1160,26 @@ func (p *project) checkWatches() {
 			problems = append(problems, err.Error())
 			return
 		}
+		wantInodes := map[uint64]bool{}
 		for w := range want {
 			var st syscall.Stat_t
 			if err := syscall.Lstat(w, &st); err != nil || !inodes[st.Ino] {
 				problems = append(problems, fmt.Sprintf("%s (inode %d) has no watch in the kernel (%v)", w, st.Ino, err))
 			}
+			wantInodes[st.Ino] = true
 		}
-		if len(inodes) != len(want) {
-			problems = append(problems, fmt.Sprintf("the kernel holds %d watches, want %d", len(inodes), len(want)))
+		for ino := range inodes {
+			if !wantInodes[ino] {
+				where := "not in the tree"
+				filepath.WalkDir(d.root, func(path string, de fs.DirEntry, err error) error {
+					var st syscall.Stat_t
+					if err == nil && syscall.Lstat(path, &st) == nil && st.Ino == ino {
+						where = path
+					}
+					return nil
+				})
+				problems = append(problems, fmt.Sprintf("the kernel watches inode %d (%s), which need not be", ino, where))
+			}
 		}
 	})
 	for _, pr := range problems {
