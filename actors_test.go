@@ -1,6 +1,8 @@
 package snap_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -386,4 +388,41 @@ func TestPathRewindThatKeepsEverythingRecordsNothing(t *testing.T) {
 		t.Fatalf("tree: %v, kept %v", got, res.Kept)
 	}
 	snaptest.Fsck(t, r)
+}
+
+// A checkpoint records the program that took it for the agent; sessions
+// name the last one (through checkpoints that name none, as a move's), log
+// shows it on each, and a name that is not one is refused.
+func TestCheckpointRecordsItsAgent(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	ctx := context.Background()
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("1\n"), 0o644)
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "s", Agent: "claude-code", Actor: snap.ActorAgent}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("2\n"), 0o644)
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "t", AllowEmpty: true}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := r.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range list {
+		got[s.Name] = s.Agent
+	}
+	if got["s"] != "claude-code" || got["t"] != "" {
+		t.Fatalf("sessions' agents: %v; want s: claude-code, t: none", got)
+	}
+	log, err := r.Log(ctx, snap.LogOptions{Session: "s"})
+	if err != nil || len(log) != 2 || log[0].Agent != "" || log[1].Agent != "claude-code" {
+		t.Fatalf("log: %+v, %v", log, err)
+	}
+	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "s", Agent: "bad/name", AllowEmpty: true}); !errors.Is(err, snap.ErrUsage) {
+		t.Fatalf("an agent named bad/name: %v; want a usage error", err)
+	}
 }

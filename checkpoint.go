@@ -28,7 +28,11 @@ type CheckpointOptions struct {
 	Actor string
 	// Call is the tool call (or message) whose changes an ActorAgent
 	// checkpoint records, for blame.
-	Call        string
+	Call string
+	// Agent names the program taking the checkpoint for the session's
+	// agent ("claude-code", "gemini", "codex", an MCP client), as a name
+	// (what a session name may be); "" when not one.
+	Agent       string
 	Summary     string
 	Kind        string // why it was taken; "manual" when empty
 	Labels      []string
@@ -98,6 +102,11 @@ func (r *Repo) Checkpoint(ctx context.Context, o CheckpointOptions) (*Checkpoint
 	}
 	if err := checkName("kind", o.Kind); err != nil {
 		return nil, err
+	}
+	if o.Agent != "" {
+		if err := checkName("agent", o.Agent); err != nil {
+			return nil, err
+		}
 	}
 	switch o.Kind {
 	case kindPreRewind:

@@ -164,6 +164,8 @@ var formatsNotProduced = map[string]string{
 	"mcp-token":                         "written by 'snap mcp --http' (package main of cmd/snap)",
 	"mcp-token-*":                       "written by 'snap mcp --http' while it makes its token",
 	"hook.log.tmp":                      "made when the hook log passes 1 MiB",
+	"cache/monitor.tmp-*":               "a temporary file of the monitor's bases' replace: left only by a crash",
+	"watch-cookie-*":                    "made and removed by the watch daemon within each answer",
 }
 
 // formatsUndeclaredKinds: op kinds written by another package than the
@@ -518,6 +520,27 @@ func buildFormatsStore(t *testing.T) *formatsStore {
 		return agent.Event{Agent: "formats-test", Name: "nothing", Cwd: root}, nil
 	})
 	walk("sessions archived, removed, imported; a hook run")
+
+	// The watch daemon (design §10): its lock and socket while it runs,
+	// and the monitor's bases once checkpoints asked it.
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() { watched <- r.Watch(wctx, 0, nil) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := r.WatchStatus(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watch daemon did not answer within 10s")
+		}
+	}
+	for range 2 {
+		_, err := r.Checkpoint(ctx, snap.CheckpointOptions{Session: "watched", AllowEmpty: true})
+		must("a checkpoint with the watch daemon", err)
+	}
+	walk("the watch daemon running")
+	stopWatch()
+	<-watched
 
 	// Retention and gc, hours later: the archived session expires.
 	clock.Add(int64(3 * time.Hour))

@@ -23,6 +23,7 @@ type LogEntry struct {
 	// and Call the agent's tool call it records, as the capture said.
 	Actor     string        `json:"actor,omitempty"`
 	Call      string        `json:"call,omitempty"`
+	Agent     string        `json:"agent,omitempty"` // the program that took it for the agent (Checkpoint.Agent)
 	Summary   string        `json:"summary,omitempty"`
 	Labels    []string      `json:"labels,omitempty"`
 	Stats     objects.Stats `json:"stats"`
@@ -86,7 +87,7 @@ func (r *Repo) Log(ctx context.Context, o LogOptions) ([]LogEntry, error) {
 			if ck == nil || o.Kind != "" && ck.Kind != o.Kind {
 				continue // expired by retention, or not asked for
 			}
-			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID, Actor: ck.Actor, Call: ck.Call,
+			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID, Actor: ck.Actor, Call: ck.Call, Agent: ck.Agent,
 				Summary: ck.Summary, Labels: labels[list[i].ID], Stats: ck.Stats, Head: list[i].ID == head}
 			if len(ck.Parents) > 0 {
 				p := ck.Parents[0]

@@ -37,7 +37,7 @@ func (r *Repo) head(session string) (objects.ID, *objects.Checkpoint, error) {
 func (r *Repo) buildCheckpoint(w *objects.Writer, session string, parentID objects.ID, parent *objects.Checkpoint, c *captured, o CheckpointOptions) (*CheckpointResult, *objects.Checkpoint, error) {
 	ck := &objects.Checkpoint{
 		Tree: c.tree, State: c.state, StateSources: c.sources, Skipped: c.unreadable(), Session: session,
-		MessageID: o.MessageID, Actor: o.Actor, Call: o.Call, Kind: o.Kind, Summary: strings.ToValidUTF8(o.Summary, "\uFFFD"), Labels: o.Labels,
+		MessageID: o.MessageID, Actor: o.Actor, Call: o.Call, Agent: o.Agent, Kind: o.Kind, Summary: strings.ToValidUTF8(o.Summary, "\uFFFD"), Labels: o.Labels,
 		Time: r.clock().UnixNano(),
 	}
 	if len(ck.StateSources) == 0 {

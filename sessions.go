@@ -18,6 +18,10 @@ type SessionInfo struct {
 	Checkpoints int        `json:"checkpoints"`
 	Updated     time.Time  `json:"updated"`
 	Archived    bool       `json:"archived"`
+	// Agent is the program that last took a checkpoint of the session for
+	// its agent (Checkpoint.Agent of the head or its nearest first-parent
+	// ancestor that names one, within 32); "" when none did.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Sessions lists sessions (active first, then archived), by name, with the
@@ -51,6 +55,16 @@ func (r *Repo) sessions(h *history) ([]SessionInfo, error) {
 			}
 			if ck, err := r.objects.ReadCheckpoint(ref.ID); err == nil {
 				info.Updated = ck.When()
+				for i := 0; ck != nil && i < 32; i++ {
+					if ck.Agent != "" {
+						info.Agent = ck.Agent
+						break
+					}
+					if len(ck.Parents) == 0 {
+						break
+					}
+					ck, _ = r.objects.ReadCheckpoint(ck.Parents[0])
+				}
 			}
 			out = append(out, info)
 		}

@@ -308,7 +308,7 @@ func record(ctx context.Context, ev Event, o Options, opened func(*snap.Repo)) (
 	}
 	opened(repo)
 	co := snap.CheckpointOptions{Session: SessionName(ev.Agent, ev.Session), Kind: ev.Kind, Summary: ev.Summary, MessageID: ev.MessageID,
-		Actor: actorOf(ev.Kind), Call: ev.Call}
+		Actor: actorOf(ev.Kind), Call: ev.Call, Agent: ev.Agent}
 	if ev.Label != "" {
 		co.Labels = []string{ev.Label}
 	}

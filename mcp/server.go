@@ -205,7 +205,12 @@ type revertIn struct {
 
 // tool registers a tool whose result is the engine's answer.
 func tool[In any](s *Server, srv *sdk.Server, name, desc string, h func(context.Context, In) (any, error)) {
-	sdk.AddTool(srv, &sdk.Tool{Name: name, Description: desc}, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
+	sdk.AddTool(srv, &sdk.Tool{Name: name, Description: desc}, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
+		if req != nil && req.Session != nil {
+			if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+				ctx = context.WithValue(ctx, clientKey{}, p.ClientInfo.Name)
+			}
+		}
 		out, err := safe(func() (any, error) { return h(ctx, in) })
 		if err != nil {
 			return nil, nil, errors.New(withAdvice(err))
@@ -218,6 +223,37 @@ func tool[In any](s *Server, srv *sdk.Server, name, desc string, h func(context.
 		}
 		return nil, out, nil
 	})
+}
+
+// clientKey holds, in a tool call's context, the name the MCP client gave
+// for itself when it connected.
+type clientKey struct{}
+
+// agentName is what a checkpoint taken through this server records as its
+// agent: the client's name as it gave it ("claude-code", ...), reduced to
+// a name's letters (lower case, digits, '.', '_', '-'; at most 40), else
+// "mcp".
+func agentName(ctx context.Context) string {
+	name, _ := ctx.Value(clientKey{}).(string)
+	var b strings.Builder
+	for _, c := range strings.ToLower(name) {
+		if b.Len() >= 40 {
+			break
+		}
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteRune(c)
+		case c == '.' && b.Len() > 0:
+			b.WriteRune(c)
+		case c == ' ' && b.Len() > 0:
+			b.WriteByte('-')
+		}
+	}
+	out := strings.Trim(b.String(), ".-")
+	if out == "" {
+		return "mcp"
+	}
+	return out
 }
 
 // forAgent is an edit answer with its hint completed and its next actions
@@ -250,7 +286,7 @@ func (s *Server) register(srv *sdk.Server) {
 	r := s.repo
 	tool(s, srv, "checkpoint", "Record the project's files (and your transcript, with conversation_path) as a checkpoint you can rewind to. Returns its id; unchanged: true when nothing differed from the last one.",
 		func(ctx context.Context, in checkpointIn) (any, error) {
-			o := snap.CheckpointOptions{Session: s.sess(in.sessionArg), Summary: in.Summary, MessageID: in.MessageID, Kind: in.Kind}
+			o := snap.CheckpointOptions{Session: s.sess(in.sessionArg), Summary: in.Summary, MessageID: in.MessageID, Kind: in.Kind, Agent: agentName(ctx)}
 			if in.ConversationPath != "" {
 				if err := s.conversationPathAllowed(in.ConversationPath); err != nil {
 					return nil, err

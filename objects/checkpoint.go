@@ -34,7 +34,11 @@ type Checkpoint struct {
 	Actor string `json:"actor,omitempty"`
 	// Call is the agent's tool call (or message) whose changes an
 	// ActorAgent checkpoint records ("" when none was given).
-	Call    string   `json:"call,omitempty"`
+	Call string `json:"call,omitempty"`
+	// Agent is the program that took the checkpoint for the session's
+	// agent ("claude-code", "gemini", "codex", an MCP client's name), as
+	// its hook or server said; "" when none did.
+	Agent   string   `json:"agent,omitempty"`
 	Kind    string   `json:"kind"`
 	Summary string   `json:"summary,omitempty"`
 	Labels  []string `json:"labels,omitempty"`

@@ -164,7 +164,7 @@ func newProject(t testing.TB) *project {
 		ccUser("u4", secondPrompt),
 		ccAssistant("u5", "msg_02Remove", removeText, "toolu_02Remove", "Bash", map[string]string{"command": "rm README.md"}),
 		ccToolResult("u6", "toolu_02Remove", ""))
-	p.a3 = checkpoint(t, r, snap.CheckpointOptions{Session: "A", Kind: "post-tool", Actor: snap.ActorAgent, Call: "toolu_02Remove",
+	p.a3 = checkpoint(t, r, snap.CheckpointOptions{Session: "A", Kind: "post-tool", Actor: snap.ActorAgent, Call: "toolu_02Remove", Agent: "claude-code",
 		MessageID: "msg_02Remove", Summary: "Remove the outdated README", State: conv(t, p.transcript)})
 	return p
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -129,8 +130,11 @@ func runSessions(ctx context.Context, o sessionsOptions, out io.Writer) error {
 				mark = "*"
 			}
 			state := ""
+			if s.Agent != "" {
+				state = "by " + s.Agent
+			}
 			if s.Archived {
-				state = "(archived)"
+				state = strings.TrimSpace(state + " (archived)")
 			}
 			fmt.Fprintln(tw, row(mark+" "+s.Name, plural(s.Checkpoints, "checkpoint"), "head "+s.Head.Short(), when(s.Updated), state))
 		}

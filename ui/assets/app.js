@@ -263,9 +263,10 @@ async function viewSessions() {
   setTab('sessions');
   await loadSessions();
   const table = (list) => el('table', {class: 'sessions'},
-    el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, 'checkpoints'), el('th', {}, 'head'), el('th', {}, 'last activity'))),
+    el('thead', {}, el('tr', {}, el('th', {}, 'session'), el('th', {}, 'agent'), el('th', {}, 'checkpoints'), el('th', {}, 'head'), el('th', {}, 'last activity'))),
     el('tbody', {}, list.map((s) => el('tr', {},
       el('td', {}, el('a', {href: '#/s/' + enc(s.name)}, s.name)),
+      el('td', {}, s.agent ? s.agent : el('span', {class: 'muted', title: 'no hook or MCP client named the agent'}, '—')),
       el('td', {}, s.checkpoints),
       el('td', {class: 'mono'}, short(s.head)),
       el('td', {}, whenEl(s.updated))))));
