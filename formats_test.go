@@ -527,7 +527,7 @@ func buildFormatsStore(t *testing.T) *formatsStore {
 	watched := make(chan error, 1)
 	go func() { watched <- r.Watch(wctx, 0, nil) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := r.WatchStatus(); err == nil {
+		if _, err := r.WatchStatus(time.Second); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zeebo/blake3"
+	"golang.org/x/sys/unix"
 
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
@@ -38,11 +42,27 @@ type monitorBase struct {
 	Token      string     `json:"token"`
 	Checkpoint objects.ID `json:"checkpoint"`
 	// Rescan: directories that held a path the capture skipped (a FIFO,
-	// an unreadable or oversized file): read again every time, so that
-	// what a full scan would report of them is reported.
-	Rescan []string `json:"rescan,omitempty"`
-	Used   int64    `json:"used"` // Unix ns; the oldest of too many is dropped
+	// an unreadable or oversized file) or a file with other names (a hard
+	// link, which changes without an event here): read again every time.
+	// RescanTrees: directories whose ignore file has other names: read
+	// whole every time.
+	Rescan      []string `json:"rescan,omitempty"`
+	RescanTrees []string `json:"rescan_trees,omitempty"`
+	// Root is the project root's device and inode when it was captured:
+	// another directory at that path (moved away, put back as a copy) is
+	// not the one the daemon watched.
+	Root string `json:"root"`
+	// Full is when (Unix ns) the last full scan of this chain ran: one runs
+	// every fullScanEvery whatever the daemon says, bounding how long a
+	// change inotify never reports (a write through a shared mmap or
+	// native AIO) can go unrecorded.
+	Full int64 `json:"full"`
+	Used int64 `json:"used"` // Unix ns; the oldest of too many is dropped
 }
+
+// fullScanEvery is how often a chain of monitored captures is scanned
+// whole anyway.
+const fullScanEvery = 10 * time.Minute
 
 // monitorBases are kept for this many sets of options at most.
 const monitorBases = 8
@@ -50,9 +70,10 @@ const monitorBases = 8
 // monitorNote is what a capture learned from the daemon, kept once its
 // tree is recorded as a checkpoint.
 type monitorNote struct {
-	key, token string
-	rescan     []string
-	used       bool // the capture built on a base (for tests and --json stats)
+	key, token, root    string
+	rescan, rescanTrees []string
+	full                int64 // the chain's last full scan (this one's time when it is one)
+	used                bool  // the capture built on a base (CheckpointResult.Monitored)
 }
 
 func (r *Repo) monitorPath() string { return filepath.Join(r.StoreDir, "cache", "monitor") }
@@ -101,31 +122,103 @@ func (r *Repo) askMonitor(o *worktree.Options) *monitorNote {
 	if err != nil {
 		return nil
 	}
-	note := &monitorNote{key: key, token: ans.Token}
-	if !ok || ans.All {
+	root, err := fileID(r.Root)
+	if err != nil || mountsBelow(r.Root) {
+		// A file system mounted inside the project (or one directory at
+		// two paths) changes without events the daemon sees where the
+		// capture reads: never vouched for.
+		return nil
+	}
+	now := time.Now().UnixNano()
+	note := &monitorNote{key: key, token: ans.Token, root: root, full: now}
+	if !ok || ans.All || base.Root != root || now-base.Full > int64(fullScanEvery) || base.Full > now {
 		return note
 	}
 	ck, err := r.objects.ReadCheckpoint(base.Checkpoint)
 	if err != nil || r.history().isExpired(base.Checkpoint) {
 		return note
 	}
-	o.Monitor = &worktree.Monitor{Base: ck.Tree, Dirs: slices.Concat(ans.Dirs, base.Rescan), Trees: ans.Trees, Unwatched: ans.Unwatched}
-	note.used = true
+	o.Monitor = &worktree.Monitor{Base: ck.Tree, Dirs: slices.Concat(ans.Dirs, base.Rescan),
+		Trees: slices.Concat(ans.Trees, base.RescanTrees), Unwatched: ans.Unwatched}
+	note.used, note.full = true, base.Full
 	return note
 }
 
-// captured records what a capture skipped, to read again next time.
-func (n *monitorNote) captured(snap *worktree.Snapshot) {
-	seen := map[string]bool{}
-	for _, s := range snap.Skipped {
-		p := strings.TrimSuffix(s.Path, "/")
-		dir := ""
-		if i := strings.LastIndexByte(p, '/'); i >= 0 {
-			dir = p[:i]
-		}
-		seen[dir] = true
+// fileID is path's device and inode.
+func fileID(path string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return "", err
 	}
-	n.rescan = slices.Sorted(maps.Keys(seen))
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), nil
+}
+
+// mountsBelow reports whether a file system is mounted strictly inside
+// root (or mountinfo cannot be read: then it cannot be known).
+func mountsBelow(root string) bool {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return true
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	prefix := strings.TrimSuffix(root, "/") + "/"
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		// (Octal escapes, \040 for a space, make a path that differs from
+		// the real one only where the real one has such a character.)
+		if mp := unescapeMount(f[4]); strings.HasPrefix(mp, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 is a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// captured records what the next capture must read again: the
+// directories of what this one skipped and of files with other names
+// (whole, for an ignore file).
+func (n *monitorNote) captured(snap *worktree.Snapshot) {
+	dirs, trees := map[string]bool{}, map[string]bool{}
+	dirOf := func(p string) string {
+		p = strings.TrimSuffix(p, "/")
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			return p[:i]
+		}
+		return ""
+	}
+	for _, s := range snap.Skipped {
+		dirs[dirOf(s.Path)] = true
+	}
+	for _, p := range snap.Linked {
+		dirs[dirOf(p)] = true
+		if base := path.Base(p); base == ".gitignore" || base == ".snapignore" {
+			trees[dirOf(p)] = true
+		}
+	}
+	n.rescan, n.rescanTrees = slices.Sorted(maps.Keys(dirs)), slices.Sorted(maps.Keys(trees))
 }
 
 // noteMonitor keeps checkpoint id, whose tree capture c recorded, as the
@@ -137,7 +230,7 @@ func (r *Repo) noteMonitor(c *captured, id objects.ID) {
 	}
 	n := c.monitor
 	bases := r.loadMonitorBases()
-	bases[n.key] = monitorBase{Token: n.token, Checkpoint: id, Rescan: n.rescan, Used: time.Now().UnixNano()}
+	bases[n.key] = monitorBase{Token: n.token, Checkpoint: id, Rescan: n.rescan, RescanTrees: n.rescanTrees, Root: n.root, Full: n.full, Used: time.Now().UnixNano()}
 	for len(bases) > monitorBases {
 		oldest := ""
 		for k, b := range bases {
@@ -186,9 +279,12 @@ func (r *Repo) Watch(ctx context.Context, idle time.Duration, logf func(format s
 	return watch.Run(ctx, watch.Config{Root: r.Root, StoreDir: r.StoreDir, Idle: idle, Logf: logf})
 }
 
-// WatchStatus reports the running daemon's state (ErrWatchNotRunning
-// when none runs).
-func (r *Repo) WatchStatus() (*WatchState, error) { return watch.Status(r.StoreDir, 2*time.Second) }
+// WatchStatus reports the running daemon's state, waiting at most timeout
+// (ErrWatchNotRunning when none runs; another error when one holds the
+// store's watch lock but does not answer).
+func (r *Repo) WatchStatus(timeout time.Duration) (*WatchState, error) {
+	return watch.Status(r.StoreDir, timeout)
+}
 
 // WatchStop asks the running daemon to exit and waits until it has.
 func (r *Repo) WatchStop() error { return watch.Stop(r.StoreDir, 5*time.Second) }

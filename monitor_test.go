@@ -55,7 +55,7 @@ func TestCheckpointWithTheMonitorEqualsAFullScan(t *testing.T) {
 		}
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := r.WatchStatus(); err == nil {
+		if _, err := r.WatchStatus(time.Second); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -64,6 +64,104 @@ func TestCheckpointWithTheMonitorEqualsAFullScan(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	rng := rand.New(rand.NewPCG(42, 1))
+	checkRandomChanges(t, r, root, rng)
+}
+
+// startWatch runs r's daemon until the test ends.
+func startWatch(t *testing.T, r *snap.Repo) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 0, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := r.WatchStatus(time.Second); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watch daemon did not answer within 10s")
+		}
+	}
+}
+
+// checkpointEqualsFullScan takes a checkpoint and compares its tree with a
+// full scan's; it returns whether the checkpoint built on the daemon.
+func checkpointEqualsFullScan(t *testing.T, r *snap.Repo, root, what string) bool {
+	t.Helper()
+	ctx := context.Background()
+	res, err := r.Checkpoint(ctx, snap.CheckpointOptions{AllowEmpty: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _, err := r.ReadNode(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fullScanTree(t, root, r.StoreDir, r.MaxFileSize()); node.Tree != want {
+		t.Fatalf("%s: checkpoint %s (monitored %v) records tree %s; a full scan records %s", what, res.ID.Short(), res.Monitored, node.Tree.Short(), want.Short())
+	}
+	return res.Monitored
+}
+
+// Adversarial W1 (torture/watch-findings/01): a file with another name
+// (a hard link), written through that name, changes without an event in
+// its own directory: a directory holding such a file is read every time.
+func TestMonitorReadsFilesWithOtherNames(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "a"), 0o755)
+	os.MkdirAll(filepath.Join(root, "c"), 0o755)
+	os.WriteFile(filepath.Join(root, "a", "f"), []byte("original\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "c", ".gitignore"), []byte(""), 0o644)
+	os.WriteFile(filepath.Join(root, "c", "x.log"), []byte("log\n"), 0o644)
+	if err := os.Link(filepath.Join(root, "a", "f"), filepath.Join(outside, "f")); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	os.Link(filepath.Join(root, "c", ".gitignore"), filepath.Join(outside, "ignore"))
+	startWatch(t, r)
+	checkpointEqualsFullScan(t, r, root, "first")
+	if !checkpointEqualsFullScan(t, r, root, "second") {
+		t.Fatal("the second checkpoint did not build on the daemon")
+	}
+	os.WriteFile(filepath.Join(outside, "f"), []byte("changed through the other name\n"), 0o644)
+	os.WriteFile(filepath.Join(outside, "ignore"), []byte("*.log\n"), 0o644)
+	checkpointEqualsFullScan(t, r, root, "after writes through the other names")
+}
+
+// Adversarial W3 (torture/watch-findings/03): another directory at the
+// project's path (a directory above it moved away, a copy put back) is
+// not the one the daemon watches: a full scan.
+func TestMonitorNoticesAnotherRoot(t *testing.T) {
+	anc := filepath.Join(t.TempDir(), "anc")
+	root := filepath.Join(anc, "proj")
+	os.MkdirAll(filepath.Join(root, "d"), 0o755)
+	os.WriteFile(filepath.Join(root, "d", "f"), []byte("1\n"), 0o644)
+	store := filepath.Join(t.TempDir(), "store")
+	r, _, err := snap.Init(snap.Options{Dir: root, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	startWatch(t, r)
+	checkpointEqualsFullScan(t, r, root, "first")
+	checkpointEqualsFullScan(t, r, root, "second")
+	// (A directory above the root moves: the root's own watch hears
+	// nothing.)
+	if err := os.Rename(anc, anc+".old"); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(root, "d"), 0o755)
+	os.WriteFile(filepath.Join(root, "d", "f"), []byte("2, in another directory\n"), 0o644)
+	if checkpointEqualsFullScan(t, r, root, "another root") {
+		t.Fatal("a checkpoint of another directory at the root's path built on the daemon of the old one")
+	}
+}
+
+func checkRandomChanges(t *testing.T, r *snap.Repo, root string, rng *rand.Rand) {
+	ctx := context.Background()
 	names := []string{"a", "b", "src", "build", "node_modules", "x.txt", "y.go", ".gitignore", "z.log"}
 	randPath := func() string {
 		var parts []string

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -103,6 +104,11 @@ type Snapshot struct {
 	Read    int        // files whose content was read (stat cache misses)
 	Listed  int        // directories listed with getdents (listing cache misses)
 	Skipped []Skipped  // sorted by path
+	// Linked are the regular files read that have other names (hard
+	// links), sorted: written through another name, inside the project
+	// or outside, they change without an event in their own directory,
+	// so a monitor cannot vouch for them (Monitor).
+	Linked []string
 }
 
 // Capture records the working tree under opts.Root into w and returns its
@@ -188,8 +194,9 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 		}
 	}
 	sort.Slice(c.skipped, func(i, j int) bool { return c.skipped[i].Path < c.skipped[j].Path })
+	slices.Sort(c.linked)
 	return &Snapshot{Tree: res.id, Files: files, Bytes: c.bytes.Load(), Read: int(c.read.Load()),
-		Listed: int(c.listed.Load()), Skipped: c.skipped}, nil
+		Listed: int(c.listed.Load()), Skipped: c.skipped, Linked: c.linked}, nil
 }
 
 // setExcluded fills c.excluded: the store, when it lies inside the root,
@@ -240,6 +247,7 @@ type capturer struct {
 
 	mu      sync.Mutex
 	skipped []Skipped
+	linked  []string              // regular files with other names (Snapshot.Linked)
 	bases   map[string]objects.ID // directory path → its tree in opts.Parent (see treeBase)
 }
 
@@ -629,6 +637,11 @@ func (c *capturer) add(t *tally) {
 // is its path (a buffer the caller reuses), t the tally of its directory.
 // One that cannot be read keeps its entry of opts.Parent, if any (carry).
 func (c *capturer) file(dirfd int, dir, name string, pb []byte, st *unix.Stat_t, t *tally) (objects.TreeEntry, bool) {
+	if st.Nlink > 1 && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		c.mu.Lock()
+		c.linked = append(c.linked, string(pb))
+		c.mu.Unlock()
+	}
 	e, ok := c.readEntry(dirfd, name, pb, st, t)
 	if ok {
 		return e, true

@@ -17,7 +17,9 @@ import (
 // captured under the same options (size limit, exclusions, ignore rules
 // outside the tree), that its objects are in the store, and that its own
 // entries skipped nothing (a directory that held a skipped path is in
-// Dirs); Capture then records the tree a full scan would.
+// Dirs) and held no file with other names (Snapshot.Linked: its directory
+// is in Dirs, or in Trees when it is an ignore file); Capture then records
+// the tree a full scan would.
 type Monitor struct {
 	Base objects.ID // the root tree of the earlier capture
 	// Dirs are directories ("" is the root; slash-separated, relative)

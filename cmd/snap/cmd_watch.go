@@ -37,7 +37,10 @@ Nothing depends on it: a checkpoint taken with it records exactly what a
 full scan would. Whenever the daemon cannot vouch for a directory (it just
 started, its event queue overflowed, a directory could not be watched, it
 is dead or does not answer within half a second) the capture reads that
-directory, or everything, as without it. Linux allows each user a number of
+directory, or everything, as without it; with a file system mounted inside
+the project, always. A write through a shared mmap or Linux native AIO
+raises no event: it is recorded by the next full scan, which runs at least
+every 10 minutes whatever the daemon says. Linux allows each user a number of
 watches (fs.inotify.max_user_watches; one per directory): past it the
 directories left unwatched are read by every capture; --status says how many.
 
@@ -82,7 +85,7 @@ Examples:
 			defer repo.Close()
 			switch {
 			case c.Bool("status"):
-				st, err := repo.WatchStatus()
+				st, err := repo.WatchStatus(2 * time.Second)
 				if errors.Is(err, snap.ErrWatchNotRunning) {
 					return emit(inv.stdout, g.JSON, map[string]any{"running": false}, func(w io.Writer) error {
 						_, err := fmt.Fprintln(w, "no watch daemon runs for this project")
@@ -138,15 +141,21 @@ Examples:
 // discarded) unless one runs, and waits until it answers. started says
 // whether this call started it.
 func startWatch(repo *snap.Repo, idle time.Duration) (st *snap.WatchState, started bool, err error) {
-	if st, err := repo.WatchStatus(); err == nil {
+	st, err = repo.WatchStatus(2 * time.Second)
+	switch {
+	case err == nil:
 		return st, false, nil
+	case !errors.Is(err, snap.ErrWatchNotRunning):
+		// One holds the lock and does not answer (stopped, hung): a second
+		// could not start.
+		return nil, false, fmt.Errorf("a watch daemon runs for this project but does not answer (%w): snap watch --stop, or kill it", err)
 	}
 	if err := spawnWatch(repo, idle); err != nil {
 		return nil, false, err
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := repo.WatchStatus()
+		st, err := repo.WatchStatus(time.Second)
 		if err == nil {
 			return st, true, nil
 		}
@@ -192,7 +201,9 @@ func autoWatch(repo *snap.Repo) {
 	if !repo.WatchAuto() {
 		return
 	}
-	if _, err := repo.WatchStatus(); errors.Is(err, snap.ErrWatchNotRunning) {
+	// (A short wait: a daemon that does not answer at once is there, and a
+	// hook must not wait for it.)
+	if _, err := repo.WatchStatus(100 * time.Millisecond); errors.Is(err, snap.ErrWatchNotRunning) {
 		spawnWatch(repo, defaultWatchIdle)
 	}
 }

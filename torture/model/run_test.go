@@ -104,7 +104,7 @@ func (r *runner) startWatch(p *project) error {
 	}()
 	r.unwatch = func() { cancel(); <-done }
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := p.repo.WatchStatus(); err == nil {
+		if _, err := p.repo.WatchStatus(time.Second); err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
