@@ -51,6 +51,7 @@ func TestQuickHarness(t *testing.T) {
 		"W8":  {rowConvDiff, rowConvDiffLive, rowConvDiffRSS, rowConvLiveRSS, rowConvCompact, rowConvCompactRSS},
 		"W9":  {rowBlame, rowBlame + " (git at its best)"},
 		"W10": {rowStartVersion, rowStartHook},
+		"W11": {rowWatchNoChange, rowWatch10, rowScanNoChange},
 	}
 	for w, names := range want {
 		for _, n := range names {

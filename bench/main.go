@@ -123,6 +123,7 @@ var workloads = []workload{
 	{"W8", "big transcript diff", runW8},
 	{"W9", "blame", runW9},
 	{"W10", "process start", runW10},
+	{"W11", "monitored tree", runW11},
 }
 
 func workloadByName(name string) (workload, bool) {

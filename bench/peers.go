@@ -88,8 +88,9 @@ type checkpointResult struct {
 		Modified []string `json:"modified"`
 		Deleted  []string `json:"deleted"`
 	} `json:"files"`
-	Skipped  []json.RawMessage `json:"skipped"`
-	NewBytes int64             `json:"new_bytes"`
+	Skipped   []json.RawMessage `json:"skipped"`
+	NewBytes  int64             `json:"new_bytes"`
+	Monitored bool              `json:"monitored"`
 }
 
 // checkpoint runs `snap checkpoint --json ARGS` and returns its result and time.

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// W11 monitored tree: W1's tree (W1Files files) with `snap watch` running,
+// against git at its best configuration for status on Linux
+// (core.untrackedCache, feature.manyFiles, index v4; git's own fsmonitor
+// daemon does not run on Linux) and snap without the daemon, in one run,
+// alternating: a no-change checkpoint (git: `git status --porcelain`) and
+// 10 files changed (git: `git add -A` and a commit, what a shadow-git
+// checkpointer runs). Every snap checkpoint with the daemon must report
+// that it built on it ("monitored"), else the workload fails.
+
+const (
+	rowWatchNoChange = "no-change checkpoint, `snap watch` running"
+	rowWatch10       = "10 files changed, `snap watch` running"
+	rowScanNoChange  = "no-change checkpoint, no daemon (full scan)"
+)
+
+func runW11(b *bench) error {
+	const W = "W11"
+	if !b.hasGit {
+		for _, r := range []string{rowWatchNoChange, rowWatch10, rowScanNoChange} {
+			b.rep.skip(W, r, "git", "git is not installed")
+		}
+		return nil
+	}
+	src, err := b.sources()
+	if err != nil {
+		return err
+	}
+	t := newTree(src, b.cfg.W1Files, b.cfg.Seed)
+	root, err := b.dir("w11")
+	if err != nil {
+		return err
+	}
+	defer b.cleanup(root)
+	watched, scanned, gitWork := filepath.Join(root, "snap-watch"), filepath.Join(root, "snap-scan"), filepath.Join(root, "git-work")
+	c := &copies{t: t, dirs: []string{watched, scanned, gitWork}, cur: map[int][]byte{}}
+	for _, d := range c.dirs {
+		if err := t.write(d); err != nil {
+			return err
+		}
+	}
+	w, s := &snapPeer{bin: b.cfg.Snap, dir: watched}, &snapPeer{bin: b.cfg.Snap, dir: scanned}
+	for _, p := range []*snapPeer{w, s} {
+		if err := p.init(); err != nil {
+			return err
+		}
+		if _, _, err := p.checkpoint("-m", "first"); err != nil {
+			return err
+		}
+	}
+	if _, err := w.run("watch", "--idle", "10m"); err != nil {
+		return err
+	}
+	defer w.run("watch", "--stop")
+	if _, _, err := w.checkpoint("--allow-empty", "-m", "base"); err != nil { // the monitor's first base
+		return err
+	}
+	g, err := newGitPeer(filepath.Join(root, "git-shadow.git"), gitWork, false)
+	if err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{{"core.untrackedCache", "true"}, {"feature.manyFiles", "true"}, {"index.version", "4"}} {
+		if _, err := g.git("config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if err := g.checkpoint("first"); err != nil {
+		return err
+	}
+	if _, err := g.git("update-index", "--index-version", "4"); err != nil {
+		return err
+	}
+	if err := g.status(); err != nil { // (fills the untracked cache)
+		return err
+	}
+	b.logf("W11: %d files, snap watch vs no daemon vs git at its best", t.n)
+	sm := samples{}
+	monitored := func(res checkpointResult) error {
+		if !res.Monitored {
+			return fmt.Errorf("a checkpoint with snap watch running did not build on it: %+v", res)
+		}
+		return nil
+	}
+	for r := 0; r < b.cfg.Runs; r++ {
+		err := alternate(r,
+			func() error {
+				settle()
+				res, d, err := w.checkpoint()
+				sm.add("watch", d)
+				if err == nil {
+					err = monitored(res)
+				}
+				return err
+			},
+			func() error {
+				settle()
+				_, d, err := s.checkpoint()
+				sm.add("scan", d)
+				return err
+			},
+			func() error {
+				settle()
+				d, err := measure(g.status)
+				sm.add("git status", d)
+				return err
+			})
+		if err != nil {
+			return err
+		}
+		idx := make([]int, 10)
+		for i := range idx {
+			idx[i] = (r*97 + i*1009) % t.n
+		}
+		if err := c.edit(idx, "w11", r); err != nil {
+			return err
+		}
+		err = alternate(r,
+			func() error {
+				settle()
+				res, d, err := w.checkpoint()
+				sm.add("watch 10", d)
+				if err == nil && len(res.Files.Modified) != len(idx) {
+					err = fmt.Errorf("the monitored checkpoint of 10 changed files modified %d", len(res.Files.Modified))
+				}
+				if err == nil {
+					err = monitored(res)
+				}
+				return err
+			},
+			func() error {
+				settle()
+				_, _, err := s.checkpoint() // (keeps the copies' stores alike; not a row)
+				return err
+			},
+			func() error {
+				settle()
+				d, err := measure(func() error { return g.checkpoint(fmt.Sprint("w11 ", r)) })
+				sm.add("git 10", d)
+				return err
+			})
+		if err != nil {
+			return err
+		}
+	}
+	rep := b.rep
+	rep.timeRow(W, rowWatchNoChange, median(sm["watch"]), "`git status --porcelain`, best configuration", median(sm["git status"]), 0, "")
+	rep.timeRow(W, rowScanNoChange, median(sm["scan"]), "`git status --porcelain`, best configuration", median(sm["git status"]), 0, "")
+	rep.timeRow(W, rowWatch10, median(sm["watch 10"]), "`git add -A` + commit, best configuration", median(sm["git 10"]), 0, "")
+	rep.note("W11: %d files; snap with `snap watch` running, snap without it, and git with core.untrackedCache, feature.manyFiles and index v4 (git's fsmonitor daemon does not run on Linux); median of %d run(s), alternating. Every monitored checkpoint is checked to have built on the daemon.",
+		t.n, b.cfg.Runs)
+	return nil
+}
