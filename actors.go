@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"path"
 	"path/filepath"
@@ -120,12 +121,25 @@ func (r *Repo) records(h *history, first, end int, base objects.ID, fn func(from
 	end = max(end, first)
 	last := base // the tree the working tree last was, as recorded
 	gone := func(err error) bool { return errors.Is(err, objects.ErrNotFound) || errors.Is(err, objects.ErrCorrupt) }
-	treeOf := func(id objects.ID) (objects.ID, bool, error) {
+	// read reads a checkpoint the log names: one retention expired is
+	// skipped (nil, nil); gc keeps every other, so one that cannot be read
+	// is damage, never a reason to credit its change to another (ui's
+	// adversarial pass).
+	read := func(id objects.ID) (*objects.Checkpoint, error) {
 		ck, err := r.objects.ReadCheckpoint(id)
-		if gone(err) {
-			return objects.ID{}, false, nil
+		switch {
+		case err == nil:
+			return ck, nil
+		case errors.Is(err, objects.ErrNotFound) && h.isExpired(id):
+			return nil, nil
+		case gone(err):
+			return nil, fmt.Errorf("%w: checkpoint %s, which the op log names, cannot be read: %v", ErrCorrupt, id.Short(), err)
 		}
-		if err != nil {
+		return nil, err
+	}
+	treeOf := func(id objects.ID) (objects.ID, bool, error) {
+		ck, err := read(id)
+		if ck == nil {
 			return objects.ID{}, false, err
 		}
 		return ck.Tree, true, nil
@@ -174,12 +188,12 @@ func (r *Repo) records(h *history, first, end int, base objects.ID, fn func(from
 		if op.Checkpoint.IsZero() {
 			continue
 		}
-		ck, err := r.objects.ReadCheckpoint(op.Checkpoint)
-		if gone(err) {
-			continue
-		}
+		ck, err := read(op.Checkpoint)
 		if err != nil {
 			return err
+		}
+		if ck == nil {
+			continue
 		}
 		c := pathChange{session: op.Session, actor: ck.Actor, ck: op.Checkpoint, time: op.Time, op: i}
 		if ck.Kind == kindPreRewind {

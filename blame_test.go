@@ -1,7 +1,10 @@
 package snap_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -122,5 +125,62 @@ func TestContributionsAgainstTheLastRecordedTree(t *testing.T) {
 		if strings.Join(got, "; ") != c.want {
 			t.Fatalf("session %s's contributions: %s, want %s", c.session, strings.Join(got, "; "), c.want)
 		}
+	}
+}
+
+// snap ui's adversarial pass (issue 23): with the pack of A's checkpoint
+// cut short, blame credited its line to the session that recorded it next
+// (B) instead of saying the store is damaged. A checkpoint the op log names
+// and retention did not expire is never missing: reading it is an error.
+func TestBlameOfADamagedCheckpointIsAnError(t *testing.T) {
+	root := t.TempDir()
+	r, _, err := snap.Init(snap.Options{Dir: root}) // (not snaptest's: its fsck at the end would fail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	write := func(s string) { snaptest.WriteFiles(t, root, map[string]string{"f.txt": s}) }
+	write("one\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent})
+	packs := func() map[string]bool {
+		m := map[string]bool{}
+		list, _ := filepath.Glob(filepath.Join(r.StoreDir, "packs", "*.pack"))
+		for _, p := range list {
+			m[p] = true
+		}
+		return m
+	}
+	before := packs()
+	write("one\ntwo (A)\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "A", Actor: snap.ActorAgent})
+	var damaged string
+	for p := range packs() {
+		if !before[p] {
+			damaged = p
+		}
+	}
+	write("one\ntwo (A)\nthree (B)\n")
+	checkpoint(t, r, snap.CheckpointOptions{Session: "B", Actor: snap.ActorAgent})
+	if damaged == "" {
+		t.Fatal("no pack of A's second checkpoint found")
+	}
+	fi, err := os.Stat(damaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(damaged, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := snap.Open(snap.Options{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	res, err := r2.Blame(ctx, snap.BlameOptions{Session: "B", Path: "f.txt"})
+	if err == nil {
+		t.Fatalf("blame over a damaged checkpoint: no error; lines %+v", res.Lines)
+	}
+	if !errors.Is(err, snap.ErrCorrupt) {
+		t.Fatalf("blame over a damaged checkpoint: %v; want ErrCorrupt", err)
 	}
 }
