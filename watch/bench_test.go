@@ -156,18 +156,24 @@ func BenchmarkIdleProcess(b *testing.B) {
 	b.ReportMetric(rss, "MiB-rss")
 }
 
-// procCPU is the user and system time of process pid.
+// procCPU is the time process pid has run on a CPU (all its threads;
+// /proc/<pid>/schedstat, in nanoseconds).
 func procCPU(b *testing.B, pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The fields after the command (in parentheses): utime and stime are
-	// the 12th and 13th, in clock ticks (100 a second).
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	ut, _ := strconv.ParseInt(fields[11], 10, 64)
-	st, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // exited
+		}
+		ns, _ := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
+		total += time.Duration(ns)
+	}
+	return total
 }
 
 // procRSS is the resident memory of process pid, in MiB.
@@ -206,4 +212,14 @@ func makeBenchTree(b *testing.B, root string) {
 			}
 		}
 	}
+}
+
+// The periodic audit (every retryEvery) of 10,000 watched directories.
+func BenchmarkAudit(b *testing.B) {
+	p := benchTree(b)
+	p.inDaemonB(b, func(d *daemon) {
+		for b.Loop() {
+			d.audit()
+		}
+	})
 }

@@ -59,6 +59,9 @@ type State struct {
 	// added to (retried every RetryEvery).
 	Unwatched int `json:"unwatched"`
 	Failed    int `json:"failed"`
+	// UnwatchedDirs says why of the first 100 unwatched directories:
+	// "\"path\": reason".
+	UnwatchedDirs []string `json:"unwatched_dirs,omitempty"`
 	// Queries is the number of queries answered, LastQuery the time of
 	// the last.
 	Queries   uint64    `json:"queries"`

@@ -55,6 +55,9 @@ var (
 	cookieGrace = 5 * time.Second // a cookie no one waits for any more is removed
 )
 
+// maxStateDirs bounds State.UnwatchedDirs.
+const maxStateDirs = 100
+
 const (
 	eventBuffer = 1024 // fsnotify's event channel; the kernel queue holds more
 	flushAfter  = 1024 // events handled before the walks they asked for are done
@@ -106,6 +109,7 @@ type daemon struct {
 	uid        atomic.Int64 // the one user served
 	rootID     fileID
 	storeID    fileID
+	sockID     fileID
 	w          *fsnotify.Watcher
 
 	nodes    map[string]*node
@@ -114,6 +118,7 @@ type daemon struct {
 	unwList  []string           // top-most of unw, sorted; nil when stale
 	watches  int                // directories of the tree watched
 	excludes string             // worktree.Excludes when last walked
+	mounts   string             // mountTable when last audited
 	env      []string           // gitEnv of the daemon
 
 	epoch, epochReason string
@@ -194,15 +199,22 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	d.sock = sock
-	// Holding the lock, no daemon listens: a socket there is stale.
+	// Holding the lock, no daemon runs: a socket there, and cookies, are
+	// a killed one's.
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("watch: remove a stale socket: %w", err)
+	}
+	if stale, err := filepath.Glob(filepath.Join(d.store, cookiePrefix+"*")); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
 	}
 
 	d.started = time.Now()
 	d.lastActive = d.started
 	d.lastRetry = d.started
 	d.env = gitEnv()
+	d.mounts = mountTable()
 	d.uid.Store(int64(os.Getuid()))
 	d.reqs = make(chan *call)
 	d.stop = make(chan struct{})
@@ -221,6 +233,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("watch: %w", err)
 	}
 	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("watch: %w", err)
+	}
+	if d.sockID, err = fileIDOf(sock); err != nil {
 		ln.Close()
 		return fmt.Errorf("watch: %w", err)
 	}
@@ -267,6 +283,7 @@ func (d *daemon) begin(reason string) error {
 	d.excludes = worktree.Excludes(d.root)
 	d.ensure("")
 	d.walk("")
+	d.flush()
 	if n := d.nodes[""]; n == nil || !n.watched {
 		why := "the root cannot be walked"
 		if n != nil && n.why != "" {
@@ -1087,10 +1104,58 @@ func (d *daemon) tick() {
 			os.Remove(filepath.Join(d.store, name))
 		}
 	}
+	if m := mountTable(); d.exit == "" && m != d.mounts {
+		d.mounts = m
+		d.audit()
+	}
 	if d.exit == "" && now.Sub(d.lastRetry) >= retryEvery {
 		d.lastRetry = now
 		d.retry()
 	}
+}
+
+// mountTable is this process's mount table (read when it may have
+// changed: a mount or an unmount inside the tree changes directories
+// without an event).
+func mountTable() string {
+	fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	var data []byte
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := unix.Read(fd, buf)
+		if n <= 0 || err != nil {
+			return string(data)
+		}
+		data = append(data, buf[:n]...)
+	}
+}
+
+// audit checks that every watched directory is the one its watch is on: a
+// file system mounted on one, or unmounted from it, changes it without an
+// event (and fsnotify drops a watch the kernel drops on an unmount
+// silently); tick calls it when the mount table changed. One that is not
+// is walked again, and its parent marked.
+func (d *daemon) audit() {
+	for rel, n := range d.nodes {
+		if !n.watched {
+			continue
+		}
+		if id, err := dirID(d.abs(rel)); err == nil && id == n.id {
+			continue
+		}
+		if rel == "" {
+			d.checkAlive()
+			continue
+		}
+		d.logf("watch: %s is not the directory watched any more", d.abs(rel))
+		d.mark(parentOf(rel), false)
+		d.pending[rel] |= walkEntry
+	}
+	d.flush()
 }
 
 // retry walks again the directories a watch could not be added to.
@@ -1103,14 +1168,25 @@ func (d *daemon) retry() {
 	d.flush()
 }
 
-// checkAlive ends the daemon when the root or the store is gone or
-// replaced.
+// checkAlive ends the daemon when the root, the store or its socket is
+// gone or replaced (no client could reach it).
 func (d *daemon) checkAlive() {
 	if id, err := dirID(d.root); err != nil || id != d.rootID {
 		d.exit = "the project root was removed or replaced"
 	} else if id, err := dirID(d.store); err != nil || id != d.storeID {
 		d.exit = "the store was removed or replaced"
+	} else if id, err := fileIDOf(d.sock); d.sockID != (fileID{}) && (err != nil || id != d.sockID) {
+		d.exit = "its socket was removed or replaced"
 	}
+}
+
+// fileIDOf identifies the file at path (not following a symlink).
+func fileIDOf(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fileID{}, &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, nil
 }
 
 // state is what Status reports.
@@ -1125,6 +1201,12 @@ func (d *daemon) state() *State {
 		if !n.ignored {
 			s.Failed++
 		}
+	}
+	for _, p := range d.unwatched() {
+		if len(s.UnwatchedDirs) == maxStateDirs {
+			break
+		}
+		s.UnwatchedDirs = append(s.UnwatchedDirs, strconv.Quote(p)+": "+d.nodes[p].why)
 	}
 	return s
 }

@@ -402,7 +402,8 @@ func TestStatusAndStop(t *testing.T) {
 	}
 	// Watched: the root, a, a/b and the store; x is ignored.
 	if st.Pid != os.Getpid() || st.Root != p.root || st.Watches != 4 || st.Unwatched != 1 || st.Queries != 2 ||
-		st.Epoch != strings.Split(p.token, ":")[0] || st.EpochReason != "just started" || st.Started.IsZero() || st.Overflows != 0 {
+		st.Epoch != strings.Split(p.token, ":")[0] || st.EpochReason != "just started" || st.Started.IsZero() || st.Overflows != 0 ||
+		!slices.Equal(st.UnwatchedDirs, []string{`"x": ignored`}) {
 		t.Errorf("status %+v", st)
 	}
 	if err := Stop(p.store, 10*time.Second); err != nil {
@@ -550,10 +551,17 @@ func TestKilledDaemon(t *testing.T) {
 	if took := time.Since(start); took > 100*time.Millisecond {
 		t.Errorf("Query of a killed daemon took %v", took)
 	}
+	cookie := filepath.Join(p.store, cookiePrefix+"999999-1") // left by the killed daemon
+	if err := os.WriteFile(cookie, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p.start(nil)
 	p.write("a/g", "g")
 	if a := p.query(); a.All || !slices.Equal(a.Dirs, []string{"a"}) {
 		t.Fatalf("after the restart: %+v", a)
+	}
+	if _, err := os.Lstat(cookie); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a stale cookie is left: %v", err)
 	}
 }
 
@@ -612,6 +620,7 @@ func TestExits(t *testing.T) {
 		{"root removed", nil, func(p *project) { p.must(os.RemoveAll(p.root)) }},
 		{"root moved", nil, func(p *project) { p.must(os.Rename(p.root, p.root+"-moved")) }},
 		{"store removed", nil, func(p *project) { p.must(os.RemoveAll(p.store)) }},
+		{"socket removed", nil, func(p *project) { p.must(os.Remove(filepath.Join(p.store, sockName))) }},
 		{"idle", func(c *Config) { c.Idle = 300 * time.Millisecond }, func(*project) {}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -846,6 +855,26 @@ func TestStaleRemovalEvent(t *testing.T) {
 	}
 }
 
+// A directory replaced without an event (a file system mounted on it, as
+// the daemon is made to believe here) is found by the periodic audit,
+// walked again and reported.
+func TestAudit(t *testing.T) {
+	p := newProject(t, map[string]string{"a/b/f": "f"})
+	p.start(nil)
+	p.inDaemon(func(d *daemon) {
+		d.nodes["a/b"].id.ino++ // as if another directory were there now
+		d.audit()
+	})
+	if a := p.query(); a.All || !slices.Equal(a.Dirs, []string{"a"}) || !slices.Equal(a.Trees, []string{"a/b"}) {
+		t.Fatalf("%+v", a)
+	}
+	p.checkWatches()
+	p.inDaemon(func(d *daemon) { d.audit() })
+	if a := p.query(); a.All || len(a.Dirs)+len(a.Trees) != 0 {
+		t.Fatalf("a second audit: %+v", a)
+	}
+}
+
 // A query while the daemon cannot sync in time (its loop is held) gets All
 // with a valid token, within the client's timeout.
 func TestSyncTimeout(t *testing.T) {
@@ -912,7 +941,7 @@ func TestRandomChanges(t *testing.T) {
 			all = append(all, "")
 		}
 		if len(all) == 0 {
-			return ""
+			return "a" // (not there: the change fails) never "", the root
 		}
 		return all[r.IntN(len(all))]
 	}
@@ -997,6 +1026,7 @@ func TestRandomChanges(t *testing.T) {
 		a := p.query()
 		if a.All {
 			alls++
+			t.Logf("batch %d: All: %s", batch, a.Reason)
 		}
 		now := snapshot(t, p.root)
 		for path := range diff(prev, now) {
