@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path"
 	pathpkg "path"
 	"path/filepath"
 	"slices"
@@ -335,7 +334,7 @@ func (r *Repo) carryPresent(w *objects.Writer, tree, present ID, paths []string,
 			return ID{}, err
 		}
 		if ok {
-			e.Name = path.Base(q)
+			e.Name = pathpkg.Base(q)
 			changes[q] = &e
 			snap.Bytes += e.Size
 		}
