@@ -47,11 +47,11 @@ type Answer struct {
 
 // State is what Status reports of a running daemon.
 type State struct {
-	Pid      int       `json:"pid"`
-	Root     string    `json:"root"`
-	StoreDir string    `json:"store"`
-	Socket   string    `json:"socket"`
-	Started  time.Time `json:"started"`
+	Pid      int       `json:"pid"`     // the daemon's process
+	Root     string    `json:"root"`    // the project root it watches
+	StoreDir string    `json:"store"`   // its store
+	Socket   string    `json:"socket"`  // the socket it listens on
+	Started  time.Time `json:"started"` // when it started
 	// Watches is the number of directories watched (the store included).
 	Watches int `json:"watches"`
 	// Unwatched is the number of directories reported unwatched
