@@ -1172,7 +1172,7 @@ func (p *project) checkWatches() {
 			}
 		}
 		got := map[string]bool{}
-		for _, w := range d.w.WatchList() {
+		for _, w := range watchList(d) {
 			got[w] = true
 		}
 		for w := range want {
@@ -1214,6 +1214,22 @@ func (p *project) checkWatches() {
 	})
 	for _, pr := range problems {
 		p.t.Error(pr)
+	}
+}
+
+// watchList is fsnotify's list of watched paths, read as watchOps adds a
+// watch: fsnotify may be waiting, holding the lock WatchList takes, to
+// send the loop an error.
+func watchList(d *daemon) []string {
+	done := make(chan []string)
+	go func() { done <- d.w.WatchList() }()
+	for {
+		select {
+		case list := <-done:
+			return list
+		case err := <-d.w.Errors:
+			d.werrs = append(d.werrs, err)
+		}
 	}
 }
 
