@@ -50,8 +50,20 @@ type browser struct {
 
 func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	if err := chromedp.Do(b.ctx, steps...); err != nil {
-		b.t.Fatalf("%s: %v%s", what, err, b.pageState())
+	for _, step := range steps {
+		// A live refresh can redraw the page between finding a node and
+		// acting on it; the step found nothing to act on then, so it is
+		// run again (on a loaded machine: seen in make test).
+		var err error
+		for try := 0; try < 5; try++ {
+			if err = chromedp.Do(b.ctx, step); err == nil || !strings.Contains(err.Error(), "Could not find node with given id") {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			b.t.Fatalf("%s: %v%s", what, err, b.pageState())
+		}
 	}
 }
 
