@@ -217,7 +217,7 @@ func (r *Repo) records(h *history, first, end int, base objects.ID, fn func(from
 func (r *Repo) scopeToActors(w *objects.Writer, session string, now *captured, target objects.ID, tck *objects.Checkpoint, paths []string) (end objects.ID, kept []Kept, idle bool, err error) {
 	// The paths the move would change: those it leaves alone anyway
 	// (unreadable now or then, excluded) are not its to keep.
-	leave := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)), slices.Collect(maps.Keys(now.targetDocs)))
+	leave := now.leftAlone(tck)
 	type ends struct{ now, end objects.TreeEntry }
 	cands := map[string]ends{}
 	err = objects.DiffTrees(w, now.tree, tck.Tree, func(c objects.Change) error {

@@ -300,6 +300,13 @@ func (c *captured) unreadable() []string {
 	return out
 }
 
+// leftAlone lists the paths a move to tck leaves as they are, whoever
+// changed them: unreadable now or when tck was taken, and state documents
+// (this session's, another's, the target's).
+func (c *captured) leftAlone(tck *objects.Checkpoint) []string {
+	return slices.Concat(c.unreadable(), tck.Skipped, c.excluded, slices.Collect(maps.Keys(c.othersDocs)), slices.Collect(maps.Keys(c.targetDocs)))
+}
+
 // storeError marks an error of the object store (not of a document's
 // source) while a document is streamed in.
 type storeError struct{ err error }

@@ -186,10 +186,9 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *Step) 
 			if cache != nil && cache.Dirty() {
 				cache.SaveFS(r.fs, r.cachePath()) // what the scan learned spares the next one
 			}
-			r.noteMonitor(c, parentID)
 			res, err := r.unchanged(ctx, t, session, parentID, parent, c, o)
 			if res != nil {
-				res.Monitored = c.monitor != nil && c.monitor.used
+				res.Monitored = r.noteMonitor(c, parentID)
 			}
 			return res, err
 		}
@@ -218,8 +217,7 @@ func (r *Repo) checkpoint(ctx context.Context, o CheckpointOptions, step *Step) 
 		if cache != nil {
 			cache.SaveFS(r.fs, r.cachePath()) // an unsaved cache costs re-hashing only
 		}
-		r.noteMonitor(c, res.ID)
-		res.Monitored = c.monitor != nil && c.monitor.used
+		res.Monitored = r.noteMonitor(c, res.ID)
 		return res, nil
 	}
 }

@@ -222,12 +222,14 @@ func (n *monitorNote) captured(snap *worktree.Snapshot) {
 }
 
 // noteMonitor keeps checkpoint id, whose tree capture c recorded, as the
-// base of the next capture under the same options. Best effort: a base
-// not kept costs a full scan.
-func (r *Repo) noteMonitor(c *captured, id objects.ID) {
+// base of the next capture under the same options, and reports whether c
+// built on the daemon's answer. Best effort: a base not kept costs a full
+// scan.
+func (r *Repo) noteMonitor(c *captured, id objects.ID) (monitored bool) {
 	if c == nil || c.monitor == nil || id.IsZero() {
-		return
+		return false
 	}
+	monitored = c.monitor.used
 	n := c.monitor
 	bases := r.loadMonitorBases()
 	bases[n.key] = monitorBase{Token: n.token, Checkpoint: id, Rescan: n.rescan, RescanTrees: n.rescanTrees, Root: n.root, Full: n.full, Used: time.Now().UnixNano()}
@@ -242,15 +244,15 @@ func (r *Repo) noteMonitor(c *captured, id objects.ID) {
 	}
 	data, err := json.Marshal(bases)
 	if err != nil {
-		return
+		return monitored
 	}
 	dir := filepath.Dir(r.monitorPath())
 	if r.fs.MkdirAll(dir, 0o755) != nil {
-		return
+		return monitored
 	}
 	f, err := r.fs.CreateTemp(dir, "monitor.tmp-*")
 	if err != nil {
-		return
+		return monitored
 	}
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil && cerr == nil {
@@ -259,6 +261,7 @@ func (r *Repo) noteMonitor(c *captured, id objects.ID) {
 	if err != nil {
 		r.fs.Remove(f.Name())
 	}
+	return monitored
 }
 
 // WatchState is what a running watch daemon reports of itself.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -327,7 +326,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 	if scope.Files {
 		// Paths that could not be read, now or when the target was
 		// captured, are left as they are: neither side knows their content.
-		keep := slices.Concat(now.unreadable(), tck.Skipped, now.excluded, slices.Collect(maps.Keys(now.othersDocs)), slices.Collect(maps.Keys(now.targetDocs)))
+		keep := now.leftAlone(tck)
 		var undoFrom objects.ID // the tree the undone rewind wrote its created paths from
 		if scope.UndoFrom != nil {
 			if ck, err := r.objects.ReadCheckpoint(*scope.UndoFrom); err == nil {
