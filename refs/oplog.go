@@ -220,8 +220,22 @@ func (s *Store) Ops() ([]Op, error) {
 	if err != nil {
 		return nil, fmt.Errorf("refs: ops: %w", err)
 	}
-	scan := parseLog(data)
-	return scan.ops, errors.Join(scan.corrupt...)
+	// The records the cache holds are decoded from it; the rest parsed
+	// (and, when they are many, cached for the next reader).
+	c := s.readOpCache(data)
+	if c == nil {
+		c = &opCache{}
+	}
+	var prevSeq int64
+	if n := len(c.ops); n > 0 {
+		prevSeq = c.ops[n-1].Seq
+	}
+	scan := parseLogFrom(data, c.off, c.lines, prevSeq)
+	ops := append(c.ops, scan.ops...)
+	if len(scan.corrupt) == 0 && scan.tailOff-int64(c.off) >= opCacheSlack {
+		s.writeOpCache(data, int(scan.tailOff), c.lines+len(scan.ops), ops)
+	}
+	return ops, errors.Join(scan.corrupt...)
 }
 
 // encodeRecord returns the record line for op: JSON, TAB, checksum, LF.
@@ -288,7 +302,12 @@ type logScan struct {
 
 // parseLog splits data into records and verifies them (see doc.go for the
 // torn-tail rule). It never panics, whatever data holds.
-func parseLog(data []byte) logScan {
+func parseLog(data []byte) logScan { return parseLogFrom(data, 0, 0, 0) }
+
+// parseLogFrom is parseLog of the records from offset from on (a record
+// boundary), after lines records of which the last verified one had seq
+// prevSeq (the op-log cache holds those before).
+func parseLogFrom(data []byte, from int, lines int, prevSeq int64) logScan {
 	var sc logScan
 	body := data
 	if n := len(data); n > 0 && data[n-1] != '\n' {
@@ -300,37 +319,46 @@ func parseLog(data []byte) logScan {
 		line []byte
 	}
 	var recs []rec
-	for off := 0; off < len(body); {
+	for off := from; off < len(body); {
 		end := off + bytes.IndexByte(body[off:], '\n')
 		recs = append(recs, rec{int64(off), body[off:end]})
 		off = end + 1
 	}
-	sc.tailOff = int64(len(body))
+	sc.tailOff = max(int64(len(body)), int64(from))
+	var lastOp *Op // the final record, decoded once
 	if sc.torn == "" && len(recs) > 0 {
 		last := recs[len(recs)-1]
-		if _, err := decodeRecord(last.line); err != nil {
+		op, err := decodeRecord(last.line)
+		if err != nil {
 			sc.torn = "final record: " + err.Error()
 			sc.tailOff = last.off
 			recs = recs[:len(recs)-1]
+		} else {
+			lastOp = &op
 		}
 	}
 
-	var prevSeq int64 // seq of the previous verified record
-	bad := 0          // records failing verification since it
+	bad := 0 // records failing verification since the previous verified one (prevSeq)
 	for i, r := range recs {
-		op, err := decodeRecord(r.line)
+		var op Op
+		var err error
+		if i == len(recs)-1 && lastOp != nil {
+			op = *lastOp
+		} else {
+			op, err = decodeRecord(r.line)
+		}
 		if err != nil {
-			sc.corrupt = append(sc.corrupt, &CorruptError{Path: logName, Line: i + 1, Offset: r.off, Reason: err.Error()})
+			sc.corrupt = append(sc.corrupt, &CorruptError{Path: logName, Line: lines + i + 1, Offset: r.off, Reason: err.Error()})
 			bad++
 			continue
 		}
 		if want := prevSeq + int64(bad) + 1; op.Seq != want {
-			sc.corrupt = append(sc.corrupt, &CorruptError{Path: logName, Line: i + 1, Offset: r.off,
+			sc.corrupt = append(sc.corrupt, &CorruptError{Path: logName, Line: lines + i + 1, Offset: r.off,
 				Reason: fmt.Sprintf("seq %d where %d was expected (gap, duplicate or reordering)", op.Seq, want)})
 		}
 		prevSeq, bad = op.Seq, 0
 		sc.ops = append(sc.ops, op)
-		sc.opLines = append(sc.opLines, i+1)
+		sc.opLines = append(sc.opLines, lines+i+1)
 	}
 	return sc
 }

@@ -1,0 +1,253 @@
+package refs
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc64"
+	"time"
+
+	"github.com/snapcore-dev/snap/objects"
+)
+
+// The op-log cache (file oplog.cache): the log's records up to some
+// offset, verified and decoded, in a compact binary form, so that a
+// command reading the history (snap log, status, undo, a no-change
+// checkpoint asking whether its head is recorded) decodes as JSON only the
+// records appended since the cache was written. It is disposable: a
+// missing, damaged or stale one (the log's bytes up to its offset are not
+// those it was made from) is ignored, and the log is parsed whole, as it
+// always can be. Ops rewrites it when the records it had to parse past it
+// pass opCacheSlack bytes, so the JSON a read decodes stays bounded
+// whatever the length of the history.
+//
+// Format: "SNAPOPC1", then uvarints: the offset it covers (a record
+// boundary), the number of records (lines) before it, then the CRC-64 of
+// the log's bytes before the offset (8 bytes, big-endian), then each
+// record (opcache encodeOp), then the CRC-64 of everything before it.
+// Only a prefix whose every record verified, in seq order, is cached.
+const (
+	opCacheName  = "oplog.cache"
+	opCacheMagic = "SNAPOPC1"
+	opCacheSlack = 64 << 10
+)
+
+// opCache is a decoded cache file.
+type opCache struct {
+	off   int // the log's bytes it covers
+	lines int // records in them
+	ops   []Op
+}
+
+// readOpCache returns the cache when it is intact and describes log's
+// first bytes; nil otherwise.
+func (s *Store) readOpCache(log []byte) *opCache {
+	data, err := s.be.ReadFile(opCacheName)
+	if err != nil || len(data) < len(opCacheMagic)+8 || string(data[:len(opCacheMagic)]) != opCacheMagic {
+		return nil
+	}
+	body, sum := data[:len(data)-8], binary.BigEndian.Uint64(data[len(data)-8:])
+	if crc64.Checksum(body, crcTable()) != sum {
+		return nil
+	}
+	d := opDecoder{b: body[len(opCacheMagic):]}
+	off, lines := d.uint(), d.uint()
+	prefix := d.fixed64()
+	if d.err != nil || off == 0 || off > uint64(len(log)) || log[off-1] != '\n' || crc64.Checksum(log[:off], crcTable()) != prefix {
+		return nil
+	}
+	c := &opCache{off: int(off), lines: int(lines), ops: make([]Op, 0, lines)}
+	for range lines {
+		op := d.op()
+		if d.err != nil {
+			return nil
+		}
+		c.ops = append(c.ops, op)
+	}
+	if len(d.b) != 0 {
+		return nil
+	}
+	return c
+}
+
+// writeOpCache caches ops, the records of log[:off] (lines of them, every
+// one verified, in seq order). Best effort: a cache that cannot be
+// written costs the next reader a longer parse, nothing else.
+func (s *Store) writeOpCache(log []byte, off, lines int, ops []Op) {
+	b := append([]byte(nil), opCacheMagic...)
+	b = binary.AppendUvarint(b, uint64(off))
+	b = binary.AppendUvarint(b, uint64(lines))
+	b = binary.BigEndian.AppendUint64(b, crc64.Checksum(log[:off], crcTable()))
+	for i := range ops {
+		b = encodeOp(b, &ops[i])
+	}
+	b = binary.BigEndian.AppendUint64(b, crc64.Checksum(b, crcTable()))
+	_ = s.be.WriteFile(opCacheName, b)
+}
+
+// encodeOp appends op's binary form: its fields in declaration order,
+// integers as varints, strings and Detail length-prefixed (Detail's length
+// plus one: 0 is none), ids as a presence bit mask then 32 bytes each.
+func encodeOp(b []byte, op *Op) []byte {
+	b = binary.AppendVarint(b, op.Seq)
+	b = binary.AppendVarint(b, op.Time.UnixNano())
+	b = appendString(b, op.Kind)
+	b = appendString(b, op.Session)
+	b = binary.AppendUvarint(b, uint64(len(op.Refs)))
+	for _, c := range op.Refs {
+		b = appendString(b, c.Name)
+		b = appendIDs(b, c.Old, c.New)
+	}
+	b = appendIDs(b, op.Checkpoint, op.Target, op.Safety)
+	b = binary.AppendVarint(b, op.Undoes)
+	b = binary.AppendUvarint(b, uint64(len(op.Checkpoints)))
+	for _, id := range op.Checkpoints {
+		b = append(b, id[:]...)
+	}
+	if op.Detail == nil {
+		return binary.AppendUvarint(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(op.Detail))+1)
+	return append(b, op.Detail...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// appendIDs appends a bit mask of the non-zero ids, then those.
+func appendIDs(b []byte, ids ...objects.ID) []byte {
+	var mask byte
+	for i, id := range ids {
+		if !id.IsZero() {
+			mask |= 1 << i
+		}
+	}
+	b = append(b, mask)
+	for _, id := range ids {
+		if !id.IsZero() {
+			b = append(b, id[:]...)
+		}
+	}
+	return b
+}
+
+var errOpCache = errors.New("refs: op-log cache: malformed")
+
+// opDecoder reads encodeOp's forms; the first error sticks.
+type opDecoder struct {
+	b   []byte
+	err error
+	// strs interns the kinds, sessions and ref names, which repeat.
+	strs map[string]string
+}
+
+func (d *opDecoder) fail() { d.err, d.b = errOpCache, nil }
+
+func (d *opDecoder) uint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *opDecoder) int() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *opDecoder) fixed64() uint64 {
+	if len(d.b) < 8 {
+		d.fail()
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *opDecoder) bytes(n uint64) []byte {
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *opDecoder) string() string {
+	v := d.bytes(d.uint())
+	if s, ok := d.strs[string(v)]; ok {
+		return s
+	}
+	if d.strs == nil {
+		d.strs = map[string]string{}
+	}
+	s := string(v)
+	d.strs[s] = s
+	return s
+}
+
+func (d *opDecoder) id() objects.ID {
+	var id objects.ID
+	copy(id[:], d.bytes(uint64(len(id))))
+	return id
+}
+
+func (d *opDecoder) ids(out ...*objects.ID) {
+	if len(d.b) < 1 {
+		d.fail()
+		return
+	}
+	mask := d.b[0]
+	d.b = d.b[1:]
+	if mask>>len(out) != 0 {
+		d.fail()
+		return
+	}
+	for i, p := range out {
+		if mask&(1<<i) != 0 {
+			*p = d.id()
+		}
+	}
+}
+
+func (d *opDecoder) op() Op {
+	var op Op
+	op.Seq = d.int()
+	op.Time = time.Unix(0, d.int()).UTC()
+	op.Kind = d.string()
+	op.Session = d.string()
+	if n := d.uint(); n > 0 && n <= uint64(len(d.b)) {
+		op.Refs = make([]RefChange, n)
+		for i := range op.Refs {
+			op.Refs[i].Name = d.string()
+			d.ids(&op.Refs[i].Old, &op.Refs[i].New)
+		}
+	} else if n > 0 {
+		d.fail()
+	}
+	d.ids(&op.Checkpoint, &op.Target, &op.Safety)
+	op.Undoes = d.int()
+	if n := d.uint(); n > 0 && n <= uint64(len(d.b))/32 {
+		op.Checkpoints = make([]objects.ID, n)
+		for i := range op.Checkpoints {
+			op.Checkpoints[i] = d.id()
+		}
+	} else if n > 0 {
+		d.fail()
+	}
+	if n := d.uint(); n > 0 {
+		op.Detail = d.bytes(n - 1) // (a slice of the cache file's bytes, read for this call)
+	}
+	return op
+}
