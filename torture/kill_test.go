@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,6 +62,11 @@ type killStats struct {
 	recovery        map[string]int
 	undoFailures    map[string]int
 	unexpectedExits int
+	// The watch daemon (issue 24): started, killed with SIGKILL between
+	// commands and while a checkpoint runs, started again; checkpoints
+	// that read only what it said may have changed, each verified as any
+	// other.
+	daemonStarts, daemonKills, daemonKillsDuring, monitored int
 }
 
 type killHarness struct {
@@ -128,6 +134,8 @@ func TestKill9(t *testing.T) {
 	if r := runSnap(h.proj, "init"); r.code != 0 {
 		t.Fatalf("%s", r)
 	}
+	h.startDaemon()
+	defer runSnap(h.proj, "watch", "--stop")
 	start := time.Now()
 	for i := 1; i <= iterations; i++ {
 		h.iteration(i)
@@ -137,6 +145,9 @@ func TestKill9(t *testing.T) {
 		}
 	}
 	h.report(time.Since(start))
+	if iterations >= 50 && h.st.monitored == 0 {
+		t.Errorf("no checkpoint was built on the watch daemon: the harness did not test it")
+	}
 	drainGC(h.proj)
 }
 
@@ -163,6 +174,8 @@ func (h *killHarness) report(d time.Duration) {
 		fmt.Sprintf("  undo refusals: %s", fmtCounts(s.undoFailures)),
 		fmt.Sprintf("  kills that left a ref lock file: %d; commands then refused with exit 11 (store busy): %d", s.lockLeft, s.busy),
 		fmt.Sprintf("  checkpoint/gc runs that changed the working tree: %d; other unexpected exits: %d", s.treeTouched, s.unexpectedExits),
+		fmt.Sprintf("  watch daemon: started %d times, killed %d (%d while a checkpoint ran); checkpoints built on it: %d (each verified)",
+			s.daemonStarts, s.daemonKills, s.daemonKillsDuring, s.monitored),
 	}
 	h.t.Log("\n" + strings.Join(lines, "\n"))
 	fmt.Println(strings.Join(lines, "\n"))
@@ -326,7 +339,31 @@ func (h *killHarness) iteration(i int) {
 	delay := time.Duration(h.rng.Float64() * float64(typical))
 	oldHead := h.head()
 
+	switch r := h.rng.IntN(20); {
+	case r == 0:
+		h.killDaemon()
+	case r < 8:
+		h.startDaemon()
+	}
+	var killedDaemon chan bool
+	if pid := h.daemonPid(); op == "checkpoint" && pid != 0 && h.rng.IntN(4) == 0 {
+		// The daemon dies while the checkpoint asks it or reads what it
+		// said: the checkpoint is right all the same.
+		killedDaemon = make(chan bool, 1)
+		after := time.Duration(h.rng.Float64() * float64(typical))
+		go func() {
+			time.Sleep(after)
+			killedDaemon <- syscall.Kill(pid, syscall.SIGKILL) == nil
+		}()
+	}
 	res := h.run(i, delay, args...)
+	if killedDaemon != nil && <-killedDaemon {
+		h.st.daemonKills++
+		h.st.daemonKillsDuring++
+	}
+	if op == "checkpoint" {
+		h.noteMonitored(res)
+	}
 	c := h.st.byOp[op]
 	if c == nil {
 		c = &opCount{}
@@ -432,6 +469,7 @@ func (h *killHarness) plainCheckpoint(i int) {
 	pre, preConv := h.state()
 	h.remember(pre, preConv)
 	res := h.run(i, -1, "checkpoint", "--json", "-m", fmt.Sprintf("msg_%d_plain", i), "--conversation", h.convPath)
+	h.noteMonitored(res)
 	if res.code != 0 {
 		h.st.unexpectedExits++
 		t.Errorf("iteration %d: %s\n  stdout: %s", i, res, oneLine(res.stdout, 1500))
@@ -944,4 +982,48 @@ func (h *killHarness) isCheckpointTree(tree treeState, conv digest) bool {
 		}
 	}
 	return false
+}
+
+// startDaemon starts the project's watch daemon when none runs.
+func (h *killHarness) startDaemon() {
+	if h.daemonPid() != 0 {
+		return
+	}
+	if r := runSnap(h.proj, "watch", "--idle", "0"); r.code != 0 {
+		h.t.Errorf("snap watch: %s\n  %s", r, r.stderr)
+		return
+	}
+	h.st.daemonStarts++
+}
+
+// daemonPid is the running daemon's process (0: none answers).
+func (h *killHarness) daemonPid() int {
+	r := runSnap(h.proj, "watch", "--status", "--json")
+	var st struct {
+		Running bool `json:"running"`
+		Daemon  struct {
+			Pid int `json:"pid"`
+		} `json:"daemon"`
+	}
+	if r.code != 0 || json.Unmarshal(r.stdout, &st) != nil || !st.Running {
+		return 0
+	}
+	return st.Daemon.Pid
+}
+
+// killDaemon kills the daemon with SIGKILL.
+func (h *killHarness) killDaemon() {
+	if pid := h.daemonPid(); pid != 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+		h.st.daemonKills++
+	}
+}
+
+// noteMonitored counts a checkpoint that read only what the daemon said.
+func (h *killHarness) noteMonitored(res result) {
+	var out struct {
+		Monitored bool `json:"monitored"`
+	}
+	if res.code == 0 && json.Unmarshal(res.stdout, &out) == nil && out.Monitored {
+		h.st.monitored++
+	}
 }
