@@ -3,6 +3,7 @@ package snap_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -276,6 +277,41 @@ func TestRedoOfAScopedRewindKeepsItsRules(t *testing.T) {
 		if got := snaptest.Snapshot(t, root, snaptest.SkipStore); got["build/out.txt"] != "x\n" {
 			t.Fatalf("build/out.txt lost: %v", got)
 		}
+	}
+}
+
+// M36 (model, seed 907): the redo of an actor-scoped rewind reads the
+// ignore rules of the target the rewind was asked for (M27); once
+// retention removed that checkpoint, the redo is refused, as for a target
+// gone, rather than run under its end's rules, which protect less: here
+// build/out.txt, which c1's rules ignored and the rewind kept, would be
+// deleted.
+func TestRedoOfAScopedRewindWhoseRulesExpiredIsRefused(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "build/\n", "a.txt": "a\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	os.Remove(filepath.Join(root, ".gitignore"))
+	checkpoint(t, r, snap.CheckpointOptions{Actor: snap.ActorUser})
+	snaptest.WriteFiles(t, root, map[string]string{"build/out.txt": "x\n"})
+	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
+	if err != nil || len(res.Kept) == 0 {
+		t.Fatalf("rewind: %v, kept %v", err, res.Kept)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.GC(ctx, snap.GCOptions{Policy: &snap.Policy{KeepLast: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Show(ctx, c1.ID); !errors.Is(err, snap.ErrExpired) {
+		t.Fatalf("c1 after gc: %v, want it expired (the test's premise)", err)
+	}
+	before := snaptest.Snapshot(t, root, snaptest.SkipStore)
+	if _, err := r.Redo(ctx, ""); !errors.Is(err, snap.ErrNoCheckpoint) {
+		t.Fatalf("redo with the rules' checkpoint expired: %v, want ErrNoCheckpoint", err)
+	}
+	if got := snaptest.Snapshot(t, root, snaptest.SkipStore); !maps.Equal(got, before) {
+		t.Fatalf("a refused redo changed the tree: %v, before %v", got, before)
 	}
 }
 

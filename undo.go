@@ -164,6 +164,14 @@ func moveTree(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, u
 	if !newHead.IsZero() && !r.objects.Has(newHead) {
 		return fmt.Errorf("%w: cannot %s op %d: the head it returns to, %s, was expired by retention", ErrNoCheckpoint, kind, op.Seq, newHead.Short())
 	}
+	// The redo of a move that kept what other actors changed reads the
+	// ignore rules of the target the move was asked for (M27): when
+	// retention removed that checkpoint since, what those rules protected
+	// is unknown, and its end's rules may protect less (M27's data loss):
+	// refused, as for a target gone (M36).
+	if !undo && scope.RulesFrom != nil && !r.objects.Has(*scope.RulesFrom) {
+		return fmt.Errorf("%w: cannot %s op %d: the checkpoint whose ignore rules it read, %s, was expired by retention", ErrNoCheckpoint, kind, op.Seq, scope.RulesFrom.Short())
+	}
 	rr, err := r.run(ctx, t, &move{Kind: string(kind), Session: session, Target: target, NewHead: newHead, Known: known,
 		Undoes: op.Seq, Scope: scope}, false)
 	res.Rewind = rr

@@ -1249,16 +1249,23 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 	}
 	tgt := p.byID[target]
 	h := p.head(op.Session)
-	if tgt == nil || expired(target) || expired(newHead) {
+	// A redo of a move that kept paths reads the rules of the target it
+	// was asked for (M27): refused once retention removed it (M36).
+	rulesGone := !undo && expired(top.scopedFrom)
+	if tgt == nil || expired(target) || expired(newHead) || rulesGone {
 		res, err := call()
 		if err == nil {
-			r.failf("undo-expired", "%s of the rewind of step %d succeeded although the checkpoint it returns to (%s) or the head it restores (%s) was expired by retention",
-				kind, top.step, target.Short(), newHead.Short())
+			r.failf("undo-expired", "%s of the rewind of step %d succeeded although the checkpoint it returns to (%s), the head it restores (%s) or the target whose rules it reads (%s, expired: %v) was expired by retention",
+				kind, top.step, target.Short(), newHead.Short(), top.scopedFrom.Short(), rulesGone)
 			r.resyncAfterUnmodelled(p, op.Session)
 			_ = res
 			return
 		}
 		r.checkUnchanged(p, d0, o0, "a refused "+kind)
+		r.stats[kind+" of a rewind refused: a checkpoint it needs expired"]++
+		if rulesGone {
+			r.stats["redo refused: the rules' target expired (M36)"]++
+		}
 		return
 	}
 	var created tree
