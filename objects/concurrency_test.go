@@ -109,7 +109,7 @@ func TestConcurrentPutOneWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries := pf.entries
+	entries := pf.entries()
 	if st := fresh.Stats(); st.Objects != len(entries) {
 		t.Fatalf("store indexes %d objects, pack holds %d records", st.Objects, len(entries))
 	}

@@ -69,7 +69,7 @@ func commitSampleForTest(t *testing.T) (dir, path string, pack []byte, types map
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries := pf.entries
+	entries := pf.entries()
 	for _, e := range entries {
 		if e.enc == encRaw {
 			raw++
@@ -128,7 +128,7 @@ func TestCorruptPackByteFlips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries := pf.entries
+	entries := pf.entries()
 	dataEnd := binary.LittleEndian.Uint64(pack[len(pack)-packFooterSize:])
 	cached := reopenForTest(t, dir)
 	readAllForTest(t, cached, types, datas, "before") // opens the pack file

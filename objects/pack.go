@@ -111,48 +111,33 @@ func parseFooter(footer []byte, packSize int64) (offset uint64, count int, sum [
 // ids, known types and encodings, and every record lying inside the data
 // region [packHeaderSize, dataEnd) without overlap.
 func DecodePackIndex(index, sum []byte, dataEnd uint64) ([]indexEntry, error) {
-	return decodePackIndex(index, sum, dataEnd, true)
+	return decodePackIndex(index, sum, dataEnd)
 }
 
-// decodePackIndex is DecodePackIndex; the checksum and the overlap check
-// (which sorts the records by offset) are made only when strict. Opening a
-// store skips both, checking only the structure of each entry: every read
-// re-hashes what it decodes, so a damaged index cannot make a read return
-// wrong bytes (at worst an object looks absent, or its read fails), and gc
-// and fsck check every index in full before they trust it
-// (Store.CheckIndexes). Hashing the index was a third of opening a store of
-// 200,000 objects.
-func decodePackIndex(index, sum []byte, dataEnd uint64, strict bool) ([]indexEntry, error) {
-	if strict {
-		if got := blake3.Sum256(index); !bytes.Equal(got[:], sum) {
-			return nil, fmt.Errorf("%w: pack index checksum mismatch", ErrCorrupt)
-		}
+// decodePackIndex is DecodePackIndex, used where the index must be trusted
+// whole (gc, fsck: Store.CheckIndexes). Opening a store checks none of it
+// (loadPack): an entry is decoded and checked when a lookup finds it
+// (packFile.find), since every read re-hashes what it decodes, so a
+// damaged index cannot make a read return wrong bytes (at worst an object
+// looks absent, or its read fails). Decoding every entry at open was the
+// cost of opening a store that grew with its number of objects.
+func decodePackIndex(index, sum []byte, dataEnd uint64) ([]indexEntry, error) {
+	if got := blake3.Sum256(index); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("%w: pack index checksum mismatch", ErrCorrupt)
 	}
 	if len(index)%indexEntrySize != 0 {
 		return nil, fmt.Errorf("%w: pack index length", ErrCorrupt)
 	}
 	entries := make([]indexEntry, len(index)/indexEntrySize)
 	for i := range entries {
-		b := index[i*indexEntrySize:]
 		e := &entries[i]
-		copy(e.id[:], b)
-		e.typ = Type(b[32])
-		e.enc = b[33]
-		e.offset = binary.LittleEndian.Uint64(b[34:])
-		e.stored = binary.LittleEndian.Uint32(b[42:])
-		e.size = binary.LittleEndian.Uint32(b[46:])
-		if !e.typ.Valid() || e.enc > encDelta || e.size > MaxObjectSize {
-			return nil, fmt.Errorf("%w: pack index entry %s: bad type, encoding or size", ErrCorrupt, e.id.Short())
-		}
-		if e.offset < packHeaderSize || e.offset > dataEnd || dataEnd-e.offset < recordHeader+uint64(e.stored) {
-			return nil, fmt.Errorf("%w: pack index entry %s points outside the pack", ErrCorrupt, e.id.Short())
+		*e = decodeEntry(index[i*indexEntrySize:])
+		if err := e.valid(dataEnd); err != nil {
+			return nil, err
 		}
 		if i > 0 && bytes.Compare(entries[i-1].id[:], e.id[:]) >= 0 {
 			return nil, fmt.Errorf("%w: pack index unsorted or duplicate at %s", ErrCorrupt, e.id.Short())
 		}
-	}
-	if !strict {
-		return entries, nil
 	}
 	// Records must not overlap.
 	spans := make([][2]uint64, len(entries))
@@ -166,6 +151,31 @@ func decodePackIndex(index, sum []byte, dataEnd uint64, strict bool) ([]indexEnt
 		}
 	}
 	return entries, nil
+}
+
+// decodeEntry decodes the index entry at the start of b.
+func decodeEntry(b []byte) indexEntry {
+	var e indexEntry
+	copy(e.id[:], b)
+	e.typ = Type(b[32])
+	e.enc = b[33]
+	e.offset = binary.LittleEndian.Uint64(b[34:])
+	e.stored = binary.LittleEndian.Uint32(b[42:])
+	e.size = binary.LittleEndian.Uint32(b[46:])
+	return e
+}
+
+// valid checks an entry's structure: a known type and encoding, a size no
+// object has beyond, a record lying inside the data region [packHeaderSize,
+// dataEnd).
+func (e *indexEntry) valid(dataEnd uint64) error {
+	if !e.typ.Valid() || e.enc > encDelta || e.size > MaxObjectSize {
+		return fmt.Errorf("%w: pack index entry %s: bad type, encoding or size", ErrCorrupt, e.id.Short())
+	}
+	if e.offset < packHeaderSize || e.offset > dataEnd || dataEnd-e.offset < recordHeader+uint64(e.stored) {
+		return fmt.Errorf("%w: pack index entry %s points outside the pack", ErrCorrupt, e.id.Short())
+	}
+	return nil
 }
 
 // checkRecordHeader verifies that the record header at e.offset agrees with

@@ -132,7 +132,7 @@ func packEntriesOf(p *packFile) ([]indexEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries := append([]indexEntry(nil), q.entries...)
+	entries := q.entries()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].offset < entries[j].offset })
 	return entries, nil
 }
@@ -376,7 +376,7 @@ func (s *Store) deltaBasesToKeep(w *repackWork, setEntries [][]indexEntry, keep 
 	}
 	s.mu.RUnlock()
 	for _, p := range others {
-		for _, e := range p.entries {
+		for _, e := range p.entries() {
 			if err := needBase(p, e); err != nil {
 				return nil, err
 			}
@@ -529,7 +529,7 @@ func (s *Store) Repack(packs []string, keep func(ID) bool) (newPack string, free
 			return "", 0, fmt.Errorf("repack: commit pack: %w", err)
 		}
 		f = nil
-		newP = newPackFile(s.blobs, newPack, int64(off)+int64(len(index))+int64(len(footer)), entries) // encodeIndex sorted entries
+		newP = newPackFile(s.blobs, newPack, int64(off)+int64(len(index))+int64(len(footer)), index, off)
 		newP.checked = true
 	}
 

@@ -49,9 +49,12 @@ type packFile struct {
 	blobs   storage.Blobs
 	name    string
 	size    int64
-	entries []indexEntry // its index, sorted by id
-	fanout  [257]int32   // entries[fanout[b]:fanout[b+1]] are the ids starting with byte b
-	checked bool         // the index passed the strict checks (see decodePackIndex)
+	// index: its index as the pack holds it, entries of indexEntrySize
+	// bytes sorted by id, decoded when used (entry); dataEnd: where its
+	// records end (the index's offset).
+	index   []byte
+	dataEnd uint64
+	checked bool // the index passed the strict checks (see decodePackIndex)
 
 	mu sync.Mutex
 	f  storage.BlobReader // opened on first read; a pack removed by gc stays readable through it
@@ -225,41 +228,55 @@ func (s *Store) reorderLocked() {
 	// pack that holds the bulk of the store (after a gc, all of it).
 	sort.Slice(s.order, func(i, j int) bool {
 		a, b := s.order[i], s.order[j]
-		if len(a.entries) != len(b.entries) {
-			return len(a.entries) > len(b.entries)
+		if a.count() != b.count() {
+			return a.count() > b.count()
 		}
 		return a.name < b.name
 	})
 }
 
-// newPackFile describes an indexed pack; entries must be sorted by id.
-func newPackFile(blobs storage.Blobs, name string, size int64, entries []indexEntry) *packFile {
-	p := &packFile{blobs: blobs, name: name, size: size, entries: entries}
-	b := 0
-	for i, e := range entries {
-		for ; b <= int(e.id[0]); b++ {
-			p.fanout[b] = int32(i)
+// newPackFile describes an indexed pack: index is its index (sorted by
+// id), dataEnd where its records end.
+func newPackFile(blobs storage.Blobs, name string, size int64, index []byte, dataEnd uint64) *packFile {
+	return &packFile{blobs: blobs, name: name, size: size, index: index, dataEnd: dataEnd}
+}
+
+// count is the number of entries of the pack's index.
+func (p *packFile) count() int { return len(p.index) / indexEntrySize }
+
+// entry decodes the index's entry i; false when it is malformed (a bad
+// type, encoding or size, a record outside the pack): its object is as
+// absent, and CheckIndexes reports the pack.
+func (p *packFile) entry(i int) (indexEntry, bool) {
+	e := decodeEntry(p.index[i*indexEntrySize:])
+	return e, e.valid(p.dataEnd) == nil
+}
+
+// entries decodes every well-formed entry of the index, in id order.
+func (p *packFile) entries() []indexEntry {
+	out := make([]indexEntry, 0, p.count())
+	for i := range p.count() {
+		if e, ok := p.entry(i); ok {
+			out = append(out, e)
 		}
 	}
-	for ; b <= 256; b++ {
-		p.fanout[b] = int32(len(entries))
-	}
-	return p
+	return out
 }
 
 // find returns the entry of id in this pack.
 func (p *packFile) find(id ID) (indexEntry, bool) {
-	lo, hi := int(p.fanout[id[0]]), int(p.fanout[int(id[0])+1])
+	lo, hi := 0, p.count()
 	key := binary.BigEndian.Uint64(id[:8]) // compares as the first 8 bytes do
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		c := cmp.Compare(binary.BigEndian.Uint64(p.entries[m].id[:8]), key)
+		b := p.index[m*indexEntrySize : m*indexEntrySize+IDSize]
+		c := cmp.Compare(binary.BigEndian.Uint64(b), key)
 		if c == 0 {
-			c = bytes.Compare(p.entries[m].id[8:], id[8:])
+			c = bytes.Compare(b[8:], id[8:])
 		}
 		switch {
 		case c == 0:
-			return p.entries[m], true
+			return p.entry(m)
 		case c < 0:
 			lo = m + 1
 		default:
@@ -284,8 +301,9 @@ func listPacks(blobs storage.Blobs) ([]string, error) {
 	return names, nil
 }
 
-// loadPack reads and validates a pack's footer and index (strict: see
-// decodePackIndex).
+// loadPack reads a pack's footer and index, validating the footer, and,
+// when strict, the index (decodePackIndex); otherwise each entry is checked
+// when a lookup finds it (packFile.entry).
 func loadPack(blobs storage.Blobs, name string, strict bool) (*packFile, error) {
 	path := name // for messages: filepath.Base(path) is the pack's name
 	f, err := blobs.Open(name)
@@ -319,11 +337,12 @@ func loadPack(blobs storage.Blobs, name string, strict bool) (*packFile, error) 
 	if _, err := f.ReadAt(index, int64(off)); err != nil {
 		return nil, err
 	}
-	entries, err := decodePackIndex(index, sum, off, strict)
-	if err != nil {
-		return nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
+	if strict {
+		if _, err := decodePackIndex(index, sum, off); err != nil {
+			return nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
+		}
 	}
-	p := newPackFile(blobs, name, size, entries)
+	p := newPackFile(blobs, name, size, index, off)
 	p.checked = strict
 	return p, nil
 }
@@ -565,7 +584,7 @@ func (s *Store) objects() []location {
 	defer s.mu.RUnlock()
 	n := 0
 	for _, p := range s.order {
-		n += len(p.entries)
+		n += p.count()
 	}
 	out := make([]location, 0, n)
 	var seen map[ID]bool // only needed when an object may be in two packs
@@ -573,7 +592,7 @@ func (s *Store) objects() []location {
 		seen = make(map[ID]bool, n)
 	}
 	for _, p := range s.order {
-		for _, e := range p.entries {
+		for _, e := range p.entries() {
 			if seen != nil {
 				if seen[e.id] {
 					continue
@@ -811,7 +830,7 @@ func (w *Writer) Commit() (string, error) {
 		w.abortLocked()
 		return "", fmt.Errorf("commit pack: %w", err)
 	}
-	p := newPackFile(w.s.blobs, name, int64(w.off)+int64(len(index))+int64(len(footer)), w.entries)
+	p := newPackFile(w.s.blobs, name, int64(w.off)+int64(len(index))+int64(len(footer)), index, w.off)
 	p.checked = true // its index is what this writer just encoded
 	w.s.mu.Lock()
 	if _, ok := w.s.packs[name]; !ok {
