@@ -46,9 +46,9 @@ type location struct {
 }
 
 type packFile struct {
-	blobs   storage.Blobs
-	name    string
-	size    int64
+	blobs storage.Blobs
+	name  string
+	size  int64
 	// index: its index as the pack holds it, entries of indexEntrySize
 	// bytes sorted by id, decoded when used (entry); dataEnd: where its
 	// records end (the index's offset).
