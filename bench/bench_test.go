@@ -32,7 +32,7 @@ func TestQuickHarness(t *testing.T) {
 		Realdata:     filepath.Join("..", "..", "shared", "realdata"),
 		GoGitTimeout: time.Minute,
 		W1Files:      300, W2Files: 100, W2Steps: 12, W3Steps: 6, W4Size: 4 << 20, W5Files: 300, W8Size: 1 << 20,
-		W9Lines: 300, W9Steps: 8, W10Runs: 4,
+		W9Lines: 300, W9Steps: 8, W10Runs: 4, W12Small: 5, W12Big: 12, W12Runs: 2,
 	}
 	var log bytes.Buffer
 	rep, err := runBench(cfg, &log)
@@ -52,6 +52,7 @@ func TestQuickHarness(t *testing.T) {
 		"W9":  {rowBlame, rowBlame + " (git at its best)"},
 		"W10": {rowStartVersion, rowStartHook},
 		"W11": {rowWatchNoChange, rowWatch10, rowScanNoChange},
+		"W12": {rowHistLog(5), rowHistShow(5), rowHistLog(12), rowHistShow(12)},
 	}
 	for w, names := range want {
 		for _, n := range names {

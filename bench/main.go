@@ -41,6 +41,8 @@ type config struct {
 	W9Lines int   // lines of the W9 file
 	W9Steps int   // checkpoints that edit it
 	W10Runs int   // rounds of the process-start commands
+	// W12: the sizes of the history measured, and rounds of the reads.
+	W12Small, W12Big, W12Runs int
 }
 
 // setSizes fills the workload sizes for a full or quick run at a scale.
@@ -52,6 +54,7 @@ func (c *config) setSizes() {
 		c.W8Size = int64(s) * 8 << 20
 		c.W9Lines, c.W9Steps = 5000, 50*s
 		c.W10Runs = 40
+		c.W12Small, c.W12Big, c.W12Runs = 30, 300, 10
 		if c.Runs == 0 {
 			c.Runs = 1
 		}
@@ -62,6 +65,7 @@ func (c *config) setSizes() {
 	c.W8Size = int64(s) * 100 << 20
 	c.W9Lines, c.W9Steps = 5000*s, 1000*s
 	c.W10Runs = 200
+	c.W12Small, c.W12Big, c.W12Runs = 300*s, 3000*s, 40
 	if c.Runs == 0 {
 		c.Runs = 3
 	}
@@ -124,6 +128,7 @@ var workloads = []workload{
 	{"W9", "blame", runW9},
 	{"W10", "process start", runW10},
 	{"W11", "monitored tree", runW11},
+	{"W12", "history reads", runW12},
 }
 
 func workloadByName(name string) (workload, bool) {
@@ -206,7 +211,7 @@ func runBench(cfg config, log io.Writer) (*report, error) {
 	b.rep.Config = map[string]any{
 		"quick": cfg.Quick, "scale": cfg.Scale, "runs": b.cfg.Runs, "seed": cfg.Seed,
 		"w1_files": cfg.W1Files, "w2_files": cfg.W2Files, "w2_checkpoints": cfg.W2Steps,
-		"w3_steps": cfg.W3Steps, "w4_bytes": cfg.W4Size, "w5_files": cfg.W5Files, "w8_bytes": cfg.W8Size, "w10_rounds": cfg.W10Runs,
+		"w3_steps": cfg.W3Steps, "w4_bytes": cfg.W4Size, "w5_files": cfg.W5Files, "w8_bytes": cfg.W8Size, "w10_rounds": cfg.W10Runs, "w12_checkpoints": cfg.W12Big,
 		"gogit_timeout": cfg.GoGitTimeout.String(),
 	}
 	for _, w := range workloads {
