@@ -10,8 +10,11 @@
 // mtime put back) and a JSONL transcript passed with --conversation, and
 // runs checkpoint, rewind, undo and gc --grace 0s, sending SIGKILL after a
 // random delay between 0 and about the command's typical duration (a running
-// average). The tree is held still while a command runs. After every
-// iteration:
+// average). The project's watch daemon (snap watch) runs beside it: killed
+// with SIGKILL between commands (1 in 20) and while a quarter of the
+// checkpoints run, started again (7 in 20); the checkpoints built on it are
+// counted, and a run of 50 iterations or more in which none was fails. The
+// tree is held still while a command runs. After every iteration:
 //
 //   - snap fsck --full --json must exit 0 and report no error (temporary
 //     files and ref lock files are warnings);
