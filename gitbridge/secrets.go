@@ -62,11 +62,14 @@ type secrets struct {
 	held  map[string]bool
 	// included: secret-named files exported because asked to.
 	included map[string]bool
+	// named: whether each path seen has a secret's name (secretName),
+	// asked once per path however many checkpoints hold it.
+	named map[string]bool
 }
 
 func newSecrets(ctx context.Context, r *snap.Repo, include bool) *secrets {
 	s := &secrets{ctx: ctx, r: r, include: include, docs: map[snap.ID]*redacted{}, last: map[string]*redact.Report{}, found: map[string]*Secret{},
-		held: map[string]bool{}, included: map[string]bool{}}
+		held: map[string]bool{}, included: map[string]bool{}, named: map[string]bool{}}
 	s.tracked = trackedFiles(r.Root)
 	return s
 }
@@ -317,7 +320,12 @@ func (k *kept) add(sub kept) {
 // false when it is held back (a secret's name, git does not track it, and
 // the export was not asked to include such files), counted in k.
 func (s *secrets) file(k *kept, p string, size int64) bool {
-	if _, ok := secretName(p); !ok {
+	secret, known := s.named[p]
+	if !known {
+		_, secret = secretName(p)
+		s.named[p] = secret
+	}
+	if !secret {
 		return true
 	}
 	k.secret = true
