@@ -285,7 +285,7 @@ func firstErrors(probs []Problem, n int) string {
 // archived sessions and durably lists the checkpoints to expire, before
 // anything is swept. In a dry run it only counts.
 func expire(ctx context.Context, rs *refs.Store, p Policy, already map[objects.ID]bool, now time.Time, res *Result) (expiry, error) {
-	ops, err := rs.Ops()
+	ops, err := rs.LogOps()
 	if err != nil {
 		return expiry{}, unreadable("refusing to expire anything: the op log", err)
 	}

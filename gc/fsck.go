@@ -124,7 +124,7 @@ func Fsck(ctx context.Context, st *objects.Store, rs *refs.Store, full bool) (*F
 		w.errorf(objects.ID{}, "refs", "cannot list refs: %v", err)
 	}
 	rep.Refs = len(list)
-	ops, err := rs.Ops()
+	ops, err := rs.LogOps()
 	if err != nil && !errors.Is(err, refs.ErrCorrupt) { // damaged records: reported by Check
 		w.errorf(objects.ID{}, "oplog", "cannot read the op log: %v", err)
 	}

@@ -37,7 +37,7 @@ func Roots(rs *refs.Store) ([]objects.ID, error) {
 	for _, id := range jids {
 		add(id)
 	}
-	ops, oerr := rs.Ops()
+	ops, oerr := rs.LogOps()
 	for _, op := range ops {
 		for _, id := range opIDs(op) {
 			if !expired[id] {

@@ -549,3 +549,25 @@ func TestRLEFrameHelper(t *testing.T) {
 		t.Fatalf("rle frame: %d bytes, %v", len(out), err)
 	}
 }
+
+// CheckIndexes vouches for the index lookups search, the one read when the
+// store opened: when that differs from the index it verifies (read damaged,
+// or changed on disk since), the pack is dropped as damaged.
+func TestCheckIndexesComparesTheIndexInUse(t *testing.T) {
+	dir, path, _, types, datas := commitSampleForTest(t)
+	s := reopenForTest(t, dir)
+	name := filepath.Base(path)
+	s.mu.Lock()
+	p := s.packs[name]
+	bad := append([]byte(nil), p.index...)
+	bad[IDSize] ^= 0x7f // the first entry's type, as if read damaged
+	p.index = bad
+	s.mu.Unlock()
+	readAllForTest(t, s, types, datas, "before the check") // never wrong bytes
+	if err := s.CheckIndexes(); err != nil {
+		t.Fatal(err)
+	}
+	if _, dropped := s.LoadErrors()[name]; !dropped {
+		t.Fatal("CheckIndexes vouched for a pack whose index in use is not the one on disk")
+	}
+}

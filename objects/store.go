@@ -364,7 +364,12 @@ func (s *Store) CheckIndexes() error {
 	s.mu.RUnlock()
 	var errs []error
 	for _, p := range todo {
-		_, err := loadPack(p.blobs, p.name, true)
+		q, err := loadPack(p.blobs, p.name, true)
+		if err == nil && !bytes.Equal(q.index, p.index) {
+			// Lookups search the index read at open: the check vouches
+			// for it only when it is the index just verified.
+			err = fmt.Errorf("%w: pack %s: its index changed on disk since it was read", ErrCorrupt, p.name)
+		}
 		s.mu.Lock()
 		switch {
 		case err == nil:

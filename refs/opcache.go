@@ -20,15 +20,18 @@ import (
 // pass opCacheSlack bytes, so the JSON a read decodes stays bounded
 // whatever the length of the history.
 //
-// Format: "SNAPOPC1", then uvarints: the offset it covers (a record
+// Format: "SNAPOPC2", then uvarints: the offset it covers (a record
 // boundary), the number of records (lines) before it, then the CRC-64 of
 // the log's bytes before the offset (8 bytes, big-endian), then each
 // record (opcache encodeOp), then the CRC-64 of everything before it.
 // Only a prefix whose every record verified, in seq order, is cached.
 const (
 	opCacheName  = "oplog.cache"
-	opCacheMagic = "SNAPOPC1"
+	opCacheMagic = "SNAPOPC2" // SNAPOPC1 kept times as Unix ns: ignored, rewritten
 	opCacheSlack = 64 << 10
+	// opMinSize: the fewest bytes encodeOp writes (seq, the three time
+	// fields, kind, session, refs, ids, undoes, checkpoints, detail).
+	opMinSize = 11
 )
 
 // opCache is a decoded cache file.
@@ -52,7 +55,10 @@ func (s *Store) readOpCache(log []byte) *opCache {
 	d := opDecoder{b: body[len(opCacheMagic):]}
 	off, lines := d.uint(), d.uint()
 	prefix := d.fixed64()
-	if d.err != nil || off == 0 || off > uint64(len(log)) || log[off-1] != '\n' || crc64.Checksum(log[:off], crcTable()) != prefix {
+	// (lines is checked against the bytes there: a record takes at least
+	// opMinSize, so a forged count cannot size an allocation.)
+	if d.err != nil || off == 0 || off > uint64(len(log)) || lines > uint64(len(d.b))/opMinSize || log[off-1] != '\n' ||
+		crc64.Checksum(log[:off], crcTable()) != prefix {
 		return nil
 	}
 	c := &opCache{off: int(off), lines: int(lines), ops: make([]Op, 0, lines)}
@@ -89,7 +95,13 @@ func (s *Store) writeOpCache(log []byte, off, lines int, ops []Op) {
 // plus one: 0 is none), ids as a presence bit mask then 32 bytes each.
 func encodeOp(b []byte, op *Op) []byte {
 	b = binary.AppendVarint(b, op.Seq)
-	b = binary.AppendVarint(b, op.Time.UnixNano())
+	// The time as seconds, nanoseconds and its zone's offset: any year,
+	// and the offset the record was written with (a record's time is
+	// UTC unless its writer gave another).
+	_, zone := op.Time.Zone()
+	b = binary.AppendVarint(b, op.Time.Unix())
+	b = binary.AppendUvarint(b, uint64(op.Time.Nanosecond()))
+	b = binary.AppendVarint(b, int64(zone))
 	b = appendString(b, op.Kind)
 	b = appendString(b, op.Session)
 	b = binary.AppendUvarint(b, uint64(len(op.Refs)))
@@ -224,7 +236,14 @@ func (d *opDecoder) ids(out ...*objects.ID) {
 func (d *opDecoder) op() Op {
 	var op Op
 	op.Seq = d.int()
-	op.Time = time.Unix(0, d.int()).UTC()
+	sec, nsec, zone := d.int(), d.uint(), d.int()
+	if nsec >= 1e9 || zone < -86400 || zone > 86400 {
+		d.fail()
+	}
+	op.Time = time.Unix(sec, int64(nsec)).UTC()
+	if zone != 0 {
+		op.Time = op.Time.In(time.FixedZone("", int(zone)))
+	}
 	op.Kind = d.string()
 	op.Session = d.string()
 	if n := d.uint(); n > 0 && n <= uint64(len(d.b)) {

@@ -1,9 +1,11 @@
 package refs
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc64"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -30,6 +32,12 @@ func appendVaried(t *testing.T, s *Store, n int) {
 		case 3:
 			op.Checkpoints = []objects.ID{testID(uint64(i)), testID(uint64(i + 1))}
 			op.Time = time.Date(2025, 3, 1, 12, 0, 0, i, time.FixedZone("x", 3600)).UTC()
+			switch i % 16 {
+			case 7: // years beyond what Unix nanoseconds hold, and a time not in UTC
+				op.Time = time.Date(2500, 3, 1, 12, 0, 0, i, time.FixedZone("x", 3600))
+			case 11:
+				op.Time = time.Date(1500, 3, 1, 12, 0, 0, i, time.UTC)
+			}
 		}
 		mustAppend(t, s, op)
 	}
@@ -179,6 +187,62 @@ func TestOpCacheNeverHidesTheLog(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A forged cache (its checksums are CRC-64, which anyone can compute)
+// claiming more records than its bytes can hold is not used, and sizes no
+// allocation by the claim.
+func TestOpCacheForgedCountIsRefused(t *testing.T) {
+	s := newStore(t)
+	appendVaried(t, s, 600)
+	if _, err := s.Ops(); err != nil {
+		t.Fatal(err)
+	}
+	log := mustRead(t, logPath(s))
+	c := s.readOpCache(log)
+	if c == nil {
+		t.Fatal("no cache to forge from")
+	}
+	b := append([]byte(nil), opCacheMagic...)
+	b = binary.AppendUvarint(b, uint64(c.off))
+	b = binary.AppendUvarint(b, 1<<60)
+	b = binary.BigEndian.AppendUint64(b, crc64.Checksum(log[:c.off], crcTable()))
+	b = binary.BigEndian.AppendUint64(b, crc64.Checksum(b, crcTable()))
+	if err := os.WriteFile(cachePath(s), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s.readOpCache(log) != nil {
+		t.Fatal("a cache claiming 2^60 records in no bytes was used")
+	}
+	if got, err := s.Ops(); err != nil || !reflect.DeepEqual(got, parsed(t, s)) {
+		t.Fatalf("Ops with a forged cache: %d ops, %v", len(got), err)
+	}
+}
+
+// LogOps, which gc and fsck read, never uses the cache: a cache forged
+// with valid checksums (they are CRC-64, not a secret) changes what Ops
+// says, never what gc keeps.
+func TestLogOpsIgnoresTheCache(t *testing.T) {
+	s := newStore(t)
+	appendVaried(t, s, 600)
+	want := parsed(t, s)
+	log := mustRead(t, logPath(s))
+	if _, err := s.Ops(); err != nil {
+		t.Fatal(err)
+	}
+	c := s.readOpCache(log)
+	if c == nil {
+		t.Fatal("no cache to forge from")
+	}
+	c.ops[0].Checkpoint = testID(999999)
+	s.writeOpCache(log, c.off, c.lines, c.ops)
+	if got, _ := s.Ops(); reflect.DeepEqual(got, want) {
+		t.Fatal("the forged cache was not used by Ops: the test proves nothing")
+	}
+	if got, err := s.LogOps(); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("LogOps with a forged cache: %d ops, %v", len(got), err)
+	}
+	os.Remove(cachePath(s)) // (the store's check at cleanup)
 }
 
 func FuzzOpCacheDecode(f *testing.F) {

@@ -212,7 +212,14 @@ func (s *Store) appendLocked(op *Op) error {
 // record that fails verification and per seq out of order (errors.Is(err,
 // ErrCorrupt)); these are exactly the op-log errors Check reports. Any other
 // error (I/O) comes with nil ops.
-func (s *Store) Ops() ([]Op, error) {
+func (s *Store) Ops() ([]Op, error) { return s.ops(true) }
+
+// LogOps is Ops without the op-log cache: every record parsed from the log
+// itself. gc and fsck, which delete or vouch for what the log names, read
+// it so: nothing they do rests on a file anyone may rewrite.
+func (s *Store) LogOps() ([]Op, error) { return s.ops(false) }
+
+func (s *Store) ops(cached bool) ([]Op, error) {
 	data, err := s.be.ReadFile(logName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -222,9 +229,11 @@ func (s *Store) Ops() ([]Op, error) {
 	}
 	// The records the cache holds are decoded from it; the rest parsed
 	// (and, when they are many, cached for the next reader).
-	c := s.readOpCache(data)
-	if c == nil {
-		c = &opCache{}
+	c := &opCache{}
+	if cached {
+		if read := s.readOpCache(data); read != nil {
+			c = read
+		}
 	}
 	var prevSeq int64
 	if n := len(c.ops); n > 0 {
@@ -232,7 +241,7 @@ func (s *Store) Ops() ([]Op, error) {
 	}
 	scan := parseLogFrom(data, c.off, c.lines, prevSeq)
 	ops := append(c.ops, scan.ops...)
-	if len(scan.corrupt) == 0 && scan.tailOff-int64(c.off) >= opCacheSlack {
+	if cached && len(scan.corrupt) == 0 && scan.tailOff-int64(c.off) >= opCacheSlack {
 		s.writeOpCache(data, int(scan.tailOff), c.lines+len(scan.ops), ops)
 	}
 	return ops, errors.Join(scan.corrupt...)

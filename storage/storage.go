@@ -124,7 +124,8 @@ type Refs interface {
 	// a base that is not a directory, ErrNotDir.
 	WalkRefs(base string, fn func(name string, isDir bool, err error) error) error
 
-	// ReadFile returns a whole small file (fs.ErrNotExist when absent).
+	// ReadFile returns a whole small file (fs.ErrNotExist when absent; a
+	// *BadEntryError, without blocking, when it is not a regular file).
 	ReadFile(name string) ([]byte, error)
 	// Exists reports whether file name exists.
 	Exists(name string) bool

@@ -180,3 +180,43 @@ func TestLogAppendFaults(t *testing.T) {
 		}
 	}
 }
+
+// ReadFile of a name that is no regular file returns at once with a
+// *BadEntryError: a FIFO with no writer (opening it would block forever),
+// a symlink to a device that never ends, a directory
+// (torture/history-findings 01).
+func TestReadFileRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenRefs(nil, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fifo", "zero", "dir"} {
+		done := make(chan error, 1)
+		go func() { _, err := s.ReadFile(name); done <- err }()
+		select {
+		case err := <-done:
+			var bad *storage.BadEntryError
+			if !errors.As(err, &bad) {
+				t.Errorf("ReadFile(%s): %v, want a *storage.BadEntryError", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ReadFile(%s) has not returned after 5 s", name)
+		}
+	}
+	if data, err := s.ReadFile("plain"); err != nil || string(data) != "x\n" {
+		t.Fatalf("ReadFile(plain) = %q, %v", data, err)
+	}
+}

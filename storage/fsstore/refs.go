@@ -275,12 +275,28 @@ func (s *Refs) file(name string) (string, error) {
 	return filepath.Join(s.dir, name), nil
 }
 
+// ReadFile reads a regular file whole. Anything else under the name (a
+// FIFO, a device, a symlink to one) is a *storage.BadEntryError, found
+// without blocking: opening a FIFO with no writer, or reading /dev/zero,
+// would never end (torture/history-findings 01).
 func (s *Refs) ReadFile(name string) ([]byte, error) {
 	p, err := s.file(name)
 	if err != nil {
 		return nil, err
 	}
-	return s.fs.ReadFile(p)
+	f, err := s.fs.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &storage.BadEntryError{Name: name, Reason: "not a regular file"}
+	}
+	return io.ReadAll(f)
 }
 
 func (s *Refs) Exists(name string) bool {
