@@ -253,10 +253,11 @@ func TestKeptAgainstTheLastRecordedTree(t *testing.T) {
 	}
 }
 
-// M27 (model): the redo of a rewind that kept the user's removal of an
-// ignore file protects what the rewind's target ignored, as the rewind
-// did: build/out.txt, never checkpointed, is not deleted by the redo.
-func TestRedoOfAScopedRewindKeepsItsRules(t *testing.T) {
+// rewindKeepingRulesRemoval: c1 ignores build/; the user removes the
+// .gitignore (checkpointed as theirs), build/out.txt appears, never
+// checkpointed; a scoped rewind to c1 keeps the removal and, under c1's
+// rules, leaves build/out.txt alone.
+func rewindKeepingRulesRemoval(t *testing.T) (*snap.Repo, string, *snap.CheckpointResult) {
 	r, root := snaptest.NewRepo(t)
 	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "build/\n", "a.txt": "a\n"})
 	c1 := checkpoint(t, r, snap.CheckpointOptions{})
@@ -267,6 +268,14 @@ func TestRedoOfAScopedRewindKeepsItsRules(t *testing.T) {
 	if err != nil || len(res.Kept) == 0 {
 		t.Fatalf("rewind: %v, kept %v", err, res.Kept)
 	}
+	return r, root, c1
+}
+
+// M27 (model): the redo of a rewind that kept the user's removal of an
+// ignore file protects what the rewind's target ignored, as the rewind
+// did: build/out.txt, never checkpointed, is not deleted by the redo.
+func TestRedoOfAScopedRewindKeepsItsRules(t *testing.T) {
+	r, root, _ := rewindKeepingRulesRemoval(t)
 	for _, step := range []func() (*snap.UndoResult, error){
 		func() (*snap.UndoResult, error) { return r.Undo(ctx, "") },
 		func() (*snap.UndoResult, error) { return r.Redo(ctx, "") },
@@ -287,16 +296,7 @@ func TestRedoOfAScopedRewindKeepsItsRules(t *testing.T) {
 // build/out.txt, which c1's rules ignored and the rewind kept, would be
 // deleted.
 func TestRedoOfAScopedRewindWhoseRulesExpiredIsRefused(t *testing.T) {
-	r, root := snaptest.NewRepo(t)
-	snaptest.WriteFiles(t, root, map[string]string{".gitignore": "build/\n", "a.txt": "a\n"})
-	c1 := checkpoint(t, r, snap.CheckpointOptions{})
-	os.Remove(filepath.Join(root, ".gitignore"))
-	checkpoint(t, r, snap.CheckpointOptions{Actor: snap.ActorUser})
-	snaptest.WriteFiles(t, root, map[string]string{"build/out.txt": "x\n"})
-	res, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String()})
-	if err != nil || len(res.Kept) == 0 {
-		t.Fatalf("rewind: %v, kept %v", err, res.Kept)
-	}
+	r, root, c1 := rewindKeepingRulesRemoval(t)
 	if _, err := r.Undo(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
