@@ -295,7 +295,7 @@ func (b *Bridge) Commit(ctx context.Context, from, to snap.ID, message string) (
 			changes[p] = nil
 			continue
 		}
-		h, err := g.blob(e.ID, e.Size)
+		h, err := g.blob(e.ID, e.Size, plumbing.ZeroHash)
 		if err != nil {
 			return nil, err
 		}
@@ -422,7 +422,7 @@ func (b *Bridge) ownChange(ctx context.Context, g *toGit, u *userRepo, fromTree 
 	if err != nil || !ok || fe.Mode != snap.ModeFile && fe.Mode != snap.ModeExec {
 		return h, err
 	}
-	fh, err := g.blob(fe.ID, fe.Size)
+	fh, err := g.blob(fe.ID, fe.Size, plumbing.ZeroHash)
 	if err != nil || fh == he.Hash || h == he.Hash {
 		return h, err
 	}
@@ -455,7 +455,7 @@ func (b *Bridge) ownChange(ctx context.Context, g *toGit, u *userRepo, fromTree 
 	if len(hunks) > 0 {
 		return h, refuse(fmt.Sprintf("the task's change overlaps uncommitted changes made before it (at line %d)", hunks[0].Line))
 	}
-	return g.putStream(int64(len(merged)), func(w io.Writer) error {
+	return g.putStream(int64(len(merged)), plumbing.ZeroHash, func(w io.Writer) error {
 		_, err := w.Write(merged)
 		return err
 	})

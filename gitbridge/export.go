@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -44,6 +45,7 @@ const (
 type exported struct {
 	commit, state plumbing.Hash
 	tree          plumbing.Hash // the commit's tree
+	stateTree     plumbing.Hash // the state commit's tree
 	node          *snap.Node    // the local checkpoint
 	// id is the checkpoint the commit rebuilds to (its Snap-Checkpoint):
 	// the local one, or its redaction (design §9).
@@ -108,7 +110,7 @@ func (b *Bridge) Export(ctx context.Context, o ExportOptions) (*ExportResult, er
 	if err != nil {
 		return nil, err
 	}
-	defer ex.sec.close()
+	defer ex.close()
 	res := &ExportResult{Repo: b.Dir, Sessions: []SessionExport{}, RefsUpdated: []string{}, Secrets: []Secret{}, HeldBack: []string{}}
 	for _, s := range sessions {
 		// A session's name is its refs' name: it cannot be redacted
@@ -167,6 +169,9 @@ func (b *Bridge) Export(ctx context.Context, o ExportOptions) (*ExportResult, er
 		for name, h := range tb {
 			want[name] = h
 		}
+		if err := ex.flush(); err != nil {
+			return nil, err
+		}
 		updated, err := b.setRefs(want, []string{SessionRefs + s, StateRefs + s}, []string{AbandonedRefs + s + "/", AbandonedStateRefs + s + "/", TaskRefs + s + "/"})
 		if err != nil {
 			return nil, err
@@ -197,7 +202,7 @@ func (ex *exporter) attribute(node *snap.Node, id, parentTree snap.ID, tree plum
 	}
 	var gt *object.Tree
 	if heldBack {
-		if gt, err = object.GetTree(ex.b.git.Storer, tree); err != nil {
+		if gt, err = ex.g.getTree(tree); err != nil {
 			return nil, err
 		}
 	}
@@ -349,8 +354,29 @@ func (b *Bridge) newExporter(ctx context.Context, includeSecretFiles bool) (*exp
 	}
 	sec := newSecrets(ctx, b.snap, includeSecretFiles)
 	sig := b.userSignature(time.Time{})
-	return &exporter{ctx: ctx, b: b, g: newToGit(ctx, b.snap, b.git.Storer, sec), sec: sec, known: known, done: map[snap.ID]*exported{},
+	g := newToGit(ctx, b.snap, b.git.Storer, sec)
+	if fs, ok := b.git.Storer.(interface{ Filesystem() billy.Filesystem }); ok {
+		g.pack = newPackWriter(fs.Filesystem(), b.git.Storer)
+	}
+	return &exporter{ctx: ctx, b: b, g: g, sec: sec, known: known, done: map[snap.ID]*exported{},
 		notes: map[plumbing.Hash]string{}, human: sig.Name + " <" + sig.Email + ">"}, nil
+}
+
+// close drops what an unfinished export wrote.
+func (ex *exporter) close() {
+	ex.sec.close()
+	if ex.g.pack != nil {
+		ex.g.pack.abort()
+	}
+}
+
+// flush makes the objects written so far part of the repository, before
+// a ref names them.
+func (ex *exporter) flush() error {
+	if ex.g.pack == nil {
+		return nil
+	}
+	return ex.g.pack.finish()
 }
 
 // export writes checkpoint id (and, first, its parents) unless the
@@ -412,7 +438,11 @@ func (ex *exporter) export(id snap.ID) (*exported, error) {
 		return nil, err
 	}
 	out.Tree = files.id
-	stateTree, state, err := ex.stateTree(id, node.State)
+	var hintState plumbing.Hash
+	if hint != nil {
+		hintState = hint.stateTree
+	}
+	stateTree, state, err := ex.stateTree(id, node.State, hintState)
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +487,7 @@ func (ex *exporter) export(id snap.ID) (*exported, error) {
 	if x.commit, err = ex.putCommit(c); err != nil {
 		return nil, err
 	}
-	x.tree = tree
+	x.tree, x.stateTree = tree, stateTree
 	if note, err := att.log(x.commit); err != nil {
 		return nil, err
 	} else if note != "" {
@@ -469,23 +499,33 @@ func (ex *exporter) export(id snap.ID) (*exported, error) {
 }
 
 // stateTree writes a checkpoint's state documents, redacted, as a flat git
-// tree, and returns it with the id of the state tree as exported.
-func (ex *exporter) stateTree(id, state snap.ID) (plumbing.Hash, snap.ID, error) {
+// tree, and returns it with the id of the state tree as exported. hint is
+// the parent's state tree in git: each document a delta against its
+// version there when that pays.
+func (ex *exporter) stateTree(id, state snap.ID, hint plumbing.Hash) (plumbing.Hash, snap.ID, error) {
 	entries, err := ex.b.snap.ReadTree(ex.ctx, state)
 	if err != nil {
 		return plumbing.ZeroHash, snap.ID{}, err
 	}
+	bases := map[string]plumbing.Hash{}
+	if !hint.IsZero() {
+		if ht, err := ex.g.getTree(hint); err == nil {
+			for _, e := range ht.Entries {
+				bases[e.Name] = e.Hash
+			}
+		}
+	}
 	t := &object.Tree{}
 	out := slices.Clone(entries)
 	for i, e := range entries {
-		d, err := ex.sec.doc(ex.g, e.ID, e.Name, id.Short()+":"+e.Name)
+		d, err := ex.sec.doc(ex.g, e.ID, e.Name, id.Short()+":"+e.Name, bases[e.Name])
 		if err != nil {
 			return plumbing.ZeroHash, snap.ID{}, fmt.Errorf("state document %s: %w", e.Name, err)
 		}
 		var h plumbing.Hash
 		if d != nil {
 			h, out[i].ID, out[i].Size = d.git, d.snap, d.size
-		} else if h, err = ex.g.blob(e.ID, e.Size); err != nil {
+		} else if h, err = ex.g.blob(e.ID, e.Size, bases[e.Name]); err != nil {
 			return plumbing.ZeroHash, snap.ID{}, fmt.Errorf("state document %s: %w", e.Name, err)
 		}
 		t.Entries = append(t.Entries, object.TreeEntry{Name: e.Name, Mode: filemode.Regular, Hash: h})
@@ -495,7 +535,7 @@ func (ex *exporter) stateTree(id, state snap.ID) (plumbing.Hash, snap.ID, error)
 	if err := t.Encode(obj); err != nil {
 		return plumbing.ZeroHash, snap.ID{}, err
 	}
-	h, err := ex.g.put(obj)
+	h, err := ex.g.put(obj, hint)
 	if err != nil {
 		return plumbing.ZeroHash, snap.ID{}, err
 	}
@@ -511,7 +551,7 @@ func (ex *exporter) putCommit(c *object.Commit) (plumbing.Hash, error) {
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return ex.g.put(obj)
+	return ex.g.put(obj, plumbing.ZeroHash)
 }
 
 // subjectOf is a checkpoint's summary, or its kind.
@@ -637,12 +677,13 @@ func (b *Bridge) readExported(h plumbing.Hash) (*exported, error) {
 	if st.IsZero() {
 		return nil, fmt.Errorf("commit %s has no %s trailer", h, TrailerState)
 	}
-	if _, err := object.GetCommit(b.git.Storer, st); err != nil {
+	sc, err := object.GetCommit(b.git.Storer, st)
+	if err != nil {
 		return nil, err
 	}
 	id, err := snap.ParseID(trailer(c.Message, TrailerCheckpoint))
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %s trailer: %w", h, TrailerCheckpoint, err)
 	}
-	return &exported{commit: h, state: st, tree: c.TreeHash, node: &snap.Node{}, id: id, flags: flagsOf(c.Message)}, nil
+	return &exported{commit: h, state: st, tree: c.TreeHash, stateTree: sc.TreeHash, node: &snap.Node{}, id: id, flags: flagsOf(c.Message)}, nil
 }

@@ -159,7 +159,7 @@ func (s *secrets) content(id snap.ID, f func(io.Reader) error) error {
 // doc returns the redaction of stored state document name (nil when it
 // holds no secret), scanning each document once per export. where names it
 // for Secret.Where.
-func (s *secrets) doc(g *toGit, id snap.ID, name, where string) (*redacted, error) {
+func (s *secrets) doc(g *toGit, id snap.ID, name, where string, base plumbing.Hash) (*redacted, error) {
 	if d, ok := s.docs[id]; ok {
 		return d, nil
 	}
@@ -188,7 +188,7 @@ func (s *secrets) doc(g *toGit, id snap.ID, name, where string) (*redacted, erro
 			return err
 		})
 	}
-	h, err := g.putStream(rep.OutSize, apply)
+	h, err := g.putStream(rep.OutSize, base, apply)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package gitbridge
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ type toGit struct {
 	ctx   context.Context
 	snap  *snap.Repo
 	st    storer.EncodedObjectStorer
+	pack  *packWriter // where objects go; nil: loose, into st
 	sec   *secrets
 	trees map[dirKey]plumbing.Hash
 	kept  map[dirKey]kept
@@ -60,7 +62,7 @@ func (g *toGit) tree(id snap.ID, dir string, hintSnap snap.ID, hint plumbing.Has
 	hints := map[string]pair{}
 	if !hint.IsZero() && !hintSnap.IsZero() {
 		if he, err := g.snap.ReadTree(g.ctx, hintSnap); err == nil {
-			if ht, err := object.GetTree(g.st, hint); err == nil {
+			if ht, err := g.getTree(hint); err == nil {
 				byName := map[string]plumbing.Hash{}
 				for _, e := range ht.Entries {
 					byName[e.Name] = e.Hash
@@ -110,7 +112,7 @@ func (g *toGit) tree(id snap.ID, dir string, hintSnap snap.ID, hint plumbing.Has
 			mode = map[snap.Mode]filemode.FileMode{snap.ModeFile: filemode.Regular, snap.ModeExec: filemode.Executable, snap.ModeSymlink: filemode.Symlink}[e.Mode]
 			if hp.snap == e.ID {
 				h, g.blobs[e.ID] = hp.git, hp.git
-			} else if h, err = g.blob(e.ID, e.Size); err != nil {
+			} else if h, err = g.blob(e.ID, e.Size, hp.git); err != nil {
 				return plumbing.ZeroHash, kept{}, fmt.Errorf("%s: %w", e.Name, err)
 			}
 		default:
@@ -129,7 +131,7 @@ func (g *toGit) tree(id snap.ID, dir string, hintSnap snap.ID, hint plumbing.Has
 	if err := t.Encode(obj); err != nil {
 		return plumbing.ZeroHash, kept{}, err
 	}
-	h, err := g.put(obj)
+	h, err := g.put(obj, hint)
 	if err != nil {
 		return plumbing.ZeroHash, kept{}, err
 	}
@@ -138,13 +140,13 @@ func (g *toGit) tree(id snap.ID, dir string, hintSnap snap.ID, hint plumbing.Has
 }
 
 // blob returns the git blob of snap content id (size bytes), writing it
-// when the repository does not have it. The content is streamed twice (to
-// hash it, then to write it), never held whole.
-func (g *toGit) blob(id snap.ID, size int64) (plumbing.Hash, error) {
+// when the repository does not have it (as a delta against base, the
+// same path's blob in the parent checkpoint, when that pays).
+func (g *toGit) blob(id snap.ID, size int64, base plumbing.Hash) (plumbing.Hash, error) {
 	if h, ok := g.blobs[id]; ok {
 		return h, nil
 	}
-	h, err := g.putStream(size, func(w io.Writer) error {
+	h, err := g.putStream(size, base, func(w io.Writer) error {
 		n, err := g.snap.WriteContent(g.ctx, id, w)
 		if err == nil && n != size {
 			err = fmt.Errorf("content %s: %d bytes, its tree entry says %d", id.Short(), n, size)
@@ -158,9 +160,29 @@ func (g *toGit) blob(id snap.ID, size int64) (plumbing.Hash, error) {
 	return h, nil
 }
 
-// putStream writes a blob of size bytes that write produces (called once
-// to hash it, and again to store it when the repository does not have it).
-func (g *toGit) putStream(size int64, write func(io.Writer) error) (plumbing.Hash, error) {
+// putStream writes a blob of size bytes that write produces. Into a pack,
+// a blob up to packDeltaMax is produced once, into memory, and may be a
+// delta against base; a larger one (and any blob written loose) is
+// produced twice, to hash it and then to store it, never held whole.
+func (g *toGit) putStream(size int64, base plumbing.Hash, write func(io.Writer) error) (plumbing.Hash, error) {
+	if g.pack != nil && size <= packDeltaMax {
+		var buf bytes.Buffer
+		buf.Grow(int(size))
+		if err := write(&buf); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if int64(buf.Len()) != size {
+			return plumbing.ZeroHash, fmt.Errorf("blob: %d bytes, %d expected", buf.Len(), size)
+		}
+		return g.add(plumbing.BlobObject, buf.Bytes(), base)
+	}
+	if g.pack != nil {
+		h, wrote, err := g.pack.addStream(size, write)
+		if wrote {
+			g.wrote++
+		}
+		return h, err
+	}
 	hasher := plumbing.NewHasher(plumbing.BlobObject, size)
 	if err := write(hasher); err != nil {
 		return plumbing.ZeroHash, err
@@ -176,14 +198,56 @@ func (g *toGit) putStream(size int64, write func(io.Writer) error) (plumbing.Has
 	return h, nil
 }
 
-// put stores an encoded object unless the repository has it.
-func (g *toGit) put(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+// put stores an encoded tree or commit unless the repository has it (a
+// tree as a delta against base when that pays).
+func (g *toGit) put(obj plumbing.EncodedObject, base plumbing.Hash) (plumbing.Hash, error) {
+	if g.pack != nil {
+		r, err := obj.Reader()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		data, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return g.add(obj.Type(), data, base)
+	}
 	h := obj.Hash()
 	if g.st.HasEncodedObject(h) == nil {
 		return h, nil
 	}
 	g.wrote++
 	return g.st.SetEncodedObject(obj)
+}
+
+func (g *toGit) add(typ plumbing.ObjectType, data []byte, base plumbing.Hash) (plumbing.Hash, error) {
+	h, wrote, err := g.pack.add(typ, data, base)
+	if wrote {
+		g.wrote++
+	}
+	return h, err
+}
+
+// getTree reads a git tree, from the pack being written when it is there.
+func (g *toGit) getTree(h plumbing.Hash) (*object.Tree, error) {
+	if g.pack != nil {
+		typ, data, ok, err := g.pack.get(h)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if typ != plumbing.TreeObject {
+				return nil, fmt.Errorf("git object %s: a %s, not a tree", h, typ)
+			}
+			obj := &plumbing.MemoryObject{}
+			obj.SetType(typ)
+			obj.Write(data)
+			t := &object.Tree{}
+			return t, t.Decode(obj)
+		}
+	}
+	return object.GetTree(g.st, h)
 }
 
 // streamObject is an object whose content is produced on demand (a pipe
