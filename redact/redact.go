@@ -336,6 +336,7 @@ func ScanAfter(prev *Report, open func() (io.ReadCloser, error)) (*Report, error
 		}
 		if n, err := io.CopyN(s.h, rd, r.pos); err == nil && n == r.pos && bytes.Equal(s.h.Sum(nil), r.sum) {
 			s.pos, s.lineNo = r.pos, r.line
+			s.rep.resume = r // until a fragment ends after it: a small append must not lose it
 			s.rep.Findings = slices.Clone(prev.Findings[:r.findings])
 			s.rep.raw = slices.Clone(prev.raw[:r.edits])
 			for _, k := range prev.known[:r.known] {

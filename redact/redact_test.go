@@ -404,6 +404,37 @@ func TestScanAfterIsScan(t *testing.T) {
 	}
 }
 
+// A transcript that grows by less than a fragment at each step is
+// resumed at every step, not every other one: a scan resumed from a point
+// that found no new whole fragment keeps that point (an export scanned the
+// whole transcript again at every second checkpoint).
+func TestScanAfterSmallAppendsKeepResuming(t *testing.T) {
+	var doc strings.Builder
+	for i := range 400 {
+		doc.WriteString(line(0, fmt.Sprintf("the agent edits the parser, step %d of the beginning", i)))
+	}
+	prev, err := Scan(strings.NewReader(doc.String()))
+	if err != nil || prev.resume == nil {
+		t.Fatalf("first scan: %v, resume point %v", err, prev.resume)
+	}
+	for step := 1; step <= 20; step++ {
+		doc.WriteString(line(step, "a short message"))
+		b := []byte(doc.String())
+		got, err := ScanAfter(prev, func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.resume == nil || got.resume.pos < prev.resume.pos {
+			t.Fatalf("step %d: no resume point after a resumed scan (had %d)", step, prev.resume.pos)
+		}
+		want, _ := Scan(bytes.NewReader(b))
+		if got.OutSize != want.OutSize || len(got.Findings) != len(want.Findings) || got.Size != want.Size {
+			t.Fatalf("step %d: ScanAfter %+v, Scan %+v", step, got, want)
+		}
+		prev = got
+	}
+}
+
 // A "gitleaks:allow" marker on a transcript's line hides nothing: anyone
 // an agent quotes can write it (gitleaks honours it in vetted source).
 func TestAllowMarkerIgnored(t *testing.T) {
