@@ -156,6 +156,7 @@ var formatsNotProduced = map[string]string{
 	".move-journal.tmp-*":               "a temporary file of the journal's atomic replace: left only by a crash",
 	"edits/.<session>.json.tmp-*":       "a temporary file of the staged edits' atomic replace: left only by a crash",
 	"cache/stat.tmp-*":                  "a temporary file of the stat cache's replace: left only by a crash",
+	"cache/stat.log.tmp-*":              "a temporary file of a stat cache journal being started: left only by a crash",
 	"tmp/pack-<pid>-*":                  "a pack being written: present during a writer's run or after a crash",
 	"tmp/pack-<pid>-repack-*":           "a pack gc is writing: present during gc or after a crash",
 	"refs/sessions/<session>/head.lock": "present while a ref is updated, or after a crash",

@@ -28,8 +28,9 @@
 // was computed from the file's content at that stat, losing the file costs a
 // re-hash and nothing else. A missing, truncated or corrupt file loads as an
 // empty cache. Concurrent writers (two sessions checkpointing one tree)
-// replace the file atomically by rename; the last one wins, and either
-// version is truthful. LoadFS and SaveFS read and write through an fsys.FS
+// replace the file atomically by rename, or append batches to its journal;
+// the last rename wins, batches apply in the order they were appended, and
+// every version is truthful. LoadFS and SaveFS read and write through an fsys.FS
 // (Load and Save use the real one); a Save that fails leaves the previous
 // file in place and the cache dirty, so callers may ignore its error.
 //
@@ -44,6 +45,12 @@
 //	blake3-256 of everything above
 //
 //	stat = size i64 | mtime i64 | ctime i64 | inode u64 | mode u32 | recorded i64
+//
+// A save of a few changes appends them to the file's journal instead
+// (journal.go: "SNAPSTJ1", the file's checksum, batches with a CRC-32C), so
+// it costs what changed; Load reads the file, then its journal. Once the
+// journal passes a quarter of the file, the next save rewrites the file
+// and removes the journal.
 //
 // Paths and directories are slash-separated, relative to the project root
 // ("" is the root directory), strictly sorted; so are each directory's

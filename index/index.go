@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,23 +90,34 @@ type Cache struct {
 	dirs    map[string]*listing // directory path ("" is the root) → its listing
 	dirList []string            // the keys of dirs, sorted
 	dirty   bool
+	// What changed since the cache was loaded or saved (journal.go): paths
+	// and directories, put or dropped.
+	changed, changedDirs map[string]bool
+	// The cache file this cache was read from or saved as: its checksum
+	// (nil: none), its size, and how much of its journal there is.
+	sum           []byte
+	size, journal int
 	// lazy, when set, reads the cache on its first use (LoadLazy).
 	lazy     func() *Cache
 	lazyOnce sync.Once
 }
 
 // New returns an empty cache.
-func New() *Cache { return &Cache{slot: map[string]int32{}, dirs: map[string]*listing{}} }
+func New() *Cache {
+	return &Cache{slot: map[string]int32{}, dirs: map[string]*listing{}, changed: map[string]bool{}, changedDirs: map[string]bool{}}
+}
 
 // Load reads the cache at path. A missing file gives an empty cache and no
 // error; a corrupt one an empty cache and an error wrapping ErrCorrupt. It
 // is LoadFS(nil, path).
 func Load(path string) (*Cache, error) { return LoadFS(nil, path) }
 
-// LoadFS is Load reading through vfs (nil means fsys.OS). An unreadable
-// file gives an empty cache and the error.
+// LoadFS is Load reading through vfs (nil means fsys.OS): the cache file,
+// then what its journal adds. An unreadable file gives an empty cache and
+// the error.
 func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
-	data, err := fsys.Or(vfs).ReadFile(path)
+	vfs = fsys.Or(vfs)
+	data, err := vfs.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return New(), nil
 	}
@@ -114,6 +127,12 @@ func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 	c, err := Decode(data)
 	if err != nil {
 		return New(), err
+	}
+	c.sum, c.size = data[len(data)-32:], len(data)
+	if j, err := vfs.ReadFile(JournalPath(path)); err == nil {
+		if c.journal = c.replayJournal(j, c.sum); c.journal > 0 && c.journal < len(j) {
+			c.journal = math.MaxInt32 // a batch that does not check: the next save writes the file whole
+		}
 	}
 	return c, nil
 }
@@ -140,6 +159,7 @@ func (c *Cache) load() {
 		l := c.lazy()
 		c.mu.Lock()
 		c.slot, c.ents, c.paths, c.gone, c.sorted, c.dirs, c.dirList = l.slot, l.ents, l.paths, l.gone, l.sorted, l.dirs, l.dirList
+		c.sum, c.size, c.journal = l.sum, l.size, l.journal
 		c.mu.Unlock()
 	})
 }
@@ -223,10 +243,10 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 			c.gone = append(c.gone, false)
 		}
 		c.sorted = false
-		c.dirty = true
+		c.dirty, c.changed[path] = true, true
 	} else if c.ents[i] != e {
 		c.ents[i] = e
-		c.dirty = true
+		c.dirty, c.changed[path] = true, true
 	}
 	c.mu.Unlock()
 }
@@ -271,7 +291,7 @@ func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.T
 	l := &listing{Stat: st, Recorded: rec, Names: names}
 	l.used.Store(true)
 	c.dirs[dir] = l
-	c.dirty = true
+	c.dirty, c.changedDirs[dir] = true, true
 }
 
 // DropUnusedListings forgets the listings that were neither looked up nor
@@ -287,7 +307,7 @@ func (c *Cache) DropUnusedListings() {
 			return false
 		}
 		delete(c.dirs, d)
-		c.dirty = true
+		c.dirty, c.changedDirs[d] = true, true
 		return true
 	})
 }
@@ -305,14 +325,16 @@ func (c *Cache) Retain(keep func(path string) bool) {
 			}
 			c.gone[i] = true
 			delete(c.slot, p)
-			c.dirty = true
+			c.dirty, c.changed[p] = true, true
 		}
 	}
 }
 
-// Save writes the cache to path atomically (temporary file and rename) if it
-// changed since it was loaded. It does not fsync: a cache lost in a crash
-// only costs a re-hash. It is SaveFS(nil, path).
+// Save writes what changed in the cache since it was loaded (or saved) to
+// path: appended to the journal of the cache file it read when there is
+// one and the journal stays small, else the whole cache to path atomically
+// (temporary file and rename), the journal removed. It does not fsync: a
+// cache lost in a crash only costs a re-hash. It is SaveFS(nil, path).
 func (c *Cache) Save(path string) error { return c.SaveFS(nil, path) }
 
 // SaveFS is Save writing through vfs (nil means fsys.OS). On error the file
@@ -328,15 +350,41 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 		c.mu.Unlock()
 		return nil
 	}
+	if c.sum != nil {
+		batch := c.encodeBatchLocked()
+		if c.journal+len(batch) <= max(journalMin, c.size/4) {
+			// What changes while the batch is written goes in the next.
+			sum, fresh, changed, changedDirs := c.sum, c.journal == 0, c.changed, c.changedDirs
+			c.changed, c.changedDirs, c.dirty = map[string]bool{}, map[string]bool{}, false
+			c.mu.Unlock()
+			ok := appendJournal(vfs, path, sum, batch, fresh)
+			c.mu.Lock()
+			if ok {
+				if fresh {
+					c.journal = len(journalMagic) + len(sum)
+				}
+				c.journal += len(batch)
+				c.mu.Unlock()
+				return nil
+			}
+			c.dirty = true // written whole below, with everything
+			maps.Copy(c.changed, changed)
+			maps.Copy(c.changedDirs, changedDirs)
+		}
+	}
 	data := c.encodeLocked()
 	c.dirty = false
+	clear(c.changed)
+	clear(c.changedDirs)
 	c.mu.Unlock()
 	defer func() {
-		if err != nil { // still unsaved: the next Save tries again
-			c.mu.Lock()
-			c.dirty = true
-			c.mu.Unlock()
+		c.mu.Lock()
+		if err != nil { // still unsaved: the next Save tries again, whole
+			c.dirty, c.sum = true, nil
+		} else {
+			c.sum, c.size, c.journal = data[len(data)-32:], len(data), 0
 		}
+		c.mu.Unlock()
 	}()
 	if err := vfs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -358,6 +406,8 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 		vfs.Remove(f.Name())
 		return err
 	}
+	// The journal named the file replaced: not read again, but removed.
+	vfs.Remove(JournalPath(path))
 	return nil
 }
 
@@ -515,7 +565,7 @@ func Decode(data []byte) (*Cache, error) {
 		return nil, fmt.Errorf("%w: bad count", ErrCorrupt)
 	}
 	c := &Cache{slot: make(map[string]int32, count), ents: make([]Entry, count), paths: make([]string, count),
-		dirs: map[string]*listing{}, sorted: true}
+		dirs: map[string]*listing{}, sorted: true, changed: map[string]bool{}, changedDirs: map[string]bool{}}
 	for i := uint32(0); i < count && d.err == nil; i++ {
 		p := d.string("path", entryTail)
 		if d.err == nil && (p == "" || i > 0 && p <= c.paths[i-1]) {

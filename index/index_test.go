@@ -250,13 +250,24 @@ func TestSaveOnlyWhenChanged(t *testing.T) {
 		t.Fatalf("unchanged cache rewrote the file (inode %d -> %d)", ino1, ino)
 	}
 
-	// A changed entry is saved.
+	// A changed entry is saved: appended to the journal, the file left
+	// as it is.
 	c2.Put("a", st, idForTest("a"), t0.Add(2*time.Hour))
 	if err := c2.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	if ino, data := fileIdentityForTest(t, path); ino == ino1 || bytes.Equal(data, data1) {
-		t.Fatal("changed cache was not rewritten")
+	if ino, data := fileIdentityForTest(t, path); ino != ino1 || !bytes.Equal(data, data1) {
+		t.Fatal("a change of one entry rewrote the cache file")
+	}
+	c3, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := c3.ents[c3.slot["a"]]; e.Recorded != t0.Add(2*time.Hour).UnixNano() {
+		t.Fatal("the changed entry was not saved")
+	}
+	if _, ok := c3.Lookup("a", st); !ok {
+		t.Fatal("the changed entry, reloaded, is not trusted")
 	}
 }
 
