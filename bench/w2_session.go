@@ -242,7 +242,10 @@ func w2Export(b *bench, s *snapPeer, t *tree, cur map[int][]byte, r *rand.Rand, 
 		return err
 	}
 	b.rep.timeRow(W, fmt.Sprintf("`git export`, %d checkpoints, first", len(took)), first,
-		fmt.Sprintf("the %d checkpoints themselves", len(took)), sum(took), 0, "")
+		fmt.Sprintf("the %d checkpoints themselves", len(took)), sum(took), 1, "")
+	// What the export leaves in git, against the store it came from (the
+	// "snap" column is the git repository's objects here).
+	b.rep.bytesRow(W, "`git export` objects in git", dirBytes(filepath.Join(repo, "objects"), nil), "the snap store", s.storeBytes(), 2, "")
 	var more []time.Duration
 	for i := 0; i < 10; i++ {
 		f := r.IntN(t.n)
