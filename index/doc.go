@@ -49,7 +49,7 @@
 // A save of a few changes appends them to the file's journal instead
 // (journal.go: "SNAPSTJ1", the file's checksum, batches with a CRC-32C), so
 // it costs what changed; Load reads the file, then its journal. Once the
-// journal passes a quarter of the file, the next save rewrites the file
+// journal passes a sixteenth of the file, the next save rewrites the file
 // and removes the journal.
 //
 // Paths and directories are slash-separated, relative to the project root

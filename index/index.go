@@ -352,7 +352,7 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 	}
 	if c.sum != nil {
 		batch := c.encodeBatchLocked()
-		if c.journal+len(batch) <= max(journalMin, c.size/4) {
+		if c.journal+len(batch) <= max(journalMin, c.size/16) {
 			// What changes while the batch is written goes in the next.
 			sum, fresh, changed, changedDirs := c.sum, c.journal == 0, c.changed, c.changedDirs
 			c.changed, c.changedDirs, c.dirty = map[string]bool{}, map[string]bool{}, false

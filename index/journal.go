@@ -32,8 +32,9 @@ import (
 // uvarint. Every record is as truthful as the cache file's entries are: it
 // was made with what was read at that stat, so batches of two processes
 // may interleave in any order. Save rewrites the cache file whole (and
-// removes the journal) once the journal would pass a quarter of the
-// file's size, at least journalMin.
+// removes the journal) once the journal would pass a sixteenth of the
+// file's size, at least journalMin: replaying a record costs more than
+// decoding one from the file, and a big change is cheaper written whole.
 const (
 	journalMagic = "SNAPSTJ1"
 	journalMin   = 64 << 10

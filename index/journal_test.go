@@ -36,7 +36,7 @@ func sameCache(t *testing.T, what string, got, want *Cache) {
 
 // A cache saved again and again with a few changes each time: the changes
 // go to the journal, the cache file stays as it was until the journal
-// passes a quarter of it, and every load is exactly the cache saved.
+// passes a sixteenth of it, and every load is exactly the cache saved.
 func TestJournalKeepsEveryChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "stat")
 	rng := rand.New(rand.NewPCG(1, 1))
