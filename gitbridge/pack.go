@@ -23,8 +23,12 @@ import (
 // saves space, as git's own pack-objects would (it cannot know the paths
 // so exactly); a transcript that grew by a few messages costs those
 // messages, not another compressed copy of all of it. Deltas point back
-// into the same pack only (OFS_DELTA), so the pack stands alone; a chain
-// is cut at git's default depth (pack.depth 50). Objects over
+// into the same pack only (OFS_DELTA), so the pack stands alone, and no
+// chain is deeper than git's default (pack.depth 50): a chain at that depth
+// goes on from a delta against its segment's root, which becomes the next
+// segment's root (a transcript's 1,000 versions are 1,000 deltas, where
+// cutting the chain made 20 whole copies), until the roots' own chain is
+// that deep and a whole copy starts again. Objects over
 // packDeltaMax are streamed into the pack whole, never held in memory.
 // Fewer than git's transfer.unpackLimit objects are written loose
 // instead, as git's own fetch does, so that many small exports do not
@@ -33,7 +37,7 @@ const (
 	packMaxDepth   = 50
 	packDeltaMax   = 16 << 20 // larger objects are written whole, streamed
 	packDiffMax    = 8 << 20  // a base larger than this is tried only as a prefix
-	packCacheBytes = 64 << 20 // recent objects' contents, kept as delta bases
+	packCacheBytes = 32 << 20 // recent objects' contents kept as delta bases; as much again for roots
 	unpackLimit    = 100
 	packTempPrefix = "tmp_pack_snap_" // git's prune removes tmp_ files it finds old
 )
@@ -50,6 +54,7 @@ type packEntry struct {
 	typ   plumbing.ObjectType
 	base  plumbing.Hash // the delta's base, zero when stored whole
 	depth int
+	root  plumbing.Hash // the first object of its segment of the chain (itself for a root)
 }
 
 // packWriter writes objects into a temporary pack file in the repository's
@@ -64,6 +69,7 @@ type packWriter struct {
 	order []plumbing.Hash
 	big   int // objects streamed whole: the pack is kept whatever its count
 	cache contentCache
+	roots contentCache // the contents of segments' roots, the next segment's bases
 	zw    *zlib.Writer
 }
 
@@ -89,11 +95,21 @@ func (p *packWriter) add(typ plumbing.ObjectType, data []byte, base plumbing.Has
 	if p.has(h) {
 		return h, false, nil
 	}
-	e := &packEntry{typ: typ}
-	if b, ok := p.objs[base]; ok && b.typ == typ && b.depth < packMaxDepth {
-		if src := p.cache.get(base); src != nil {
+	e := &packEntry{typ: typ, root: h}
+	if b, ok := p.objs[base]; ok && b.typ == typ {
+		root := b.root // this object's root, unless it starts a segment
+		src := p.cache.get(base)
+		if b.depth >= packMaxDepth {
+			base, b, root, src = b.root, p.objs[b.root], h, nil
+			if b.depth+1 < packMaxDepth {
+				if src = p.roots.get(base); src == nil {
+					_, src, _, _ = p.get(base)
+				}
+			}
+		}
+		if src != nil {
 			if d := deltaOf(src, data); d != nil {
-				e.base, e.depth = base, b.depth+1
+				e.base, e.depth, e.root = base, b.depth+1, root
 				err = p.record(h, e, packOfsDelta, int64(len(d)), b.off, func(w io.Writer) error {
 					_, err := w.Write(d)
 					return err
@@ -111,6 +127,9 @@ func (p *packWriter) add(typ plumbing.ObjectType, data []byte, base plumbing.Has
 		return plumbing.ZeroHash, false, err
 	}
 	p.cache.put(h, data)
+	if e.root == h && len(data) >= 64<<10 { // (a small one is cheap to read back)
+		p.roots.put(h, data)
+	}
 	return h, true, nil
 }
 
@@ -331,7 +350,7 @@ func (p *packWriter) abort() {
 	}
 	p.f, p.out, p.off, p.big = nil, nil, 0, 0
 	p.objs, p.order = map[plumbing.Hash]*packEntry{}, nil
-	p.cache = contentCache{}
+	p.cache, p.roots = contentCache{}, contentCache{}
 }
 
 func syncClose(f billy.File) error {
@@ -433,7 +452,9 @@ func appendCopy(d []byte, off, n int) []byte {
 }
 
 // contentCache keeps the contents of the objects written last, up to
-// packCacheBytes, as bases for the next ones' deltas.
+// packCacheBytes (one up to half of it), as bases for the next ones'
+// deltas. (A snap process runs under a soft memory limit of 160 MiB,
+// cmd/snap/main.go: more here made the collector run all the time.)
 type contentCache struct {
 	m     map[plumbing.Hash][]byte
 	fifo  []plumbing.Hash
@@ -443,7 +464,7 @@ type contentCache struct {
 func (c *contentCache) get(h plumbing.Hash) []byte { return c.m[h] }
 
 func (c *contentCache) put(h plumbing.Hash, data []byte) {
-	if len(data) > packCacheBytes/4 {
+	if len(data) > packCacheBytes/2 {
 		return
 	}
 	if c.m == nil {

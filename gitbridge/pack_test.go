@@ -38,6 +38,8 @@ func TestExportWritesOnePackWithDeltas(t *testing.T) {
 	ctx := context.Background()
 	r, root := snaptest.NewRepo(t)
 	conv := filepath.Join(t.TempDir(), "transcript.jsonl")
+	// A session resumed: the transcript is 100 KB before the first step.
+	os.WriteFile(conv, []byte(strings.Repeat(`{"role":"user","text":"an earlier message"}`+"\n", 2400)), 0o644)
 	rng := rand.New(rand.NewPCG(1, 2))
 	files := map[string]string{}
 	for i := range 30 {
@@ -91,6 +93,21 @@ func TestExportWritesOnePackWithDeltas(t *testing.T) {
 	}
 	if strings.Contains(verify, "chain length = 51:") {
 		t.Fatalf("a delta chain longer than git's depth (50):\n%s", verify)
+	}
+	// Past git's depth the transcript's chain goes on from its segment's
+	// root: no later version is a whole copy ("SHA blob SIZE PACKED
+	// OFFSET" without a depth and base).
+	whole := 0
+	for _, l := range strings.Split(verify, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 5 && f[1] == "blob" {
+			if size, _ := strconv.Atoi(f[2]); size > 60000 {
+				whole++
+			}
+		}
+	}
+	if whole != 1 {
+		t.Fatalf("%d transcript versions are whole copies in the pack, want only the first:\n%s", whole, verify)
 	}
 	var pack os.FileInfo
 	for _, p := range ps {
