@@ -378,3 +378,39 @@ func TestUndoOfATaskRevertKeepsAFileTheTaskBeganWithAsADocument(t *testing.T) {
 		t.Fatalf("the redo of the task revert gave chat.jsonl = %q, %v; want it as it was", b, err)
 	}
 }
+
+// M37 (seed 908): the undo of a rewind left a directory where a symlink
+// was. src was a symlink; .gitignore un-ignored main.go, which
+// .git/info/exclude ignored as src/*.go. The rewind wrote the target's
+// src/main.go (not ignored when it began) and deleted .gitignore (the
+// target had none): from then on the rules ignored src/main.go, the undo's
+// capture did not record it, and the undo could not put the symlink back
+// ("a directory is in the way"). What the target's own rules ignore is
+// listed as created too, so the undo removes it as the rewind wrote it.
+func TestUndoRemovesWhatTheRewindWroteThatItsRulesIgnore(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "src", "main.go"), "package main\n")
+	begin := checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, ".git", "info", "exclude"), "src/*.go\n")
+	os.RemoveAll(filepath.Join(root, "src"))
+	if err := os.Symlink(".", filepath.Join(root, "src")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, ".gitignore"), "!main.go\n")
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: begin.ID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "src")); err != nil || !fi.IsDir() {
+		t.Fatalf("after the rewind src is %v, %v; want the target's directory", fi, err)
+	}
+	res, err := r.Undo(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := os.Readlink(filepath.Join(root, "src")); err != nil || l != "." {
+		t.Fatalf("after the undo src reads %q, %v; want the symlink back (restored %v, deleted %v)", l, err, res.Rewind.Restored, res.Rewind.Deleted)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, ".gitignore")); string(b) != "!main.go\n" {
+		t.Fatalf(".gitignore after the undo: %q", b)
+	}
+}

@@ -111,7 +111,9 @@ type RestoreResult struct {
 	Errors   []PathError `json:"errors"`
 	Kept     []string    `json:"kept"` // differing paths left alone (RestoreOptions.Keep)
 	// Created lists what the restore created though the ignore rules in
-	// force when it began ignored it (absent then): files, links and empty
+	// force when it began, or the target's own, ignored it (absent then;
+	// once the restore writes the target's ignore files, their rules are
+	// those in force: M37): files, links and empty
 	// directories it wrote, and the directories it made for them (ending
 	// in "/"). An undo passes it back (RestoreOptions.UndoCreated): those
 	// rules protect the paths from the undo's deletions otherwise.
@@ -128,7 +130,7 @@ type RestoreResult struct {
 // symlink at the leaf is replaced, not followed. A path already present on
 // disk that current did not capture (an ignored file) is never overwritten.
 // A path the target adds that the ignore rules in force ignore (the ignore
-// files on disk when the restore begins) is created and listed in Created,
+// files on disk when the restore begins, or the target's own) is created and listed in Created,
 // so that undoing the restore can remove it again (UndoCreated).
 // Entries whose names would be one name on the file system written to are
 // refused: a directory's entries that differ only in case, or only in
@@ -148,7 +150,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	r := &restorer{src: src, sys: fsys.OrSys(opts.Sys), opts: opts,
 		res:   &RestoreResult{Restored: []string{}, Deleted: []string{}, Errors: []PathError{}, Kept: []string{}},
 		trees: map[string]*objects.Tree{}, collisions: map[string]map[string]error{}, folds: map[string]folding{},
-		rules: map[string]*ignorer{}, stored: map[string]*ignorer{}, current: current, target: target, start: time.Now()}
+		rules: map[string]*ignorer{}, stored: map[string]*ignorer{}, ends: map[string]*ignorer{}, current: current, target: target, start: time.Now()}
 	if rel, err := filepath.Rel(opts.Root, opts.StoreDir); err == nil && rel != "." && filepath.IsLocal(rel) {
 		r.storeRel = filepath.ToSlash(rel)
 	}
@@ -471,6 +473,7 @@ type restorer struct {
 	folds      map[string]folding          // per directory on disk: what its file system folds (see foldingOf)
 	rules      map[string]*ignorer         // per directory: the ignore rules on disk when the restore began
 	stored     map[string]*ignorer         // per directory: the ignore rules the current capture stores
+	ends       map[string]*ignorer         // per directory: the ignore rules the target stores
 	start      time.Time
 	syncEach   bool // fsync each file written (else one syncfs at the end): see durable
 }
@@ -716,9 +719,13 @@ func (r *restorer) ignoredAndAbsent(p string, isDir bool) (ignored bool, top str
 	comps := strings.Split(p, "/")
 	for i := range comps {
 		dir := isDir || i < len(comps)-1
-		// The rules on disk, and those the current capture stores (the
-		// undo's target: an ignore file it carried unread may differ).
-		if r.rulesIn(comps[:i]).ignored(comps[:i+1], dir) || r.storedRulesIn(comps[:i]).ignored(comps[:i+1], dir) {
+		// The rules on disk, those the current capture stores (the
+		// undo's target: an ignore file it carried unread may differ),
+		// and those the target stores: once the restore has written its
+		// ignore files, what they ignore is no longer captured, so an
+		// undo would keep it (M37).
+		if r.rulesIn(comps[:i]).ignored(comps[:i+1], dir) || r.storedRulesIn(comps[:i]).ignored(comps[:i+1], dir) ||
+			r.treeRulesIn(r.target, r.ends, comps[:i]).ignored(comps[:i+1], dir) {
 			ignored = true
 			break
 		}
@@ -912,20 +919,26 @@ func (r *restorer) entryIn(id objects.ID, p string) (objects.TreeEntry, bool) {
 // storedRulesIn is the ignorer of directory comps as the current capture
 // stores its ignore files (none where it has no such directory).
 func (r *restorer) storedRulesIn(comps []string) *ignorer {
+	return r.treeRulesIn(r.current, r.stored, comps)
+}
+
+// treeRulesIn is the rules the tree root stores for directory comps
+// (cached in cache), beneath the exclude files in force.
+func (r *restorer) treeRulesIn(root objects.ID, cache map[string]*ignorer, comps []string) *ignorer {
 	key := strings.Join(comps, "/")
-	if ig, ok := r.stored[key]; ok {
+	if ig, ok := cache[key]; ok {
 		return ig
 	}
 	var parent *ignorer
 	if len(comps) == 0 {
 		parent = rootIgnorer(r.opts.Root) // the exclude files, beneath the tree's own (M13)
 	} else {
-		parent = r.storedRulesIn(comps[:len(comps)-1])
+		parent = r.treeRulesIn(root, cache, comps[:len(comps)-1])
 	}
 	ig := parent
-	id := r.current
+	id := root
 	if len(comps) > 0 {
-		if e, ok := r.entryIn(r.current, key); ok && e.Mode == objects.ModeDir {
+		if e, ok := r.entryIn(root, key); ok && e.Mode == objects.ModeDir {
 			id = e.ID
 		} else {
 			id = objects.ID{}
@@ -938,7 +951,7 @@ func (r *restorer) storedRulesIn(comps []string) *ignorer {
 			}
 		}
 	}
-	r.stored[key] = ig
+	cache[key] = ig
 	return ig
 }
 

@@ -1145,7 +1145,7 @@ func (r *runner) commitEdits(p *project, op *Op, task bool) *ckRec {
 	p.logMove(s, p.byID[sid], rec, paths, true, p.byID[sid], rec)
 	so := &stackOp{kind: "rewind", what: kind, step: r.step, session: s, oldHead: h.id, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1, edits: pe.clone(), exclude: excludeOf(d0),
-		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), sc.paths), createdDocs: map[string]string{}, allApplied: true}
+		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), rec.files, sc.paths), createdDocs: map[string]string{}, allApplied: true}
 	so.safetyReused = !rr.SafetyCreated
 	r.push(p, s, so)
 	p.noteOrder(s, sid)
@@ -1597,7 +1597,7 @@ func (r *runner) opTaskRevert(p *project, op *Op) {
 	p.logMove(s, p.byID[sid], rec, nil, true, p.byID[sid], rec)
 	so := &stackOp{kind: "rewind", what: "task-revert", step: r.step, session: s, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1, exclude: excludeOf(d0),
-		created: createdIgnored(d0, d1, recordRules(me.safety.files, d0), nil), createdDocs: map[string]string{}, allApplied: !op.Scoped}
+		created: createdIgnored(d0, d1, recordRules(me.safety.files, d0), rec.files, nil), createdDocs: map[string]string{}, allApplied: !op.Scoped}
 	if h != nil {
 		so.oldHead = h.id
 	}

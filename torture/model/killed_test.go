@@ -317,7 +317,7 @@ func (r *runner) afterKill(p *project, op *Op, kc killedCommit) {
 	}
 	p.logMove(s, srec, p.byID[cid], kc.paths, true, p.byID[rop.found], srec, p.byID[cid])
 	so := &stackOp{kind: "rewind", what: kc.kind, step: r.step, session: s, oldHead: kc.h.id, newHead: cid, target: cid, safety: sid,
-		scope: kc.sc, edits: kc.pe.clone(), exclude: excludeOf(dB), allApplied: true, created: createdIgnored(dB, d2, recordRules(kc.m0.safety.files, dB), kc.paths), createdDocs: map[string]string{}}
+		scope: kc.sc, edits: kc.pe.clone(), exclude: excludeOf(dB), allApplied: true, created: createdIgnored(dB, d2, recordRules(kc.m0.safety.files, dB), filesOf(p.byID[cid]), kc.paths), createdDocs: map[string]string{}}
 	r.push(p, s, so)
 	p.noteOrder(s, rop.found, sid)
 	setHead(p, s, cid)

@@ -552,7 +552,7 @@ func (r *runner) opRevert(p *project, op *Op) {
 	p.logMove(s, p.byID[sid], rec, paths, true, p.byID[sid], rec)
 	so := &stackOp{kind: "rewind", what: "revert", step: r.step, session: s, oldHead: h.id, newHead: rec.id, target: rec.id, safety: sid,
 		scope: sc, before: d0, after: d1, outBefore: o0, outAfter: o1, exclude: excludeOf(d0),
-		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), sc.paths), createdDocs: map[string]string{}, allApplied: true}
+		created: createdIgnored(d0, d1, recordRules(m0.safety.files, d0), rec.files, sc.paths), createdDocs: map[string]string{}, allApplied: true}
 	so.safetyReused = !rr.SafetyCreated
 	r.push(p, s, so)
 	p.noteOrder(s, sid)

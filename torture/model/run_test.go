@@ -889,7 +889,7 @@ func (r *runner) opRewind(p *project, op *Op) {
 			so.newHead = brec.id
 		}
 	}
-	so.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), sc.paths)
+	so.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), mtgt.files, sc.paths)
 	so.createdDocs = p.createdDocs(me, tgt, sc, d0, o0, d1, o1)
 	r.push(p, op.Session, so)
 	p.noteOrder(op.Session, so.safety) // (retention counts no end a move built: never expired)
@@ -898,12 +898,21 @@ func (r *runner) opRewind(p *project, op *Op) {
 	setHead(p, op.Session, so.newHead)
 }
 
+// filesOf is a checkpoint's files (none for a checkpoint not known).
+func filesOf(rec *ckRec) tree {
+	if rec == nil {
+		return nil
+	}
+	return rec.files
+}
+
 // createdIgnored is what a rewind from disk d0 to d1 created that the
-// rules on d0, or those its safety checkpoint stores, ignore, with the
+// rules on d0, those its safety checkpoint stores, or those of end, the
+// tree it restored (once written, they are the rules on disk: M37), ignore, with the
 // directories it made on the way to it; and, for a move limited to paths,
 // the directories it made above them (M12).
-func createdIgnored(d0, d1 tree, safety *ruleSet, paths []string) tree {
-	r0 := diskRules(d0)
+func createdIgnored(d0, d1 tree, safety *ruleSet, end tree, paths []string) tree {
+	r0, rEnd := diskRules(d0), recordRules(end, d0)
 	out := tree{}
 	for q, e := range d1 {
 		if _, on := d0[q]; on {
@@ -913,7 +922,7 @@ func createdIgnored(d0, d1 tree, safety *ruleSet, paths []string) tree {
 			out[q] = e
 			continue
 		}
-		if !r0.ignored(q, e.K == 'd') && !safety.ignored(q, e.K == 'd') {
+		if !r0.ignored(q, e.K == 'd') && !safety.ignored(q, e.K == 'd') && !rEnd.ignored(q, e.K == 'd') {
 			continue
 		}
 		out[q] = e
@@ -1385,7 +1394,7 @@ func (r *runner) opUndo(p *project, op *Op, undo bool) {
 		if h != nil {
 			top.oldHead = h.id
 		}
-		top.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), top.scope.paths)
+		top.created = createdIgnored(d0, d1, recordRules(me.safety.files, d0), mt.files, top.scope.paths)
 		top.exclude = excludeOf(d0)
 		top.createdDocs = p.createdDocs(me, tgt, top.scope, d0, o0, d1, o1)
 	}
