@@ -71,7 +71,8 @@ var classification = []struct {
 	exit int
 	code string
 }{
-	// Ctrl-C (or SIGTERM): whatever the command was doing, it stopped.
+	// Ctrl-C (or SIGTERM, or a hang-up): whatever the command was doing,
+	// it stopped, cleaning up after itself.
 	{isErr(context.Canceled), exitInterrupted, "interrupted"},
 	{isErr(snap.ErrNoStore), exitNoStore, "no_store"},
 	{isErr(snap.ErrOtherProject), exitNoStore, "other_project"},

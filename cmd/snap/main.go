@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	if isTerminal(os.Stderr) {
 		ctx = snap.WithLockNotice(ctx, func(path string, max time.Duration) {
 			fmt.Fprintf(os.Stderr, "snap: waiting for %s, held by another snap process (at most %v; Ctrl-C stops)\n", filepath.Base(path), max)
