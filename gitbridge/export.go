@@ -356,7 +356,7 @@ func (b *Bridge) newExporter(ctx context.Context, includeSecretFiles bool) (*exp
 	sig := b.userSignature(time.Time{})
 	g := newToGit(ctx, b.snap, b.git.Storer, sec)
 	if fs, ok := b.git.Storer.(interface{ Filesystem() billy.Filesystem }); ok {
-		g.pack = newPackWriter(fs.Filesystem(), b.git.Storer)
+		g.pack = newPackWriter(fs.Filesystem(), b.git.Storer, b.Dir)
 	}
 	return &exporter{ctx: ctx, b: b, g: g, sec: sec, known: known, done: map[snap.ID]*exported{},
 		notes: map[plumbing.Hash]string{}, human: sig.Name + " <" + sig.Email + ">"}, nil

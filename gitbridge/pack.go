@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -61,6 +64,7 @@ type packEntry struct {
 // objects/pack directory; finish names it, with its index, as git does.
 type packWriter struct {
 	fs    billy.Filesystem           // the repository's (objects/ in its common directory)
+	dir   string                     // objects/pack on the disk ("" unknown): where finish sets modes
 	st    storer.EncodedObjectStorer // the repository's objects, for what it has and loose writes
 	f     billy.File                 // nil until the first object
 	out   *bufio.Writer
@@ -73,8 +77,24 @@ type packWriter struct {
 	zw    *zlib.Writer
 }
 
-func newPackWriter(fs billy.Filesystem, st storer.EncodedObjectStorer) *packWriter {
-	return &packWriter{fs: fs, st: st, objs: map[plumbing.Hash]*packEntry{}}
+func newPackWriter(fs billy.Filesystem, st storer.EncodedObjectStorer, gitDir string) *packWriter {
+	return &packWriter{fs: fs, st: st, dir: packDirOf(gitDir), objs: map[plumbing.Hash]*packEntry{}}
+}
+
+// packDirOf is the objects/pack directory of the repository whose git
+// directory is gitDir ("" when gitDir is): in its common directory for a
+// linked worktree, as git and go-git find it.
+func packDirOf(gitDir string) string {
+	if gitDir == "" {
+		return ""
+	}
+	dir := gitDir
+	if c, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		if dir = strings.TrimSpace(string(c)); !filepath.IsAbs(dir) {
+			dir = filepath.Join(gitDir, dir)
+		}
+	}
+	return filepath.Join(dir, "objects", "pack")
 }
 
 // has reports whether the pack or the repository holds h.
@@ -329,8 +349,11 @@ func (p *packWriter) finish() (err error) {
 	name := path.Join("objects", "pack", "pack-"+checksum.String())
 	// The pack first: a reader finds a pack by its index.
 	for _, mv := range [][2]string{{p.f.Name(), name + ".pack"}, {idxFile.Name(), name + ".idx"}} {
-		if ch, ok := p.fs.(billy.Chmod); ok {
-			ch.Chmod(mv[0], 0o444) // as git leaves them (go-git's file systems mostly cannot)
+		if p.dir != "" {
+			// Read-only, as git leaves its packs (readable by the group of
+			// a shared repository: torture/pack-findings 01). On the disk
+			// itself: go-git's file systems have no chmod.
+			os.Chmod(filepath.Join(p.dir, path.Base(mv[0])), 0o444)
 		}
 		if err := p.fs.Rename(mv[0], mv[1]); err != nil {
 			return fmt.Errorf("git pack: %w", err)

@@ -86,6 +86,11 @@ func TestExportWritesOnePackWithDeltas(t *testing.T) {
 	if len(ps) != 2 || loose != 0 {
 		t.Fatalf("objects/pack %q and %d loose objects, want one pack and its index, nothing loose", ps, loose)
 	}
+	for _, p := range ps { // as git leaves its packs (torture/pack-findings 01)
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o444 {
+			t.Errorf("%s: mode %v, want 0444", filepath.Base(p), fi.Mode())
+		}
+	}
 	git(t, bare, "fsck", "--strict", "--no-dangling")
 	verify := git(t, bare, "verify-pack", "-v", strings.TrimSuffix(ps[0], ".idx")+".idx")
 	if !strings.Contains(verify, "chain length = 1:") {
