@@ -100,7 +100,7 @@ func monitorKey(o *worktree.Options) string {
 // damaged: the next capture scans everything).
 func (r *Repo) loadMonitorBases() map[string]monitorBase {
 	out := map[string]monitorBase{}
-	if data, err := r.fs.ReadFile(r.monitorPath()); err == nil {
+	if data, err := fsys.ReadRegular(r.fs, r.monitorPath()); err == nil {
 		if json.Unmarshal(data, &out) != nil {
 			return map[string]monitorBase{}
 		}

@@ -208,7 +208,7 @@ func locate(opts Options, create bool) (root, store string, err error) {
 // recordedRoot is the project root a store's config records ("" when it
 // records none) and whether the store exists.
 func recordedRoot(vfs fsys.FS, store string) (string, bool, error) {
-	data, err := vfs.ReadFile(filepath.Join(store, "config"))
+	data, err := fsys.ReadRegular(vfs, filepath.Join(store, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -284,7 +284,7 @@ func Open(opts Options) (*Repo, error) {
 
 func openAt(root, store string, opts Options) (*Repo, error) {
 	vfs := fsys.Or(opts.FS)
-	data, err := vfs.ReadFile(filepath.Join(store, "config"))
+	data, err := fsys.ReadRegular(vfs, filepath.Join(store, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s", ErrNoStore, store)
 	}

@@ -1,10 +1,12 @@
 package fsys
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // FS is the path-based file system the store side of snap (objects, refs,
@@ -155,6 +157,30 @@ func walkDir(f FS, path string, d fs.DirEntry, fn fs.WalkDirFunc) error {
 		}
 	}
 	return nil
+}
+
+// ErrNotRegular: ReadRegular found something else than a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ReadRegular reads the regular file name whole through vfs (nil means OS).
+// Anything else under the name (a FIFO, a device, a symlink to one, a
+// directory) is ErrNotRegular, found without blocking: opening a FIFO with
+// no writer, or reading /dev/zero, would never end (torture/history-findings
+// 01). What snap reads of its own store goes through it.
+func ReadRegular(vfs FS, name string) ([]byte, error) {
+	f, err := Or(vfs).OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
+	}
+	return io.ReadAll(f)
 }
 
 // WriteFileAtomic writes data to path durably through vfs: a temporary

@@ -29,6 +29,18 @@ func packs(t *testing.T, gitDir string) (packs []string, loose int) {
 	return packs, loose
 }
 
+// bareBridge is a new bare repository and the bridge of r to it.
+func bareBridge(t *testing.T, r *snap.Repo) (string, *gitbridge.Bridge) {
+	t.Helper()
+	bare := t.TempDir()
+	git(t, bare, "init", "-q", "--bare")
+	b, err := gitbridge.Open(r, bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bare, b
+}
+
 // A session whose transcript grows at every step: the export is one pack,
 // git reads every version of every file and transcript from it, and the
 // transcript's versions are deltas (a chain cut at git's depth), so the
@@ -69,12 +81,7 @@ func TestExportWritesOnePackWithDeltas(t *testing.T) {
 		versions += len(data)
 	}
 
-	bare := t.TempDir()
-	git(t, bare, "init", "-q", "--bare")
-	b, err := gitbridge.Open(r, bare)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bare, b := bareBridge(t, r)
 	res, err := b.Export(ctx, gitbridge.ExportOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
@@ -183,12 +190,7 @@ func TestExportStreamsABigBlobIntoThePack(t *testing.T) {
 	if _, err := r.Checkpoint(ctx, snap.CheckpointOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	bare := t.TempDir()
-	git(t, bare, "init", "-q", "--bare")
-	b, err := gitbridge.Open(r, bare)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bare, b := bareBridge(t, r)
 	if _, err := b.Export(ctx, gitbridge.ExportOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +225,7 @@ func TestExportCanceledLeavesNoPack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bare := t.TempDir()
-	git(t, bare, "init", "-q", "--bare")
-	b, err := gitbridge.Open(r, bare)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bare, b := bareBridge(t, r)
 	if _, err := b.Export(&cancelAfter{Context: context.Background(), n: 100}, gitbridge.ExportOptions{All: true}); err == nil {
 		t.Fatal("the export was not canceled")
 	}

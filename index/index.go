@@ -17,9 +17,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/zeebo/blake3"
+
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
-	"github.com/zeebo/blake3"
 )
 
 // Stat is what the cache compares to decide that a file is unchanged.
@@ -117,7 +118,7 @@ func Load(path string) (*Cache, error) { return LoadFS(nil, path) }
 // the error.
 func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 	vfs = fsys.Or(vfs)
-	data, err := vfs.ReadFile(path)
+	data, err := fsys.ReadRegular(vfs, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return New(), nil
 	}
@@ -129,10 +130,13 @@ func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 		return New(), err
 	}
 	c.sum, c.size = data[len(data)-32:], len(data)
-	if j, err := vfs.ReadFile(JournalPath(path)); err == nil {
+	switch j, err := fsys.ReadRegular(vfs, JournalPath(path)); {
+	case err == nil:
 		if c.journal = c.replayJournal(j, c.sum); c.journal > 0 && c.journal < len(j) {
 			c.journal = math.MaxInt32 // a batch that does not check: the next save writes the file whole
 		}
+	case errors.Is(err, fsys.ErrNotRegular):
+		c.journal = math.MaxInt32 // the next save writes the file whole, and removes this
 	}
 	return c, nil
 }
@@ -243,10 +247,12 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 			c.gone = append(c.gone, false)
 		}
 		c.sorted = false
-		c.dirty, c.changed[path] = true, true
+		c.dirty = true
+		c.noteChanged(c.changed, path)
 	} else if c.ents[i] != e {
 		c.ents[i] = e
-		c.dirty, c.changed[path] = true, true
+		c.dirty = true
+		c.noteChanged(c.changed, path)
 	}
 	c.mu.Unlock()
 }
@@ -291,7 +297,8 @@ func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.T
 	l := &listing{Stat: st, Recorded: rec, Names: names}
 	l.used.Store(true)
 	c.dirs[dir] = l
-	c.dirty, c.changedDirs[dir] = true, true
+	c.dirty = true
+	c.noteChanged(c.changedDirs, dir)
 }
 
 // DropUnusedListings forgets the listings that were neither looked up nor
@@ -307,7 +314,8 @@ func (c *Cache) DropUnusedListings() {
 			return false
 		}
 		delete(c.dirs, d)
-		c.dirty, c.changedDirs[d] = true, true
+		c.dirty = true
+		c.noteChanged(c.changedDirs, d)
 		return true
 	})
 }
@@ -325,7 +333,8 @@ func (c *Cache) Retain(keep func(path string) bool) {
 			}
 			c.gone[i] = true
 			delete(c.slot, p)
-			c.dirty, c.changed[p] = true, true
+			c.dirty = true
+			c.noteChanged(c.changed, p)
 		}
 	}
 }
@@ -351,8 +360,7 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 		return nil
 	}
 	if c.sum != nil {
-		batch := c.encodeBatchLocked()
-		if c.journal+len(batch) <= max(journalMin, c.size/16) {
+		if batch := c.encodeBatchLocked(max(journalMin, c.size/16) - c.journal); batch != nil {
 			// What changes while the batch is written goes in the next.
 			sum, fresh, changed, changedDirs := c.sum, c.journal == 0, c.changed, c.changedDirs
 			c.changed, c.changedDirs, c.dirty = map[string]bool{}, map[string]bool{}, false
@@ -379,9 +387,12 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		if err != nil { // still unsaved: the next Save tries again, whole
+		switch {
+		case err != nil: // still unsaved: the next Save tries again, whole
 			c.dirty, c.sum = true, nil
-		} else {
+		case c.dirty: // changed meanwhile, against no file it knows: whole again
+			c.sum = nil
+		default:
 			c.sum, c.size, c.journal = data[len(data)-32:], len(data), 0
 		}
 		c.mu.Unlock()

@@ -38,6 +38,8 @@ import (
 const (
 	journalMagic = "SNAPSTJ1"
 	journalMin   = 64 << 10
+	// journalCap: the changes a cache keeps count of; more are saved whole.
+	journalCap = 1 << 16
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -151,11 +153,30 @@ func (c *Cache) applyBatch(recs []byte) bool {
 	return true
 }
 
+// noteChanged adds key to set (c.changed or c.changedDirs), for the next
+// journal batch: only while the cache has a file to extend (the first save
+// writes it whole, and a first capture puts every path), and up to
+// journalCap, past which a batch would never fit anyway.
+func (c *Cache) noteChanged(set map[string]bool, key string) {
+	if c.sum != nil && len(c.changed)+len(c.changedDirs) < journalCap {
+		set[key] = true
+	} else {
+		c.sum = nil // not all of it known: the next save writes the file whole
+	}
+}
+
 // encodeBatchLocked is one journal batch of what changed since the cache
-// was loaded or saved.
-func (c *Cache) encodeBatchLocked() []byte {
-	b := make([]byte, 4, 4+len(c.changed)*(64+entryTail))
+// was loaded or saved, or nil when that would pass limit bytes (or nothing
+// can be told: the next save writes the file whole).
+func (c *Cache) encodeBatchLocked(limit int) []byte {
+	if c.sum == nil || limit <= 0 {
+		return nil
+	}
+	b := make([]byte, 4, 4+min(limit, len(c.changed)*(64+entryTail)))
 	for _, p := range sortedKeys(c.changed) {
+		if len(b) > limit {
+			return nil
+		}
 		if i, ok := c.slot[p]; ok {
 			e := c.ents[i]
 			b = appendString(append(b, 'P'), p)
@@ -166,6 +187,9 @@ func (c *Cache) encodeBatchLocked() []byte {
 		}
 	}
 	for _, dir := range sortedKeys(c.changedDirs) {
+		if len(b) > limit {
+			return nil
+		}
 		l, ok := c.dirs[dir]
 		if !ok {
 			b = appendString(append(b, 'X'), dir)
@@ -177,6 +201,9 @@ func (c *Cache) encodeBatchLocked() []byte {
 		for _, n := range l.Names {
 			b = appendString(b, n)
 		}
+	}
+	if len(b)+4 > limit {
+		return nil
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[4:], castagnoli))

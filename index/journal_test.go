@@ -11,6 +11,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // listingsOf is a cache's listings: directory → stat, recorded, names.
@@ -143,7 +145,6 @@ func TestJournalDamage(t *testing.T) {
 
 	// Another process rewrites the cache file; a journal written for the
 	// old one is ignored.
-	old, _ := os.ReadFile(path)
 	again.Put("x", statForTest(1, t0), idForTest("x"), t0.Add(time.Hour))
 	again.Save(path) // a journal for the file as it is
 	other := New()
@@ -156,7 +157,6 @@ func TestJournalDamage(t *testing.T) {
 	if len(entriesOf(got)) != 1 {
 		t.Fatalf("a journal of another cache file was read: %d entries", len(entriesOf(got)))
 	}
-	_ = old
 }
 
 // Two processes with the same tree: each loads, changes a few entries and
@@ -224,14 +224,15 @@ func TestJournalTwoWriters(t *testing.T) {
 //	go test -run='^$' -fuzz='^FuzzJournal$' -fuzztime=15s ./index/
 func FuzzJournal(f *testing.F) {
 	c := New()
+	c.sum = make([]byte, 32) // as if read from a file: changes are kept for a batch
 	c.Put("a", statForTest(1, t0), idForTest("a"), t0.Add(time.Hour))
 	c.Put("b/c", statForTest(2, t0), idForTest("c"), t0.Add(time.Hour))
 	c.PutListing("b", statForTest(0, t0), []string{"c", "d"}, t0.Add(time.Hour))
-	f.Add(c.encodeBatchLocked(), true)
+	f.Add(c.encodeBatchLocked(1<<20), true)
 	c.Retain(func(p string) bool { return p != "a" })
 	c.DropUnusedListings()
 	c.DropUnusedListings()
-	f.Add(c.encodeBatchLocked(), true)
+	f.Add(c.encodeBatchLocked(1<<20), true)
 	sum := make([]byte, 32)
 	f.Fuzz(func(t *testing.T, batch []byte, frame bool) {
 		if frame && len(batch) >= 8 { // the records framed as a batch that checks
@@ -291,5 +292,53 @@ func BenchmarkSaveTenChanges(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// A FIFO (or any file not regular) where the cache file or its journal
+// belongs is not read: opening it waited for a writer forever, and every
+// checkpoint with it. Load gives what it can at once; the next save
+// replaces both.
+func TestLoadRefusesFilesThatAreNotRegular(t *testing.T) {
+	for _, which := range []string{"cache", "journal"} {
+		t.Run(which, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "stat")
+			c := New()
+			c.Put("a", statForTest(1, t0), idForTest("a"), t0.Add(time.Hour))
+			if err := c.Save(path); err != nil {
+				t.Fatal(err)
+			}
+			fifo := path
+			if which == "journal" {
+				fifo = JournalPath(path)
+			}
+			os.Remove(fifo)
+			if err := unix.Mkfifo(fifo, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan *Cache, 1)
+			go func() { l, _ := Load(path); done <- l }()
+			var l *Cache
+			select {
+			case l = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Load is still waiting on a FIFO at the %s's place", which)
+			}
+			if which == "journal" && l.Len() != 1 {
+				t.Fatalf("the cache file was not read beside a FIFO journal: %d entries", l.Len())
+			}
+			l.Put("b", statForTest(2, t0), idForTest("b"), t0.Add(time.Hour))
+			if err := l.Save(path); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{path, JournalPath(path)} {
+				if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+					t.Fatalf("after a save %s is still %v", filepath.Base(p), fi.Mode())
+				}
+			}
+			if again, err := Load(path); err != nil || again.Len() == 0 {
+				t.Fatalf("reloaded: %d entries, %v", again.Len(), err)
+			}
+		})
 	}
 }

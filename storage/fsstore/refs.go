@@ -284,19 +284,11 @@ func (s *Refs) ReadFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.fs.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
+	data, err := fsys.ReadRegular(s.fs, p)
+	if errors.Is(err, fsys.ErrNotRegular) {
 		return nil, &storage.BadEntryError{Name: name, Reason: "not a regular file"}
 	}
-	return io.ReadAll(f)
+	return data, err
 }
 
 func (s *Refs) Exists(name string) bool {
