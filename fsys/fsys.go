@@ -1,7 +1,6 @@
 package fsys
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -158,9 +157,6 @@ func walkDir(f FS, path string, d fs.DirEntry, fn fs.WalkDirFunc) error {
 	}
 	return nil
 }
-
-// ErrNotRegular: ReadRegular found something else than a regular file.
-var ErrNotRegular = errors.New("not a regular file")
 
 // ReadRegular reads the regular file name whole through vfs (nil means OS).
 // Anything else under the name (a FIFO, a device, a symlink to one, a
