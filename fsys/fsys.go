@@ -176,7 +176,22 @@ func ReadRegular(vfs FS, name string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
 	}
-	return io.ReadAll(f)
+	// Sized as os.ReadFile sizes it: io.ReadAll's doubling made loading a
+	// 29 MB stat cache cost 80 ms of copying and clearing.
+	data := make([]byte, 0, max(fi.Size(), 0)+512)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) { // grown since the stat
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }
 
 // WriteFileAtomic writes data to path durably through vfs: a temporary

@@ -1,7 +1,9 @@
 package fsys
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -205,5 +207,26 @@ func TestFaultySys(t *testing.T) {
 	}
 	if _, err := io.ReadAll(r); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("second read: %v", err)
+	}
+}
+
+func TestReadRegularReadsWholeFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, 511, 512, 513, 4096, 1 << 20} {
+		want := bytes.Repeat([]byte{byte(n), 'x'}, n)[:n]
+		p := filepath.Join(dir, fmt.Sprint(n))
+		if err := os.WriteFile(p, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadRegular(nil, p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("size %d: read %d bytes, %v", n, len(got), err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRegular(nil, filepath.Join(dir, "fifo")); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("a FIFO: %v, want ErrNotRegular", err)
 	}
 }

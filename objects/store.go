@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
+	"math/bits"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -263,18 +265,38 @@ func (p *packFile) entries() []indexEntry {
 	return out
 }
 
-// find returns the entry of id in this pack.
+// find returns the entry of id in this pack. Ids are hashes, spread evenly
+// over their range, so the search first interpolates (a few probes find
+// the neighbourhood of one among 200,000, where bisection takes 18, each a
+// cache miss in a large index), then bisects what is left. A damaged index
+// (not sorted) costs no more than bisection: the probes are bounded.
 func (p *packFile) find(id ID) (indexEntry, bool) {
 	lo, hi := 0, p.count()
 	key := binary.BigEndian.Uint64(id[:8]) // compares as the first 8 bytes do
+	keyAt := func(i int) uint64 { return binary.BigEndian.Uint64(p.index[i*indexEntrySize:]) }
+	// The interval holds ids whose keys lie in [kl, kh] (as far as the
+	// index is sorted); interpolate while it is large.
+	kl, kh := uint64(0), uint64(math.MaxUint64)
+	for probes := 0; probes < 4 && hi-lo > 64 && kl <= key && key <= kh && kl < kh; probes++ {
+		frac := key - kl // (key-kl)/(kh-kl+1) as a 64-bit fraction, < 1
+		if span := kh - kl + 1; span != 0 {
+			frac, _ = bits.Div64(key-kl, 0, span)
+		}
+		m, _ := bits.Mul64(frac, uint64(hi-lo))
+		i := lo + int(m)
+		c := p.compareAt(i, key, id)
+		switch {
+		case c == 0:
+			return p.entry(i)
+		case c < 0:
+			lo, kl = i+1, keyAt(i)
+		default:
+			hi, kh = i, keyAt(i)
+		}
+	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		b := p.index[m*indexEntrySize : m*indexEntrySize+IDSize]
-		c := cmp.Compare(binary.BigEndian.Uint64(b), key)
-		if c == 0 {
-			c = bytes.Compare(b[8:], id[8:])
-		}
-		switch {
+		switch c := p.compareAt(m, key, id); {
 		case c == 0:
 			return p.entry(m)
 		case c < 0:
@@ -284,6 +306,16 @@ func (p *packFile) find(id ID) (indexEntry, bool) {
 		}
 	}
 	return indexEntry{}, false
+}
+
+// compareAt compares the id of index entry i with id (whose first 8 bytes
+// are key).
+func (p *packFile) compareAt(i int, key uint64, id ID) int {
+	b := p.index[i*indexEntrySize : i*indexEntrySize+IDSize]
+	if c := cmp.Compare(binary.BigEndian.Uint64(b), key); c != 0 {
+		return c
+	}
+	return bytes.Compare(b[8:], id[8:])
 }
 
 func listPacks(blobs storage.Blobs) ([]string, error) {
