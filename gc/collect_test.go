@@ -481,7 +481,9 @@ func TestCollectKeepsWhatYoungTreesName(t *testing.T) {
 	f := newFx(t)
 	f.base()
 	var blob objects.ID
-	f.write(func(w *objects.Writer) { blob = f.put(w, objects.TypeBlob, []byte("old, unreachable, named by a young tree")) })
+	f.write(func(w *objects.Writer) {
+		blob = f.put(w, objects.TypeBlob, []byte("old, unreachable, named by a young tree"))
+	})
 	age(t, f.dir, 2*time.Hour)
 	var tree objects.ID
 	f.write(func(w *objects.Writer) {
