@@ -138,9 +138,6 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 		return nil, fmt.Errorf("gc: %w: refusing to delete anything, %s (run fsck): %s",
 			ErrCorrupt, why, firstErrors(w.probs, 3))
 	}
-	if err := keepWhatYoungTreesName(w, st, cutoff); err != nil {
-		return nil, fmt.Errorf("gc: %w", err)
-	}
 	reach := w.reach
 	res.Reachable = len(reach)
 	st.Each(func(id objects.ID, _ objects.Type) {
@@ -234,32 +231,6 @@ func Collect(ctx context.Context, st *objects.Store, rs *refs.Store, opts Option
 		}
 	}
 	return res, nil
-}
-
-// keepWhatYoungTreesName adds to w's reachable set what the trees of young
-// packs name, reachable or not (a young pack is never swept): so every
-// tree the store keeps still has its content, which a capture relies on
-// when it finds a directory's tree stored (worktree: it then does not ask
-// for each file's content). An unreachable young tree that cannot be read
-// is not an error: it only protects what it names.
-func keepWhatYoungTreesName(w *walker, st *objects.Store, cutoff time.Time) error {
-	incomplete, probs, ioErr := w.incomplete, len(w.probs), w.ioErr
-	defer func() { w.incomplete, w.probs, w.ioErr = incomplete, w.probs[:probs], ioErr }()
-	for _, p := range st.PackInfo() {
-		if !p.ModTime.After(cutoff) {
-			continue
-		}
-		objs, err := st.PackObjects(p.Name)
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			if _, ok := w.reach[o.ID]; !ok && o.Type == objects.TypeTree {
-				w.tree(o.ID, "a young pack", "")
-			}
-		}
-	}
-	return w.ctx.Err()
 }
 
 // geometricFactor: consolidation leaves alone every pack at least this many

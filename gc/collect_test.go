@@ -473,30 +473,3 @@ func TestCollectNeverTrustsAnUncheckedIndex(t *testing.T) {
 		t.Fatalf("fsck did not report the damaged index: %+v", rep.Problems)
 	}
 }
-
-// A young pack's unreachable tree keeps what it names, even in an old pack:
-// a capture that finds a directory's tree stored takes its content to be
-// stored too (worktree capture.go, unverified).
-func TestCollectKeepsWhatYoungTreesName(t *testing.T) {
-	f := newFx(t)
-	f.base()
-	var blob objects.ID
-	f.write(func(w *objects.Writer) {
-		blob = f.put(w, objects.TypeBlob, []byte("old, unreachable, named by a young tree"))
-	})
-	age(t, f.dir, 2*time.Hour)
-	var tree objects.ID
-	f.write(func(w *objects.Writer) {
-		tree = f.put(w, objects.TypeTree, (&objects.Tree{Entries: []objects.TreeEntry{
-			{Name: "f", Mode: objects.ModeFile, ID: blob, Size: int64(len("old, unreachable, named by a young tree"))},
-		}}).Encode())
-	})
-	if _, err := Collect(context.Background(), f.st, f.rs, Options{Grace: time.Hour, Consolidate: true}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := f.reopen()
-	if !st.Has(tree) || !st.Has(blob) {
-		t.Fatalf("after gc: tree kept %v, the blob it names kept %v", st.Has(tree), st.Has(blob))
-	}
-	f.mustBeClean()
-}

@@ -30,10 +30,7 @@
 // An object stored as a delta record reaches its base (and the base's
 // base...): reading it needs them. objects.Store.Repack also keeps the
 // bases of every delta it keeps or that lies in a pack gc does not
-// rewrite (a young pack), whether reachable or not. What the trees of young
-// packs name is kept too, reachable or not, so that a stored tree's content
-// is always stored: a capture that finds a directory's tree stored does not
-// ask for each of its files (worktree).
+// rewrite (a young pack), whether reachable or not.
 //
 // # Concurrency
 //

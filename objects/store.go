@@ -13,6 +13,7 @@ import (
 	"math"
 	"math/bits"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -53,7 +54,11 @@ type packFile struct {
 	size  int64
 	// index: its index as the pack holds it, entries of indexEntrySize
 	// bytes sorted by id, decoded when used (entry); dataEnd: where its
-	// records end (the index's offset).
+	// records end (the index's offset). A large index is mapped from the
+	// file (mapIndexMin), not read: a process looks up a few ids, and
+	// reading 200,000 entries was most of a monitored checkpoint. Every
+	// method that slices it keeps p alive until done (runtime.KeepAlive),
+	// as a cleanup unmaps it once p is unreachable.
 	index   []byte
 	dataEnd uint64
 	checked bool // the index passed the strict checks (see decodePackIndex)
@@ -251,6 +256,7 @@ func (p *packFile) count() int { return len(p.index) / indexEntrySize }
 // absent, and CheckIndexes reports the pack.
 func (p *packFile) entry(i int) (indexEntry, bool) {
 	e := decodeEntry(p.index[i*indexEntrySize:])
+	runtime.KeepAlive(p)
 	return e, e.valid(p.dataEnd) == nil
 }
 
@@ -271,6 +277,7 @@ func (p *packFile) entries() []indexEntry {
 // cache miss in a large index), then bisects what is left. A damaged index
 // (not sorted) costs no more than bisection: the probes are bounded.
 func (p *packFile) find(id ID) (indexEntry, bool) {
+	defer runtime.KeepAlive(p)
 	lo, hi := 0, p.count()
 	key := binary.BigEndian.Uint64(id[:8]) // compares as the first 8 bytes do
 	keyAt := func(i int) uint64 { return binary.BigEndian.Uint64(p.index[i*indexEntrySize:]) }
@@ -312,10 +319,12 @@ func (p *packFile) find(id ID) (indexEntry, bool) {
 // are key).
 func (p *packFile) compareAt(i int, key uint64, id ID) int {
 	b := p.index[i*indexEntrySize : i*indexEntrySize+IDSize]
-	if c := cmp.Compare(binary.BigEndian.Uint64(b), key); c != 0 {
-		return c
+	c := cmp.Compare(binary.BigEndian.Uint64(b), key)
+	if c == 0 {
+		c = bytes.Compare(b[8:], id[8:])
 	}
-	return bytes.Compare(b[8:], id[8:])
+	runtime.KeepAlive(p)
+	return c
 }
 
 func listPacks(blobs storage.Blobs) ([]string, error) {
@@ -365,9 +374,16 @@ func loadPack(blobs storage.Blobs, name string, strict bool) (*packFile, error) 
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
-	index := make([]byte, count*indexEntrySize)
-	if _, err := f.ReadAt(index, int64(off)); err != nil {
-		return nil, err
+	var index []byte
+	var unmap func()
+	if m, ok := f.(storage.Mapper); ok && !strict && count*indexEntrySize >= mapIndexMin {
+		index, unmap, _ = m.Map(int64(off), int(count*indexEntrySize)) // (else read)
+	}
+	if index == nil {
+		index = make([]byte, count*indexEntrySize)
+		if _, err := f.ReadAt(index, int64(off)); err != nil {
+			return nil, err
+		}
 	}
 	if strict {
 		if _, err := decodePackIndex(index, sum, off); err != nil {
@@ -376,8 +392,15 @@ func loadPack(blobs storage.Blobs, name string, strict bool) (*packFile, error) 
 	}
 	p := newPackFile(blobs, name, size, index, off)
 	p.checked = strict
+	if unmap != nil {
+		runtime.AddCleanup(p, func(unmap func()) { unmap() }, unmap)
+	}
 	return p, nil
 }
+
+// mapIndexMin: a pack index at least this large is mapped rather than read
+// (about 1,400 entries).
+const mapIndexMin = 64 << 10
 
 // CheckIndexes verifies in full (checksum, non-overlapping records) the
 // index of every indexed pack that was only checked for structure when it

@@ -57,6 +57,16 @@ type BlobReader interface {
 	Close() error
 }
 
+// Mapper is a BlobReader that can map a range of its blob into memory,
+// read-only (mmap): the bytes stay valid until unmap is called, after the
+// reader is closed and after the blob is deleted or replaced (blobs are
+// immutable: never truncated or rewritten in place). The file-system store
+// implements it for files on a real file system; a reader that cannot map
+// returns an error, and callers read with ReadAt instead.
+type Mapper interface {
+	Map(off int64, n int) (data []byte, unmap func(), err error)
+}
+
 // BlobInfo describes a stored blob.
 type BlobInfo struct {
 	Name    string

@@ -368,7 +368,6 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 	prefix := len(pb)
 	var tally tally // added to the capture's totals once, at the end
 	defer c.add(&tally)
-	v := &unverified{fd: fd, t: &tally}
 	for _, name := range names {
 		if name == ".git" {
 			continue
@@ -425,10 +424,7 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			}
 			entries = c.subdir(fd, rel, name, comps, &st, ig, entries, &subs)
 		case unix.S_IFREG, unix.S_IFLNK:
-			e, hit, ok := c.file(fd, rel, name, pb, &st, &tally, true)
-			if hit {
-				v.idx = append(v.idx, len(entries))
-			}
+			e, ok := c.file(fd, rel, name, pb, &st, &tally)
 			if ok {
 				entries = append(entries, e)
 			}
@@ -436,19 +432,7 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			c.skip(string(pb), "not a regular file, directory or symlink")
 		}
 	}
-	return c.finish(rel, entries, &subs, v)
-}
-
-// unverified lists the entries of a directory being captured whose ids
-// came from the stat cache without asking the store whether it still
-// holds their content (retention or damage may have removed it): finish
-// asks only when the directory's tree is not stored already. A stored
-// tree's content is stored too (gc keeps what every object it keeps
-// names), so an unchanged directory costs one lookup, not one per file.
-type unverified struct {
-	fd  int   // the directory, open
-	idx []int // indexes of the entries (in the order they were added)
-	t   *tally
+	return c.finish(rel, entries, &subs)
 }
 
 // subdirs are the subdirectories of one directory being captured, each
@@ -507,7 +491,7 @@ func (c *capturer) subdir(fd int, rel, name string, comps []string, st *unix.Sta
 
 // finish waits for the subdirectories of directory rel, fills in their
 // entries and stores the directory's tree.
-func (c *capturer) finish(rel string, entries []objects.TreeEntry, subs *subdirs, v *unverified) dirResult {
+func (c *capturer) finish(rel string, entries []objects.TreeEntry, subs *subdirs) dirResult {
 	subs.wg.Wait()
 
 	// Fill in subdirectories (an empty one is kept: unlike git, snap
@@ -515,12 +499,8 @@ func (c *capturer) finish(rel string, entries []objects.TreeEntry, subs *subdirs
 	// its previous entry, if any.
 	out := entries[:0]
 	var size int64
-	j, k := 0, 0
+	j := 0
 	for i, e := range entries {
-		if v != nil && k < len(v.idx) && v.idx[k] == i {
-			v.idx[k] = len(out) // (a file's entry is always kept)
-			k++
-		}
 		if j < len(subs.list) && subs.list[j].idx == i {
 			r := subs.list[j].res
 			j++
@@ -545,15 +525,6 @@ func (c *capturer) finish(rel string, entries []objects.TreeEntry, subs *subdirs
 	t := objects.Tree{Entries: out}
 	data := t.Encode()
 	id := objects.Hash(objects.TypeTree, data)
-	if !c.w.Has(id) && v != nil && c.verify(rel, v, &t) {
-		// Some content was gone from the store, and was read again.
-		size = 0
-		for _, e := range t.Entries {
-			size += e.Size
-		}
-		data = t.Encode()
-		id = objects.Hash(objects.TypeTree, data)
-	}
 	if !c.w.Has(id) { // changed: find its previous version, a delta base
 		var err error
 		if id, err = c.w.PutDelta(objects.TypeTree, data, c.treeBase(rel)); err != nil {
@@ -665,115 +636,59 @@ func (c *capturer) add(t *tally) {
 // file captures a regular file or symlink named name in directory dir; pb
 // is its path (a buffer the caller reuses), t the tally of its directory.
 // One that cannot be read keeps its entry of opts.Parent, if any (carry).
-//
-// With trust, an id found in the stat cache is used without asking the
-// store whether it holds the content, and hit says so: the caller must
-// then have finish verify the directory (unverified).
-func (c *capturer) file(dirfd int, dir, name string, pb []byte, st *unix.Stat_t, t *tally, trust bool) (e objects.TreeEntry, hit, ok bool) {
+func (c *capturer) file(dirfd int, dir, name string, pb []byte, st *unix.Stat_t, t *tally) (objects.TreeEntry, bool) {
 	if st.Nlink > 1 && st.Mode&unix.S_IFMT == unix.S_IFREG {
 		c.mu.Lock()
 		c.linked = append(c.linked, string(pb))
 		c.mu.Unlock()
 	}
-	if e, hit, ok = c.readEntry(dirfd, name, pb, st, t, trust); ok {
-		return e, hit, true
+	e, ok := c.readEntry(dirfd, name, pb, st, t)
+	if ok {
+		return e, true
 	}
 	if e, ok = c.carry(dir, name, fileKind); ok {
 		t.count(e.Size)
 	}
-	return e, false, ok
-}
-
-// verify asks the store for the content of each of v's entries of t (the
-// tree of directory rel, not stored itself), and reads again each file
-// whose content is gone; it reports whether any was. An entry read again
-// that is now gone or unreadable keeps its entry of opts.Parent, if any.
-func (c *capturer) verify(rel string, v *unverified, t *objects.Tree) bool {
-	changed := false
-	drop := map[int]bool{}
-	for _, i := range v.idx {
-		old := t.Entries[i]
-		if c.w.Has(old.ID) {
-			continue
-		}
-		changed = true
-		v.t.cached--
-		v.t.files--
-		v.t.bytes -= old.Size
-		pb := []byte(path.Join(rel, old.Name))
-		var st unix.Stat_t
-		err := c.sys.Fstatat(v.fd, old.Name, &st, unix.AT_SYMLINK_NOFOLLOW)
-		switch {
-		case err == nil && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFLNK):
-			if e, _, ok := c.readEntry(v.fd, old.Name, pb, &st, v.t, false); ok {
-				t.Entries[i] = e
-				continue
-			}
-		case errors.Is(err, unix.ENOENT):
-			drop[i] = true // gone since: nothing to capture
-			continue
-		case err == nil:
-			c.unreadable(string(pb), "changed into a directory or device while being captured")
-		default:
-			c.unreadable(string(pb), "cannot stat: "+errText(err))
-		}
-		if e, ok := c.carry(rel, old.Name, fileKind); ok {
-			v.t.count(e.Size)
-			t.Entries[i] = e
-		} else {
-			drop[i] = true
-		}
-	}
-	if len(drop) > 0 {
-		kept := t.Entries[:0]
-		for i, e := range t.Entries {
-			if !drop[i] {
-				kept = append(kept, e)
-			}
-		}
-		t.Entries = kept
-	}
-	return changed
+	return e, ok
 }
 
 // readEntry reads a regular file or symlink into the store; on failure it
-// records the path as unreadable and returns false. A file the stat cache
-// knows unchanged is not read: hit (see file for trust).
-func (c *capturer) readEntry(dirfd int, name string, pb []byte, st *unix.Stat_t, t *tally, trust bool) (e objects.TreeEntry, hit, ok bool) {
-	e = objects.TreeEntry{Name: name, Mode: objects.ModeFile, Size: st.Size}
+// records the path as unreadable and returns false.
+func (c *capturer) readEntry(dirfd int, name string, pb []byte, st *unix.Stat_t, t *tally) (objects.TreeEntry, bool) {
+	e := objects.TreeEntry{Name: name, Mode: objects.ModeFile, Size: st.Size}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		p := string(pb)
 		e.Mode = objects.ModeSymlink
 		target, err := readlinkAt(dirfd, name)
 		if err != nil {
 			c.unreadable(p, "cannot read symlink: "+errText(err))
-			return e, false, false
+			return e, false
 		}
 		id, err := c.w.Put(objects.TypeBlob, []byte(target))
 		if err != nil {
 			c.unreadable(p, "cannot store: "+errText(err))
-			return e, false, false
+			return e, false
 		}
 		e.ID, e.Size = id, int64(len(target))
 		t.count(e.Size)
-		return e, false, true
+		return e, true
 	}
 	if st.Mode&0o100 != 0 {
 		e.Mode = objects.ModeExec
 	}
 	if st.Size > c.opts.MaxFileSize {
 		c.unreadable(string(pb), fmt.Sprintf("larger than max-file-size (%d > %d bytes)", st.Size, c.opts.MaxFileSize))
-		return e, false, false
+		return e, false
 	}
 	ist := statFromUnix(st)
 	if c.opts.Cache != nil {
 		// A cached id is used only while the store still holds its content
 		// (retention or damage may have removed it): else read again.
-		if id, ok := c.opts.Cache.LookupBytes(pb, ist); ok && (trust || c.w.Has(id)) {
+		if id, ok := c.opts.Cache.LookupBytes(pb, ist); ok && c.w.Has(id) {
 			e.ID = id
 			t.cached++
 			t.count(e.Size)
-			return e, true, true
+			return e, true
 		}
 	}
 	p := string(pb)
@@ -784,7 +699,7 @@ func (c *capturer) readEntry(dirfd int, name string, pb []byte, st *unix.Stat_t,
 	id, rst, err := c.readFile(dirfd, name, prev)
 	if err != nil {
 		c.unreadable(p, errText(err))
-		return e, false, false
+		return e, false
 	}
 	if c.opts.Cache != nil {
 		c.opts.Cache.Put(p, rst, id, c.scanStart)
@@ -798,7 +713,7 @@ func (c *capturer) readEntry(dirfd int, name string, pb []byte, st *unix.Stat_t,
 	}
 	t.read++
 	t.count(e.Size)
-	return e, false, true
+	return e, true
 }
 
 // TempPrefix starts the names of the temporary files a restore writes

@@ -190,5 +190,5 @@ func (c *capturer) descend(fd int, rel string, comps []string, st *unix.Stat_t, 
 		entries = append(entries, e)
 		tally.bytes += e.Size
 	}
-	return c.finish(rel, entries, &subs, nil)
+	return c.finish(rel, entries, &subs)
 }

@@ -188,7 +188,7 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 			case unix.S_IFREG, unix.S_IFLNK:
 				var t tally
 				defer c.add(&t)
-				if e, _, ok := c.file(fd, dir, name, []byte(p), &st, &t, false); ok {
+				if e, ok := c.file(fd, dir, name, []byte(p), &st, &t); ok {
 					return &e, nil
 				}
 				return nil, nil

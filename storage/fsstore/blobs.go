@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/storage"
 )
@@ -146,6 +148,26 @@ func (r *blobReader) Size() (int64, error) {
 		r.size = fi.Size()
 	})
 	return r.size, r.err
+}
+
+var _ storage.Mapper = (*blobReader)(nil)
+
+// Map maps [off, off+n) of the file read-only (storage.Mapper); only a file
+// of the real file system can be mapped.
+func (r *blobReader) Map(off int64, n int) ([]byte, func(), error) {
+	f, ok := r.File.(*os.File)
+	if !ok || n <= 0 || off < 0 {
+		return nil, nil, errors.ErrUnsupported
+	}
+	if size, err := r.Size(); err != nil || off+int64(n) > size {
+		return nil, nil, errors.ErrUnsupported
+	}
+	start := off &^ int64(os.Getpagesize()-1)
+	m, err := unix.Mmap(int(f.Fd()), start, int(off-start)+n, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m[off-start:], func() { unix.Munmap(m) }, nil
 }
 
 func (b *Blobs) Stat(name string) (storage.BlobInfo, error) {

@@ -1,0 +1,62 @@
+package objects
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// A large pack index is mapped from the file, not read (a process looks up
+// a few ids); lookups keep working after the pack file is deleted (another
+// process's gc) and after the packFiles of earlier stores are collected
+// (their cleanups unmap only their own mappings).
+func TestLargePackIndexIsMapped(t *testing.T) {
+	s, dir := openStoreForTest(t)
+	w := s.NewWriter()
+	n := mapIndexMin/indexEntrySize + 100
+	ids := make([]ID, n)
+	for i := range ids {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(i))
+		id, err := w.Put(TypeBlob, b[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	name, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		r := reopenForTest(t, dir)
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Skip("no /proc/self/maps:", err)
+		}
+		if round == 0 && !strings.Contains(string(maps), name) {
+			t.Fatalf("the index of pack %s (%d entries) is not mapped", name, n)
+		}
+		for _, id := range ids {
+			if !r.Has(id) {
+				t.Fatalf("round %d: %s not found", round, id.Short())
+			}
+		}
+		if _, data, err := r.Read(ids[n/2]); err != nil || binary.LittleEndian.Uint64(data) != uint64(n/2) {
+			t.Fatalf("round %d: read %v, %v", round, data, err)
+		}
+		r.Close()
+		runtime.GC() // the previous rounds' packFiles are unreachable: unmapped
+	}
+	r := reopenForTest(t, dir)
+	if err := os.Remove(filepath.Join(dir, PacksDir, name)); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	if !r.Has(ids[7]) {
+		t.Fatal("the mapped index of a deleted pack file no longer answers")
+	}
+}
