@@ -1,10 +1,7 @@
 package index
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"math"
@@ -16,8 +13,6 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
-
-	"github.com/zeebo/blake3"
 
 	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
@@ -79,18 +74,31 @@ type listing struct {
 	used     atomic.Bool // looked up or put since the cache was loaded or last pruned
 }
 
+// dirState is one directory's part of the cache: the entries of the files
+// directly in it and its listing. It is decoded from the directory's block
+// of the cache file when the directory is first used, or made by a put.
+type dirState struct {
+	names []string // of the files with an entry, sorted
+	ents  []Entry  // names[i]'s
+	list  *listing // nil: none
+}
+
+func (d *dirState) find(name string) (int, bool) { return slices.BinarySearch(d.names, name) }
+
+func (d *dirState) empty() bool { return len(d.names) == 0 && d.list == nil }
+
 // Cache maps paths to entries. It is safe for concurrent use.
 type Cache struct {
-	saveMu  sync.Mutex // serialises Save, so the newest snapshot is written last
-	mu      sync.RWMutex
-	slot    map[string]int32    // path → its entry in ents
-	ents    []Entry             // entries, in load order then as Put; a Retained path's stays unreferenced
-	paths   []string            // the path of each of ents
-	gone    []bool              // ents Retained away (nil: none yet; else as long as ents)
-	sorted  bool                // paths is sorted (loaded, nothing added since): Save need not sort
-	dirs    map[string]*listing // directory path ("" is the root) → its listing
-	dirList []string            // the keys of dirs, sorted
-	dirty   bool
+	saveMu sync.Mutex // serialises Save, so the newest snapshot is written last
+	mu     sync.RWMutex
+	// file is the cache file read (nil: none): its directories' blocks are
+	// decoded on first use (into file.states, without a write lock: walkers
+	// look up in parallel), and written back as they were when unused.
+	// dirs holds the directories that are not in the file.
+	file  *cacheFile
+	dirs  map[string]*dirState
+	count int // entries, counting those of blocks found damaged (see damaged)
+	dirty bool
 	// What changed since the cache was loaded or saved (journal.go): paths
 	// and directories, put or dropped.
 	changed, changedDirs map[string]bool
@@ -101,11 +109,15 @@ type Cache struct {
 	// lazy, when set, reads the cache on its first use (LoadLazy).
 	lazy     func() *Cache
 	lazyOnce sync.Once
+	// damaged counts the blocks of the file that did not check (their
+	// directories load as empty), damagedFiles the entries the table gave
+	// them; while any is unsaved, the next save writes the file whole.
+	damaged, damagedFiles, damagedUnsaved atomic.Int64
 }
 
 // New returns an empty cache.
 func New() *Cache {
-	return &Cache{slot: map[string]int32{}, dirs: map[string]*listing{}, changed: map[string]bool{}, changedDirs: map[string]bool{}}
+	return &Cache{dirs: map[string]*dirState{}, changed: map[string]bool{}, changedDirs: map[string]bool{}}
 }
 
 // Load reads the cache at path. A missing file gives an empty cache and no
@@ -115,7 +127,8 @@ func Load(path string) (*Cache, error) { return LoadFS(nil, path) }
 
 // LoadFS is Load reading through vfs (nil means fsys.OS): the cache file,
 // then what its journal adds. An unreadable file gives an empty cache and
-// the error.
+// the error. Only the file's directory table is decoded here; each
+// directory's entries are decoded when it is first looked up.
 func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 	vfs = fsys.Or(vfs)
 	data, err := fsys.ReadRegular(vfs, path)
@@ -129,7 +142,7 @@ func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 	if err != nil {
 		return New(), err
 	}
-	c.sum, c.size = data[len(data)-32:], len(data)
+	c.size = len(data)
 	switch j, err := fsys.ReadRegular(vfs, JournalPath(path)); {
 	case err == nil:
 		if c.journal = c.replayJournal(j, c.sum); c.journal > 0 && c.journal < len(j) {
@@ -162,7 +175,7 @@ func (c *Cache) load() {
 	c.lazyOnce.Do(func() {
 		l := c.lazy()
 		c.mu.Lock()
-		c.slot, c.ents, c.paths, c.gone, c.sorted, c.dirs, c.dirList = l.slot, l.ents, l.paths, l.gone, l.sorted, l.dirs, l.dirList
+		c.file, c.dirs, c.count = l.file, l.dirs, l.count
 		c.sum, c.size, c.journal = l.sum, l.size, l.journal
 		c.mu.Unlock()
 	})
@@ -172,7 +185,7 @@ func (c *Cache) load() {
 func (c *Cache) Dirty() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.dirty
+	return c.dirty || c.damagedUnsaved.Load() > 0
 }
 
 // Len returns the number of entries.
@@ -180,81 +193,176 @@ func (c *Cache) Len() int {
 	c.load()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return len(c.slot)
+	return c.count - int(c.damagedFiles.Load())
+}
+
+// splitPath splits a slash-separated path into its directory ("" for the
+// root) and name.
+func splitPath(p string) (dir, name string) {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return "", p
+}
+
+// joinPath is the inverse of splitPath.
+func joinPath(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// stateLocked returns directory dir's state, decoding its block of the
+// file on first use; with create, an empty one when it has none. dir may
+// alias memory the caller reuses: it is copied when kept. c.mu must be
+// held for writing.
+func (c *Cache) stateLocked(dir string, create bool) *dirState {
+	if d, ok := c.stateRLocked(dir); ok || !create {
+		return d
+	}
+	d := &dirState{}
+	c.dirs[strings.Clone(dir)] = d
+	return d
+}
+
+// stateRLocked returns directory dir's state (nil: none) and whether it
+// is known: in the file (decoded now if it was not) or among dirs. c.mu
+// must be held, for reading at least.
+func (c *Cache) stateRLocked(dir string) (*dirState, bool) {
+	if c.file != nil {
+		if i, ok := c.file.find(dir); ok {
+			return c.fileState(i), true
+		}
+	}
+	d, ok := c.dirs[dir]
+	return d, ok
+}
+
+// fileState returns the state of the file's block i, decoding it on first
+// use. Two walkers may decode it at once: one decoding is kept. A damaged
+// block is an empty directory (its files are read again), counted until
+// the next save rewrites the file whole.
+func (c *Cache) fileState(i int) *dirState {
+	f := c.file
+	if d := f.states[i].Load(); d != nil {
+		return d
+	}
+	d, err := f.decode(i)
+	if err != nil {
+		d = &dirState{}
+	}
+	if !f.states[i].CompareAndSwap(nil, d) {
+		return f.states[i].Load()
+	}
+	if err != nil {
+		c.damaged.Add(1)
+		c.damagedUnsaved.Add(1)
+		c.damagedFiles.Add(int64(f.blocks[i].files))
+	}
+	return d
+}
+
+// state returns directory dir's state for reading (nil: none), with c.mu
+// held for reading; the caller calls the returned unlock when done.
+func (c *Cache) state(dir string) (*dirState, func()) {
+	c.mu.RLock()
+	d, _ := c.stateRLocked(dir)
+	return d, c.mu.RUnlock
+}
+
+// get returns the entry of path.
+func (c *Cache) get(path string) (Entry, bool) {
+	c.load()
+	dir, name := splitPath(path)
+	d, unlock := c.state(dir)
+	defer unlock()
+	if d == nil {
+		return Entry{}, false
+	}
+	i, ok := d.find(name)
+	if !ok {
+		return Entry{}, false
+	}
+	return d.ents[i], true
 }
 
 // Lookup returns the cached id for path if the file, as st describes it, is
 // known to be unchanged since it was hashed.
 func (c *Cache) Lookup(path string, st Stat) (objects.ID, bool) {
-	return c.LookupBytes(unsafe.Slice(unsafe.StringData(path), len(path)), st)
-}
-
-// LookupBytes is Lookup with the path in a byte slice, which it does not
-// keep: a walk can look paths up without making a string of each.
-func (c *Cache) LookupBytes(path []byte, st Stat) (objects.ID, bool) {
-	c.load()
-	c.mu.RLock()
-	i, ok := c.slot[string(path)] // no allocation: a map index
-	var e Entry
-	if ok {
-		e = c.ents[i]
-	}
-	c.mu.RUnlock()
+	e, ok := c.get(path)
 	if !ok || !e.trusted(st) {
 		return objects.ID{}, false
 	}
 	return e.ID, true
 }
 
+// LookupBytes is Lookup with the path in a byte slice, which it does not
+// keep: a walk can look paths up without making a string of each.
+func (c *Cache) LookupBytes(path []byte, st Stat) (objects.ID, bool) {
+	return c.Lookup(unsafe.String(unsafe.SliceData(path), len(path)), st)
+}
+
 // Previous returns the id the file at path hashed to when it was last
 // read, whether or not it is unchanged since: the likely base of a delta
 // for its new content.
 func (c *Cache) Previous(path string) (objects.ID, bool) {
-	c.load()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	i, ok := c.slot[path]
-	if !ok {
-		return objects.ID{}, false
-	}
-	return c.ents[i].ID, true
+	e, ok := c.get(path)
+	return e.ID, ok
 }
 
 // Recorded returns the stat and id recorded for path (by the last capture
 // that read it, or a restore that wrote it), trusted or not.
 func (c *Cache) Recorded(path string) (Stat, objects.ID, bool) {
-	c.load()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	i, ok := c.slot[path]
-	if !ok {
-		return Stat{}, objects.ID{}, false
-	}
-	return c.ents[i].Stat, c.ents[i].ID, true
+	e, ok := c.get(path)
+	return e.Stat, e.ID, ok
 }
 
 // Put records that the file at path, with stat st taken before it was read,
 // hashed to id during a scan that began at scanStart.
 func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 	c.load()
-	e := Entry{Stat: st, Recorded: scanStart.UnixNano(), ID: id}
 	c.mu.Lock()
-	if i, ok := c.slot[path]; !ok {
-		c.slot[path] = int32(len(c.ents))
-		c.ents = append(c.ents, e)
-		c.paths = append(c.paths, path)
-		if c.gone != nil {
-			c.gone = append(c.gone, false)
-		}
-		c.sorted = false
-		c.dirty = true
-		c.noteChanged(c.changed, path)
-	} else if c.ents[i] != e {
-		c.ents[i] = e
+	if c.putLocked(path, Entry{Stat: st, Recorded: scanStart.UnixNano(), ID: id}) {
 		c.dirty = true
 		c.noteChanged(c.changed, path)
 	}
 	c.mu.Unlock()
+}
+
+// putLocked sets path's entry and reports whether that changed it.
+func (c *Cache) putLocked(path string, e Entry) bool {
+	dir, name := splitPath(path)
+	d := c.stateLocked(dir, true)
+	i, ok := d.find(name)
+	if ok {
+		if d.ents[i] == e {
+			return false
+		}
+		d.ents[i] = e
+		return true
+	}
+	d.names = slices.Insert(d.names, i, name)
+	d.ents = slices.Insert(d.ents, i, e)
+	c.count++
+	return true
+}
+
+// dropLocked forgets path's entry and reports whether there was one.
+func (c *Cache) dropLocked(path string) bool {
+	dir, name := splitPath(path)
+	d := c.stateLocked(dir, false)
+	if d == nil {
+		return false
+	}
+	i, ok := d.find(name)
+	if !ok {
+		return false
+	}
+	d.names = slices.Delete(d.names, i, i+1)
+	d.ents = slices.Delete(d.ents, i, i+1)
+	c.count--
+	return true
 }
 
 // Listing returns the sorted entry names of directory dir (slash-separated,
@@ -264,12 +372,12 @@ func (c *Cache) Put(path string, st Stat, id objects.ID, scanStart time.Time) {
 // callers must not modify it.
 func (c *Cache) Listing(dir string, st Stat) ([]string, bool) {
 	c.load()
-	c.mu.RLock() // walkers look up in parallel: never the write lock here
-	defer c.mu.RUnlock()
-	l, ok := c.dirs[dir]
-	if !ok {
+	d, unlock := c.state(dir) // walkers look up in parallel: the write lock only to decode
+	defer unlock()
+	if d == nil || d.list == nil {
 		return nil, false
 	}
+	l := d.list
 	l.used.Store(true)
 	if l.Stat != st || !notRacy(st, l.Recorded) {
 		return nil, false
@@ -284,21 +392,30 @@ func (c *Cache) PutListing(dir string, st Stat, names []string, scanStart time.T
 	c.load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	d := c.stateLocked(dir, true)
 	rec := scanStart.UnixNano()
-	old, known := c.dirs[dir]
-	if known && old.Stat == st && old.Recorded == rec && slices.Equal(old.Names, names) {
+	if old := d.list; old != nil && old.Stat == st && old.Recorded == rec && slices.Equal(old.Names, names) {
 		old.used.Store(true)
 		return
 	}
-	if !known {
-		i, _ := slices.BinarySearch(c.dirList, dir)
-		c.dirList = slices.Insert(c.dirList, i, dir)
-	}
 	l := &listing{Stat: st, Recorded: rec, Names: names}
 	l.used.Store(true)
-	c.dirs[dir] = l
+	d.list = l
 	c.dirty = true
 	c.noteChanged(c.changedDirs, dir)
+}
+
+// eachLocked calls fn for every directory's state, decoding every block
+// of the file. c.mu must be held for writing.
+func (c *Cache) eachLocked(fn func(dir string, d *dirState)) {
+	if c.file != nil {
+		for i, dir := range c.file.dirs {
+			fn(dir, c.fileState(i))
+		}
+	}
+	for dir, d := range c.dirs {
+		fn(dir, d)
+	}
 }
 
 // DropUnusedListings forgets the listings that were neither looked up nor
@@ -308,15 +425,12 @@ func (c *Cache) DropUnusedListings() {
 	c.load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dirList = slices.DeleteFunc(c.dirList, func(d string) bool {
-		l := c.dirs[d]
-		if l.used.Swap(false) {
-			return false
+	c.eachLocked(func(dir string, d *dirState) { // (a full scan decoded nearly all: what is left is unused)
+		if d.list != nil && !d.list.used.Swap(false) {
+			d.list = nil
+			c.dirty = true
+			c.noteChanged(c.changedDirs, dir)
 		}
-		delete(c.dirs, d)
-		c.dirty = true
-		c.noteChanged(c.changedDirs, d)
-		return true
 	})
 }
 
@@ -326,17 +440,20 @@ func (c *Cache) Retain(keep func(path string) bool) {
 	c.load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for p, i := range c.slot {
-		if !keep(p) {
-			if c.gone == nil {
-				c.gone = make([]bool, len(c.ents))
+	c.eachLocked(func(dir string, d *dirState) {
+		for i := 0; i < len(d.names); {
+			p := joinPath(dir, d.names[i])
+			if keep(p) {
+				i++
+				continue
 			}
-			c.gone[i] = true
-			delete(c.slot, p)
+			d.names = slices.Delete(d.names, i, i+1)
+			d.ents = slices.Delete(d.ents, i, i+1)
+			c.count--
 			c.dirty = true
 			c.noteChanged(c.changed, p)
 		}
-	}
+	})
 }
 
 // Save writes what changed in the cache since it was loaded (or saved) to
@@ -355,11 +472,12 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	c.mu.Lock()
-	if !c.dirty {
+	damaged := c.damagedUnsaved.Load()
+	if !c.dirty && damaged == 0 {
 		c.mu.Unlock()
 		return nil
 	}
-	if c.sum != nil {
+	if c.sum != nil && damaged == 0 {
 		if batch := c.encodeBatchLocked(max(journalMin, c.size/16) - c.journal); batch != nil {
 			// What changes while the batch is written goes in the next.
 			sum, fresh, changed, changedDirs := c.sum, c.journal == 0, c.changed, c.changedDirs
@@ -380,7 +498,7 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 			maps.Copy(c.changedDirs, changedDirs)
 		}
 	}
-	data := c.encodeLocked()
+	data, sum := c.encodeLocked()
 	c.dirty = false
 	clear(c.changed)
 	clear(c.changedDirs)
@@ -393,7 +511,8 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 		case c.dirty: // changed meanwhile, against no file it knows: whole again
 			c.sum = nil
 		default:
-			c.sum, c.size, c.journal = data[len(data)-32:], len(data), 0
+			c.sum, c.size, c.journal = sum, len(data), 0
+			c.damagedUnsaved.Add(-damaged)
 		}
 		c.mu.Unlock()
 	}()
@@ -420,201 +539,4 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 	// The journal named the file replaced: not read again, but removed.
 	vfs.Remove(JournalPath(path))
 	return nil
-}
-
-const (
-	magic     = "SNAPSTC2"            // SNAPSTC1 (no listings) loads as corrupt: one re-hash
-	statSize  = 8 + 8 + 8 + 8 + 4 + 8 // size, mtime, ctime, inode, mode, recorded
-	entryTail = statSize + objects.IDSize
-)
-
-func appendStat(b []byte, st Stat, recorded int64) []byte {
-	b = binary.LittleEndian.AppendUint64(b, uint64(st.Size))
-	b = binary.LittleEndian.AppendUint64(b, uint64(st.Mtime))
-	b = binary.LittleEndian.AppendUint64(b, uint64(st.Ctime))
-	b = binary.LittleEndian.AppendUint64(b, st.Ino)
-	b = binary.LittleEndian.AppendUint32(b, uint32(st.Mode))
-	return binary.LittleEndian.AppendUint64(b, uint64(recorded))
-}
-
-func decodeStat(b []byte) (Stat, int64) {
-	return Stat{
-		Size:  int64(binary.LittleEndian.Uint64(b)),
-		Mtime: int64(binary.LittleEndian.Uint64(b[8:])),
-		Ctime: int64(binary.LittleEndian.Uint64(b[16:])),
-		Ino:   binary.LittleEndian.Uint64(b[24:]),
-		Mode:  fs.FileMode(binary.LittleEndian.Uint32(b[32:])),
-	}, int64(binary.LittleEndian.Uint64(b[36:]))
-}
-
-func (c *Cache) encodeLocked() []byte {
-	live := make([]int32, 0, len(c.slot)) // indexes of the entries to write, in path order
-	size := len(magic) + 4 + 4 + 32
-	for i, p := range c.paths {
-		if c.gone == nil || !c.gone[i] {
-			live = append(live, int32(i))
-			size += binary.MaxVarintLen64 + len(p) + entryTail
-		}
-	}
-	if !c.sorted {
-		slices.SortFunc(live, func(a, b int32) int { return strings.Compare(c.paths[a], c.paths[b]) })
-	}
-	dirs := c.dirList
-	for _, d := range dirs {
-		size += 2*binary.MaxVarintLen64 + len(d) + statSize
-		for _, n := range c.dirs[d].Names {
-			size += binary.MaxVarintLen64 + len(n)
-		}
-	}
-	b := make([]byte, 0, size)
-	b = append(b, magic...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(live)))
-	for _, i := range live {
-		e := c.ents[i]
-		b = appendString(b, c.paths[i])
-		b = appendStat(b, e.Stat, e.Recorded)
-		b = append(b, e.ID[:]...)
-	}
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(dirs)))
-	for _, d := range dirs {
-		l := c.dirs[d]
-		b = appendString(b, d)
-		b = appendStat(b, l.Stat, l.Recorded)
-		b = binary.AppendUvarint(b, uint64(len(l.Names)))
-		for _, n := range l.Names {
-			b = appendString(b, n)
-		}
-	}
-	sum := blake3.Sum256(b)
-	return append(b, sum[:]...)
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// decoder reads the body of a cache file. Strings are substrings of one
-// string holding the whole body, not allocations of their own.
-type decoder struct {
-	all string
-	pos int
-	err error
-}
-
-// uvarint reads a canonical uvarint no larger than max.
-func (d *decoder) uvarint(what string, max uint64) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	b := d.all[d.pos:min(len(d.all), d.pos+binary.MaxVarintLen64)]
-	n, k := binary.Uvarint([]byte(b))
-	if k <= 0 || n > max {
-		d.err = fmt.Errorf("%w: %s truncated or too large", ErrCorrupt, what)
-		return 0
-	}
-	if k != len(binary.AppendUvarint(nil, n)) {
-		d.err = fmt.Errorf("%w: %s: non-canonical length", ErrCorrupt, what)
-		return 0
-	}
-	d.pos += k
-	return n
-}
-
-// bytes returns the next n bytes.
-func (d *decoder) bytes(what string, n int) string {
-	if d.err != nil {
-		return ""
-	}
-	if n < 0 || n > len(d.all)-d.pos {
-		d.err = fmt.Errorf("%w: %s truncated", ErrCorrupt, what)
-		return ""
-	}
-	s := d.all[d.pos : d.pos+n]
-	d.pos += n
-	return s
-}
-
-// string reads a length-prefixed string, followed by at least tail bytes.
-func (d *decoder) string(what string, tail int) string {
-	n := d.uvarint(what, uint64(len(d.all)))
-	if d.err == nil && n > uint64(len(d.all)-d.pos-tail) {
-		d.err = fmt.Errorf("%w: %s truncated", ErrCorrupt, what)
-	}
-	return d.bytes(what, int(n))
-}
-
-func (d *decoder) stat(what string) (Stat, int64) {
-	if b := d.bytes(what, statSize); d.err == nil {
-		return decodeStat([]byte(b))
-	}
-	return Stat{}, 0
-}
-
-func (d *decoder) u32(what string) uint32 {
-	if b := d.bytes(what, 4); d.err == nil {
-		return binary.LittleEndian.Uint32([]byte(b))
-	}
-	return 0
-}
-
-// Decode parses a cache file, validating its checksum and that paths are
-// strictly sorted. The cache's strings share data's memory (copying a cache
-// of 20,000 paths cost a third of loading it): data must not be modified
-// afterwards.
-func Decode(data []byte) (*Cache, error) {
-	if len(data) < len(magic)+4+4+32 || string(data[:len(magic)]) != magic {
-		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
-	}
-	body, sum := data[:len(data)-32], data[len(data)-32:]
-	if got := blake3.Sum256(body); !bytes.Equal(got[:], sum) {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
-	}
-	d := &decoder{all: unsafe.String(unsafe.SliceData(body), len(body)), pos: len(magic)}
-	count := d.u32("count")
-	if uint64(count) > uint64(len(body)/(1+entryTail)) {
-		return nil, fmt.Errorf("%w: bad count", ErrCorrupt)
-	}
-	c := &Cache{slot: make(map[string]int32, count), ents: make([]Entry, count), paths: make([]string, count),
-		dirs: map[string]*listing{}, sorted: true, changed: map[string]bool{}, changedDirs: map[string]bool{}}
-	for i := uint32(0); i < count && d.err == nil; i++ {
-		p := d.string("path", entryTail)
-		if d.err == nil && (p == "" || i > 0 && p <= c.paths[i-1]) {
-			return nil, fmt.Errorf("%w: paths unsorted at %q", ErrCorrupt, p)
-		}
-		e := &c.ents[i]
-		e.Stat, e.Recorded = d.stat("entry")
-		copy(e.ID[:], d.bytes("entry", objects.IDSize))
-		c.slot[p] = int32(i)
-		c.paths[i] = p
-	}
-	ndirs := d.u32("directory count")
-	prev := ""
-	for i := uint32(0); i < ndirs && d.err == nil; i++ {
-		dir := d.string("directory", statSize)
-		if d.err == nil && i > 0 && dir <= prev {
-			return nil, fmt.Errorf("%w: directories unsorted at %q", ErrCorrupt, dir)
-		}
-		prev = dir
-		l := &listing{}
-		l.Stat, l.Recorded = d.stat("directory")
-		n := d.uvarint("name count", uint64(len(body)-d.pos)/2) // a name takes at least 2 bytes
-		l.Names = make([]string, 0, n)
-		for j := uint64(0); j < n && d.err == nil; j++ {
-			name := d.string("name", 0)
-			if d.err == nil && (name == "" || j > 0 && name <= l.Names[j-1]) {
-				return nil, fmt.Errorf("%w: names of %q unsorted", ErrCorrupt, dir)
-			}
-			l.Names = append(l.Names, name)
-		}
-		c.dirs[dir] = l
-		c.dirList = append(c.dirList, dir)
-	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	if d.pos != len(body) {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(body)-d.pos)
-	}
-	return c, nil
 }

@@ -20,7 +20,7 @@ import (
 // read. A batch that does not check (torn by a crash, two writers) ends
 // the journal: what it and the batches after it held is re-hashed.
 //
-//	"SNAPSTJ1" | the cache file's blake3-256 [32]
+//	"SNAPSTJ1" | the cache file's checksum (the blake3-256 of its table) [32]
 //	batches × { len u32 | records (len bytes) | crc32c(records) u32 }
 //
 //	record = 'P' path stat id [32]         an entry
@@ -114,40 +114,18 @@ func (c *Cache) applyBatch(recs []byte) bool {
 	for _, p := range puts {
 		switch {
 		case p.l == nil && p.drop:
-			if i, ok := c.slot[p.path]; ok {
-				if c.gone == nil {
-					c.gone = make([]bool, len(c.ents))
-				}
-				c.gone[i] = true
-				delete(c.slot, p.path)
-			}
+			c.dropLocked(p.path)
 		case p.l == nil:
-			if p.path == "" {
+			if _, name := splitPath(p.path); name == "" {
 				return false
 			}
-			if i, ok := c.slot[p.path]; ok {
-				c.ents[i] = p.e
-			} else {
-				c.slot[p.path] = int32(len(c.ents))
-				c.ents = append(c.ents, p.e)
-				c.paths = append(c.paths, p.path)
-				if c.gone != nil {
-					c.gone = append(c.gone, false)
-				}
-				c.sorted = false
-			}
+			c.putLocked(p.path, p.e)
 		case p.drop:
-			if _, ok := c.dirs[p.path]; ok {
-				delete(c.dirs, p.path)
-				i, _ := slices.BinarySearch(c.dirList, p.path)
-				c.dirList = slices.Delete(c.dirList, i, i+1)
+			if d := c.stateLocked(p.path, false); d != nil {
+				d.list = nil
 			}
 		default:
-			if _, ok := c.dirs[p.path]; !ok {
-				i, _ := slices.BinarySearch(c.dirList, p.path)
-				c.dirList = slices.Insert(c.dirList, i, p.path)
-			}
-			c.dirs[p.path] = p.l
+			c.stateLocked(p.path, true).list = p.l
 		}
 	}
 	return true
@@ -177,8 +155,7 @@ func (c *Cache) encodeBatchLocked(limit int) []byte {
 		if len(b) > limit {
 			return nil
 		}
-		if i, ok := c.slot[p]; ok {
-			e := c.ents[i]
+		if e, ok := c.entryLocked(p); ok {
 			b = appendString(append(b, 'P'), p)
 			b = appendStat(b, e.Stat, e.Recorded)
 			b = append(b, e.ID[:]...)
@@ -190,8 +167,11 @@ func (c *Cache) encodeBatchLocked(limit int) []byte {
 		if len(b) > limit {
 			return nil
 		}
-		l, ok := c.dirs[dir]
-		if !ok {
+		var l *listing
+		if d := c.stateLocked(dir, false); d != nil {
+			l = d.list
+		}
+		if l == nil {
 			b = appendString(append(b, 'X'), dir)
 			continue
 		}
@@ -207,6 +187,17 @@ func (c *Cache) encodeBatchLocked(limit int) []byte {
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[4:], castagnoli))
+}
+
+// entryLocked returns path's entry; c.mu is held for writing.
+func (c *Cache) entryLocked(path string) (Entry, bool) {
+	dir, name := splitPath(path)
+	if d := c.stateLocked(dir, false); d != nil {
+		if i, ok := d.find(name); ok {
+			return d.ents[i], true
+		}
+	}
+	return Entry{}, false
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -17,10 +17,8 @@ import (
 
 // listingsOf is a cache's listings: directory → stat, recorded, names.
 func listingsOf(c *Cache) map[string]string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	m := map[string]string{}
-	for d, l := range c.dirs {
+	for d, l := range listingMap(c) {
 		m[d] = fmt.Sprint(l.Stat, l.Recorded, l.Names)
 	}
 	return m
@@ -251,7 +249,7 @@ func FuzzJournal(f *testing.F) {
 				t.Fatal("an entry with an empty path")
 			}
 		}
-		for d, l := range c.dirs {
+		for d, l := range listingMap(c) {
 			if !slices.IsSorted(l.Names) || slices.Contains(l.Names, "") {
 				t.Fatalf("listing %q: %q", d, l.Names)
 			}
