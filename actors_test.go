@@ -462,3 +462,37 @@ func TestCheckpointRecordsItsAgent(t *testing.T) {
 		t.Fatalf("an agent named bad/name: %v; want a usage error", err)
 	}
 }
+
+// M38 (model, seed 911): the redo of a --path rewind whose every path
+// another actor changed since keeps them all, and is still recorded: the
+// redo moves the session's undo and redo stacks. (A4's "nothing to do,
+// nothing recorded" is for a rewind asked for anew, not for its redo.)
+func TestRedoOfAPathRewindThatKeepsEverythingIsRecorded(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"f": "v1\n"})
+	c1 := checkpoint(t, r, snap.CheckpointOptions{})
+	snaptest.WriteFiles(t, root, map[string]string{"f": "v2\n"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: c1.ID.String(), Paths: []string{"f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	snaptest.WriteFiles(t, root, map[string]string{"f": "v3, another session's\n"})
+	checkpoint(t, r, snap.CheckpointOptions{Session: "s2"})
+	res, err := r.Redo(ctx, "")
+	if err != nil || res.Rewind == nil || len(res.Rewind.Kept) != 1 {
+		t.Fatalf("redo: %v, %+v", err, res)
+	}
+	if got := snaptest.Snapshot(t, root, snaptest.SkipStore)["f"]; got != "v3, another session's\n" {
+		t.Fatalf("f after the redo: %q, want the other session's, kept", got)
+	}
+	ops, err := r.Ops(ctx, 1)
+	if err != nil || len(ops) != 1 || ops[0].Kind != "redo" || ops[0].Session != snap.DefaultSession {
+		t.Fatalf("the last op after the redo: %+v, %v; want the redo", ops, err)
+	}
+	if _, err := r.Redo(ctx, ""); !errors.Is(err, snap.ErrNothingToRedo) {
+		t.Fatalf("a second redo: %v, want ErrNothingToRedo (the first consumed it)", err)
+	}
+}

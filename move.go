@@ -159,10 +159,12 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 		}
 		if len(kept) > 0 {
 			res.Kept = kept
-			if idle && !scope.State && len(scope.Paths) > 0 && !scope.MovesHead && m.Kind != "undo" {
+			if idle && !scope.State && len(scope.Paths) > 0 && !scope.MovesHead && m.Kind != string(OpUndo) && m.Kind != string(OpRedo) {
 				// Every path the move would restore is kept, and the head
 				// stays (a rewind of some paths): nothing to do, so
-				// nothing is recorded (adversarial A4).
+				// nothing is recorded (adversarial A4). Not so for an
+				// undo or redo, which moves its stacks and is recorded
+				// even when it keeps everything (M38).
 				return res, nil
 			}
 			if m.Scope.RulesFrom == nil {

@@ -665,7 +665,11 @@ func (r *runner) scopedEnd(p *project, what, kind string, se *scopedExp, T *ckRe
 				r.failf("actor-end", "%s: the op log records target %s, not the end it built %s", what, ops[0].Target.Short(), last[0].Short())
 			}
 		} else {
-			r.failf("actor-end", "%s: the last op of the log is not the %s (%v)", what, kind, err)
+			got := "none"
+			if len(ops) == 1 {
+				got = fmt.Sprintf("op %d %q of session %q", ops[0].Seq, ops[0].Kind, ops[0].Session)
+			}
+			r.failf("actor-end", "%s: the last op of the log is not the %s but %s (%v)", what, kind, got, err)
 		}
 		switch {
 		case len(res.Kept) > 0 && len(last) != 1:
