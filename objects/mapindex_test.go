@@ -60,3 +60,40 @@ func TestLargePackIndexIsMapped(t *testing.T) {
 		t.Fatal("the mapped index of a deleted pack file no longer answers")
 	}
 }
+
+// Past fanAfter searches an index is searched through its fanout: every
+// stored id is still found, and no absent one is.
+func TestFindThroughFanout(t *testing.T) {
+	s, dir := openStoreForTest(t)
+	w := s.NewWriter()
+	ids := make([]ID, 3000)
+	for i := range ids {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(i))
+		id, err := w.Put(TypeBlob, b[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := reopenForTest(t, dir)
+	for round := range 3 {
+		for _, id := range ids {
+			if !r.Has(id) {
+				t.Fatalf("round %d: %s not found", round, id.Short())
+			}
+		}
+	}
+	p := (*r.lookupOrder.Load())[0]
+	if p.fan.Load() == nil {
+		t.Fatalf("no fanout after %d searches", p.searches.Load())
+	}
+	for i := range 500 {
+		if id := Hash(TypeBlob, []byte{byte(i), 'x', 'y'}); r.Has(id) {
+			t.Fatalf("absent %s found", id.Short())
+		}
+	}
+}

@@ -292,13 +292,14 @@ func (p *packFile) find(id ID) (indexEntry, bool) {
 	defer runtime.KeepAlive(p)
 	lo, hi := 0, p.count()
 	key := binary.BigEndian.Uint64(id[:8]) // compares as the first 8 bytes do
-	if fan := p.fanout(); fan != nil {
-		lo, hi = int((*fan)[key>>48]), int((*fan)[key>>48+1])
-	}
-	keyAt := func(i int) uint64 { return binary.BigEndian.Uint64(p.index[i*indexEntrySize:]) }
 	// The interval holds ids whose keys lie in [kl, kh] (as far as the
 	// index is sorted); interpolate while it is large.
 	kl, kh := uint64(0), uint64(math.MaxUint64)
+	if fan := p.fanout(); fan != nil {
+		lo, hi = int((*fan)[key>>48]), int((*fan)[key>>48+1])
+		kl, kh = key&^(1<<48-1), key|(1<<48-1)
+	}
+	keyAt := func(i int) uint64 { return binary.BigEndian.Uint64(p.index[i*indexEntrySize:]) }
 	for probes := 0; probes < 4 && hi-lo > 64 && kl <= key && key <= kh && kl < kh; probes++ {
 		frac := key - kl // (key-kl)/(kh-kl+1) as a 64-bit fraction, < 1
 		if span := kh - kl + 1; span != 0 {
