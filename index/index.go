@@ -176,6 +176,9 @@ func (c *Cache) load() {
 		l := c.lazy()
 		c.mu.Lock()
 		c.file, c.dirs, c.count = l.file, l.dirs, l.count
+		c.damaged.Store(l.damaged.Load()) // (found by its journal's replay)
+		c.damagedFiles.Store(l.damagedFiles.Load())
+		c.damagedUnsaved.Store(l.damagedUnsaved.Load())
 		c.sum, c.size, c.journal = l.sum, l.size, l.journal
 		c.mu.Unlock()
 	})

@@ -801,3 +801,38 @@ func TestListings(t *testing.T) {
 		t.Fatalf("after DropUnusedListings: %d listings, dirty %v", len(l), c2.dirty)
 	}
 }
+
+// A lazily loaded cache whose journal touched a damaged block counts the
+// damage as a cache loaded at once does: it is dirty, and its next save
+// rewrites the file without the damage.
+func TestLoadLazyKeepsDamageFoundByTheJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache")
+	c := New()
+	c.Put("a/x", statForTest(1, t0), idForTest("x"), t0.Add(time.Hour))
+	c.Put("b/y", statForTest(2, t0), idForTest("y"), t0.Add(time.Hour))
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	c.Put("a/z", statForTest(3, t0), idForTest("z"), t0.Add(time.Hour)) // journaled
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(magic)+2] ^= 0x40 // inside the block of "a"
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := LoadLazy(nil, path)
+	if n := l.Len(); n != 2 || !l.Dirty() || l.damaged.Load() != 1 {
+		t.Fatalf("lazy load: Len %d (want 2: b/y and the journal's a/z), dirty %v, damaged %d", n, l.Dirty(), l.damaged.Load())
+	}
+	if err := l.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if c2, err := Load(path); err != nil || c2.Len() != 2 || len(entriesOf(c2)) != 2 || c2.damaged.Load() != 0 {
+		t.Fatalf("after the save: %v, %v", entriesOf(c2), err)
+	}
+}
