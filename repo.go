@@ -57,6 +57,11 @@ type Options struct {
 	// what it found on disk, if it recorded one (InterruptedMove.Found):
 	// a front-end says so, since the completion overwrote that work.
 	OnComplete func(InterruptedMove)
+	// LongRunning: the process keeps the repository open for long (a
+	// server, a daemon). The store then reads its pack indexes into memory
+	// rather than mapping them (objects.Store.ReadIndexes), so a pack
+	// damaged in place under it fails a request instead of the process.
+	LongRunning bool
 }
 
 // The environment every front-end honours (see Options.FromEnv, SessionFromEnv
@@ -303,6 +308,9 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 	}
 	if r.objects, err = objects.OpenFS(store, vfs); err != nil {
 		return nil, err
+	}
+	if opts.LongRunning {
+		r.objects.ReadIndexes()
 	}
 	if r.refs, err = refs.OpenFS(store, vfs); err != nil {
 		return nil, err

@@ -97,3 +97,53 @@ func TestFindThroughFanout(t *testing.T) {
 		}
 	}
 }
+
+// After ReadIndexes (a server, a daemon) no index is mapped: a pack
+// truncated in place under the process fails its reads, and lookups, which
+// would fault on a mapped index, still answer.
+func TestReadIndexesUnmapsForLongRunningProcesses(t *testing.T) {
+	s, dir := openStoreForTest(t)
+	w := s.NewWriter()
+	ids := make([]ID, mapIndexMin/indexEntrySize+100)
+	for i := range ids {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(i))
+		id, err := w.Put(TypeBlob, b[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	name, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reopenForTest(t, dir)
+	if p := r.packs[name]; p == nil || !p.mapped {
+		t.Fatal("the index was not mapped to begin with (the test's premise)")
+	}
+	r.ReadIndexes()
+	if p := r.packs[name]; p == nil || p.mapped {
+		t.Fatal("ReadIndexes left the index mapped")
+	}
+	path := filepath.Join(dir, PacksDir, name)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if !r.Has(id) {
+			t.Fatalf("%s not found after the truncation", id.Short())
+		}
+	}
+	if _, _, err := r.Read(ids[len(ids)-1]); err == nil {
+		t.Log("(the last object's record survived the truncation)")
+	}
+	r.Reload() // a new pack would be read, not mapped
+	if p := r.packs[name]; p != nil && p.mapped {
+		t.Fatal("a reload mapped the index again")
+	}
+}

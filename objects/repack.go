@@ -128,7 +128,7 @@ func (s *Store) indexedPack(name string) (*packFile, error) {
 // The in-memory index keeps only one copy of each object; this is how the
 // other copies are found.
 func packEntriesOf(p *packFile) ([]indexEntry, error) {
-	q, err := loadPack(p.blobs, p.name, true)
+	q, err := loadPack(p.blobs, p.name, true, false)
 	if err != nil {
 		return nil, err
 	}

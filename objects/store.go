@@ -41,6 +41,7 @@ type Store struct {
 	// lookupOrder is order, for lookups: replaced, never changed in place.
 	lookupOrder atomic.Pointer[[]*packFile]
 	loadErrs    map[string]error // packs that could not be indexed, by file name
+	readIndexes bool             // never map a pack's index (ReadIndexes)
 
 	bases baseCache // decoded delta bases
 }
@@ -64,6 +65,7 @@ type packFile struct {
 	index   []byte
 	dataEnd uint64
 	checked bool // the index passed the strict checks (see decodePackIndex)
+	mapped  bool // index is mapped from the file
 
 	// fan, built once a process has searched the index many times (a
 	// capture of a large tree asks once per file), gives for the first 16
@@ -204,7 +206,7 @@ func (s *Store) reloadLocked() (packErrs, err error) {
 		if err, ok := s.loadErrs[name]; ok && errors.Is(err, ErrCorrupt) {
 			continue // damaged: reading it again changes nothing
 		}
-		p, err := loadPack(s.blobs, name, false)
+		p, err := loadPack(s.blobs, name, false, !s.readIndexes)
 		if errors.Is(err, fs.ErrNotExist) {
 			delete(s.loadErrs, name) // removed since listed (by a gc)
 			continue
@@ -386,7 +388,7 @@ func listPacks(blobs storage.Blobs) ([]string, error) {
 // loadPack reads a pack's footer and index, validating the footer, and,
 // when strict, the index (decodePackIndex); otherwise each entry is checked
 // when a lookup finds it (packFile.entry).
-func loadPack(blobs storage.Blobs, name string, strict bool) (*packFile, error) {
+func loadPack(blobs storage.Blobs, name string, strict, mapOK bool) (*packFile, error) {
 	path := name // for messages: filepath.Base(path) is the pack's name
 	f, err := blobs.Open(name)
 	if err != nil {
@@ -417,7 +419,7 @@ func loadPack(blobs storage.Blobs, name string, strict bool) (*packFile, error) 
 	}
 	var index []byte
 	var unmap func()
-	if m, ok := f.(storage.Mapper); ok && !strict && count*indexEntrySize >= mapIndexMin {
+	if m, ok := f.(storage.Mapper); ok && mapOK && !strict && count*indexEntrySize >= mapIndexMin {
 		index, unmap, _ = m.Map(int64(off), int(count*indexEntrySize)) // (else read)
 	}
 	if index == nil {
@@ -434,9 +436,34 @@ func loadPack(blobs storage.Blobs, name string, strict bool) (*packFile, error) 
 	p := newPackFile(blobs, name, size, index, off)
 	p.checked = strict
 	if unmap != nil {
+		p.mapped = true
 		runtime.AddCleanup(p, func(unmap func()) { unmap() }, unmap)
 	}
 	return p, nil
+}
+
+// ReadIndexes makes the store read pack indexes into memory from now on
+// rather than map them, and reads again those it mapped. A process that
+// keeps the store open for long (a server, a daemon) calls it before it
+// uses the store: a pack that something else truncates in place (a backup
+// restored over the store, rsync --inplace) then fails the reads that need
+// it, where a mapped index would fault the process (SIGBUS), as it would
+// git. A command that runs for a moment keeps the mapping: it reads only
+// what it looks up.
+func (s *Store) ReadIndexes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readIndexes = true
+	for name, p := range s.packs {
+		if !p.mapped {
+			continue
+		}
+		if q, err := loadPack(s.blobs, name, false, false); err == nil {
+			q.checked = p.checked
+			s.packs[name] = q
+		} // (else it stays mapped: the file is gone or unreadable since, and the mapping still answers)
+	}
+	s.reorderLocked()
 }
 
 // mapIndexMin: a pack index at least this large is mapped rather than read
@@ -460,7 +487,7 @@ func (s *Store) CheckIndexes() error {
 	s.mu.RUnlock()
 	var errs []error
 	for _, p := range todo {
-		q, err := loadPack(p.blobs, p.name, true)
+		q, err := loadPack(p.blobs, p.name, true, false)
 		if err == nil && !bytes.Equal(q.index, p.index) {
 			// Lookups search the index read at open: the check vouches
 			// for it only when it is the index just verified.

@@ -143,5 +143,5 @@ func loadPackPath(vfs fsys.FS, path string, strict bool) (*packFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loadPack(blobs, filepath.Base(path), strict)
+	return loadPack(blobs, filepath.Base(path), strict, false)
 }

@@ -66,6 +66,7 @@ It runs until interrupted.
 		),
 		Action: func(c *cli.Context) error {
 			g := globals(c)
+			g.longRunning = true
 			repo, err := g.open(c.Context)
 			if errors.Is(err, snap.ErrNoStore) && g.Store == "" {
 				// Started by an agent in a project with no store: make

@@ -66,6 +66,7 @@ Examples:
 			if err != nil {
 				return usageErrorf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8766", addr)
 			}
+			g.longRunning = true
 			repo, err := g.open(c.Context)
 			if err != nil {
 				return err

@@ -78,6 +78,7 @@ Examples:
 				return usageErrorf("--status, --stop and --foreground exclude one another")
 			}
 			g := globals(c)
+			g.longRunning = true
 			repo, err := g.open(c.Context)
 			if err != nil {
 				return err

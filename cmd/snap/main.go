@@ -158,6 +158,9 @@ type globalOptions struct {
 	Store   string // --store: explicit store path; "" means $SNAP_STORE, else found from Dir
 
 	stderr io.Writer // for warnings; nil: none
+	// longRunning: a server or daemon (ui, mcp, watch): see
+	// snap.Options.LongRunning.
+	longRunning bool
 }
 
 func (g globalOptions) session() string { return snap.SessionFromEnv(g.Session) }
@@ -165,7 +168,7 @@ func (g globalOptions) session() string { return snap.SessionFromEnv(g.Session) 
 // repoOptions: SNAP_STORE and SNAP_LOCK_TIMEOUT (a hook that must not
 // block its agent sets a short one) as every front-end reads them.
 func (g globalOptions) repoOptions() snap.Options {
-	o := snap.Options{Dir: g.Dir, Store: g.Store}.FromEnv()
+	o := snap.Options{Dir: g.Dir, Store: g.Store, LongRunning: g.longRunning}.FromEnv()
 	if g.stderr != nil {
 		o.OnComplete = func(m snap.InterruptedMove) {
 			fmt.Fprintf(g.stderr, "snap: first completed the %s of session %s to %s that an interrupted snap left part way", m.Kind, m.Session, m.Target.Short())
