@@ -1167,7 +1167,7 @@ func (r *restorer) write(c objects.Change) error {
 		if r.opts.Cache != nil {
 			if rec, id, ok := r.opts.Cache.Recorded(c.Path); ok && id == c.Old.ID {
 				now := statFromUnix(&st)
-				unchanged = now.Size == rec.Size && now.Mtime == rec.Mtime && now.Ino == rec.Ino
+				unchanged = now == rec // ctime too: an edit that puts the mtime back moves it
 			}
 		}
 		if !unchanged && c.Old.Mode != 0 && c.Old.Mode != objects.ModeDir {

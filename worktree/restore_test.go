@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/index"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -320,5 +322,52 @@ func TestRestoreLeavesAFileWrittenMeanwhile(t *testing.T) {
 				t.Fatalf("secret: %q, mode %v; want the new content, mode 0600", got, fi.Mode().Perm())
 			}
 		})
+	}
+}
+
+// An edit in place that keeps the file's size and puts its mtime back (cp
+// -p, rsync -t, tar x) still moves its ctime: the stat cache does not vouch
+// for it, its content is compared, and the edit is left as it is
+// (torture/statcache-findings/03).
+func TestRestoreLeavesAnEditThatPutItsMtimeBack(t *testing.T) {
+	root := t.TempDir()
+	store := filepath.Join(root, ".snap")
+	st, err := objects.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := st.NewWriter()
+	cur := build(t, w, []node{file("a.txt", "old\n")})
+	target := build(t, w, []node{file("a.txt", "new\n")})
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "a.txt")
+	os.WriteFile(p, []byte("old\n"), 0o644)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := index.New()
+	cache.Put("a.txt", index.StatOf(fi), objects.Hash(objects.TypeBlob, []byte("old\n")), time.Now())
+	time.Sleep(20 * time.Millisecond) // (a ctime the edit surely moves)
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("OLD\n"), 0)
+	f.Close()
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	res, err := Restore(context.Background(), st, cur, target, RestoreOptions{Root: root, StoreDir: store,
+		Trash: filepath.Join(store, "trash"), Workers: 1, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Errors) != 1 || !errors.Is(res.Errors[0].Err, ErrChanged) {
+		t.Fatalf("errors %v, want a.txt: %v", res.Errors, ErrChanged)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "OLD\n" {
+		t.Fatalf("a.txt holds %q: the edit is lost", got)
 	}
 }

@@ -40,7 +40,9 @@ is dead or does not answer within half a second) the capture reads that
 directory, or everything, as without it; with a file system mounted inside
 the project, always. A write through a shared mmap or Linux native AIO
 raises no event: it is recorded by the next full scan, which runs at least
-every 10 minutes whatever the daemon says. Linux allows each user a number of
+every 10 minutes whatever the daemon says, when it moved the file's mtime
+or ctime (a second write to an mmap'd page not yet written back moves
+neither, and no stat-based tool sees it, git status included). Linux allows each user a number of
 watches (fs.inotify.max_user_watches; one per directory): past it the
 directories left unwatched are read by every capture; --status says how many.
 
