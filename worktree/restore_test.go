@@ -351,14 +351,26 @@ func TestRestoreLeavesAnEditThatPutItsMtimeBack(t *testing.T) {
 	}
 	cache := index.New()
 	cache.Put("a.txt", index.StatOf(fi), objects.Hash(objects.TypeBlob, []byte("old\n")), time.Now())
-	time.Sleep(20 * time.Millisecond) // (a ctime the edit surely moves)
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; ; i++ { // the edit, until the clock has moved the ctime past the recorded one
+		time.Sleep(20 * time.Millisecond)
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte("OLD\n"), 0)
+		f.Close()
+		os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		now, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := index.StatOf(now); st.Ctime != index.StatOf(fi).Ctime && st.Mtime == index.StatOf(fi).Mtime {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the edit never moved the file's ctime")
+		}
 	}
-	f.WriteAt([]byte("OLD\n"), 0)
-	f.Close()
-	os.Chtimes(p, fi.ModTime(), fi.ModTime())
 	res, err := Restore(context.Background(), st, cur, target, RestoreOptions{Root: root, StoreDir: store,
 		Trash: filepath.Join(store, "trash"), Workers: 1, Cache: cache})
 	if err != nil {
