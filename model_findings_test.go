@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -412,5 +413,39 @@ func TestUndoRemovesWhatTheRewindWroteThatItsRulesIgnore(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, ".gitignore")); string(b) != "!main.go\n" {
 		t.Fatalf(".gitignore after the undo: %q", b)
+	}
+}
+
+// M41 (model, seed 918): the revert of a change that made a directory a
+// file, after the file was edited, is a conflict on that path; the
+// three-way merge read the directory's tree as content ("object corrupt: …
+// is a tree, not content") and the revert, its dry run too, failed whole.
+func TestRevertOfAChangeOfKindEditedSinceIsAConflict(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "d", "x"), "1\n")
+	writeFile(t, filepath.Join(root, "y"), "1\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if err := os.RemoveAll(filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "d"), "a\nb\nc\n")
+	writeFile(t, filepath.Join(root, "y"), "2\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "d"), "a\nb changed since\nc\n")
+	for _, dry := range []bool{true, false} {
+		res, err := workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "@", DryRun: dry})
+		if err != nil && !errors.Is(err, snap.ErrPartial) || res == nil {
+			t.Fatalf("revert (dry run %v): %+v, %v", dry, res, err)
+		}
+		found := false
+		for _, c := range res.Conflicts {
+			found = found || c.Path == "d"
+		}
+		if !found || !slices.Contains(res.Reverted, "y") {
+			t.Fatalf("revert (dry run %v): reverted %v, conflicts %+v; want y reverted and d a conflict", dry, res.Reverted, res.Conflicts)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "d")); string(b) != "a\nb changed since\nc\n" {
+		t.Fatalf("d after the revert: %q, want the edit kept", b)
 	}
 }

@@ -231,6 +231,9 @@ func (p *revertPlan) err() error {
 // the tree nowTree: a path untouched since goes back, a text file changed
 // since is merged three ways, anything else is a conflict. Merged content
 // is put with w.
+// isFileMode reports whether m is a regular file's (executable or not).
+func isFileMode(m snap.Mode) bool { return m == snap.ModeFile || m == snap.ModeExec }
+
 func planRevert(pr *snap.Present, fromTree, toTree snap.ID, changed []string) (*revertPlan, error) {
 	nowTree := pr.Tree
 	plan := &revertPlan{edits: map[string]*snap.TreeEntry{}, reverted: []string{}, conflicts: []RevertConflict{}}
@@ -295,6 +298,13 @@ func planRevert(pr *snap.Present, fromTree, toTree snap.ID, changed []string) (*
 			continue
 		case cur.Mode != snap.ModeFile && cur.Mode != snap.ModeExec || orig.Mode != base.Mode && cur.Mode != base.Mode:
 			conflict("its kind or mode changed since the change")
+			continue
+		case !isFileMode(orig.Mode) || !isFileMode(base.Mode):
+			// The change made a directory or link a file (or the other
+			// way), and the file was changed since: no three-way merge of
+			// lines can undo a change of kind (model finding M41: the
+			// merge read a directory's tree as content).
+			conflict("the change changed its kind, and it was changed since")
 			continue
 		}
 		// A text file changed by the change and since: three ways.
