@@ -110,9 +110,10 @@ type Cache struct {
 	lazy     func() *Cache
 	lazyOnce sync.Once
 	// damaged counts the blocks of the file that did not check (their
-	// directories load as empty), damagedFiles the entries the table gave
-	// them; while any is unsaved, the next save writes the file whole.
-	damaged, damagedFiles, damagedUnsaved atomic.Int64
+	// directories load as empty) since the file was last written whole,
+	// which the next save does; damagedFiles the entries the table gave
+	// them (counted in count).
+	damaged, damagedFiles atomic.Int64
 }
 
 // New returns an empty cache.
@@ -178,7 +179,6 @@ func (c *Cache) load() {
 		c.file, c.dirs, c.count = l.file, l.dirs, l.count
 		c.damaged.Store(l.damaged.Load()) // (found by its journal's replay)
 		c.damagedFiles.Store(l.damagedFiles.Load())
-		c.damagedUnsaved.Store(l.damagedUnsaved.Load())
 		c.sum, c.size, c.journal = l.sum, l.size, l.journal
 		c.mu.Unlock()
 	})
@@ -188,7 +188,7 @@ func (c *Cache) load() {
 func (c *Cache) Dirty() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.dirty || c.damagedUnsaved.Load() > 0
+	return c.dirty || c.damaged.Load() > 0
 }
 
 // Len returns the number of entries.
@@ -260,7 +260,6 @@ func (c *Cache) fileState(i int) *dirState {
 	}
 	if err != nil {
 		c.damaged.Add(1)
-		c.damagedUnsaved.Add(1)
 		c.damagedFiles.Add(int64(f.blocks[i].files))
 	}
 	return d
@@ -475,7 +474,7 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	c.mu.Lock()
-	damaged := c.damagedUnsaved.Load()
+	damaged := c.damaged.Load()
 	if !c.dirty && damaged == 0 {
 		c.mu.Unlock()
 		return nil
@@ -515,7 +514,7 @@ func (c *Cache) SaveFS(vfs fsys.FS, path string) (err error) {
 			c.sum = nil
 		default:
 			c.sum, c.size, c.journal = sum, len(data), 0
-			c.damagedUnsaved.Add(-damaged)
+			c.damaged.Add(-damaged)
 		}
 		c.mu.Unlock()
 	}()

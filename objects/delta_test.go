@@ -579,12 +579,12 @@ func searchFirstForTest(s *Store, p *packFile) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	order := []*packFile{p}
-	for _, q := range s.order {
+	for _, q := range s.packOrder() {
 		if q != p {
 			order = append(order, q)
 		}
 	}
-	s.order = order
+	s.order.Store(&order)
 }
 
 // zstd leaves the content size out of frames under 256 bytes: a delta

@@ -15,22 +15,8 @@ import (
 // (their cleanups unmap only their own mappings).
 func TestLargePackIndexIsMapped(t *testing.T) {
 	s, dir := openStoreForTest(t)
-	w := s.NewWriter()
 	n := mapIndexMin/indexEntrySize + 100
-	ids := make([]ID, n)
-	for i := range ids {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(i))
-		id, err := w.Put(TypeBlob, b[:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = id
-	}
-	name, err := w.Commit()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids, name := putBlobsForTest(t, s, n)
 	for round := 0; round < 3; round++ {
 		r := reopenForTest(t, dir)
 		maps, err := os.ReadFile("/proc/self/maps")
@@ -65,20 +51,7 @@ func TestLargePackIndexIsMapped(t *testing.T) {
 // stored id is still found, and no absent one is.
 func TestFindThroughFanout(t *testing.T) {
 	s, dir := openStoreForTest(t)
-	w := s.NewWriter()
-	ids := make([]ID, 3000)
-	for i := range ids {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(i))
-		id, err := w.Put(TypeBlob, b[:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = id
-	}
-	if _, err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	ids, _ := putBlobsForTest(t, s, 3000)
 	r := reopenForTest(t, dir)
 	for round := range 3 {
 		for _, id := range ids {
@@ -87,7 +60,7 @@ func TestFindThroughFanout(t *testing.T) {
 			}
 		}
 	}
-	p := (*r.lookupOrder.Load())[0]
+	p := r.packOrder()[0]
 	if p.fan.Load() == nil {
 		t.Fatalf("no fanout after %d searches", p.searches.Load())
 	}
@@ -103,21 +76,7 @@ func TestFindThroughFanout(t *testing.T) {
 // would fault on a mapped index, still answer.
 func TestReadIndexesUnmapsForLongRunningProcesses(t *testing.T) {
 	s, dir := openStoreForTest(t)
-	w := s.NewWriter()
-	ids := make([]ID, mapIndexMin/indexEntrySize+100)
-	for i := range ids {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(i))
-		id, err := w.Put(TypeBlob, b[:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = id
-	}
-	name, err := w.Commit()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids, name := putBlobsForTest(t, s, mapIndexMin/indexEntrySize+100)
 	r := reopenForTest(t, dir)
 	if p := r.packs[name]; p == nil || !p.mapped {
 		t.Fatal("the index was not mapped to begin with (the test's premise)")
@@ -146,4 +105,26 @@ func TestReadIndexesUnmapsForLongRunningProcesses(t *testing.T) {
 	if p := r.packs[name]; p != nil && p.mapped {
 		t.Fatal("a reload mapped the index again")
 	}
+}
+
+// putBlobsForTest stores n small blobs (the numbers 0..n-1) in one pack of
+// s and returns their ids and the pack's name.
+func putBlobsForTest(t testing.TB, s *Store, n int) ([]ID, string) {
+	t.Helper()
+	w := s.NewWriter()
+	ids := make([]ID, n)
+	for i := range ids {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(i))
+		id, err := w.Put(TypeBlob, b[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	name, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids, name
 }

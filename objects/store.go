@@ -37,9 +37,10 @@ type Store struct {
 
 	mu    sync.RWMutex
 	packs map[string]*packFile // by file name
-	order []*packFile          // the same, biggest first: lookups search each in turn
-	// lookupOrder is order, for lookups: replaced, never changed in place.
-	lookupOrder atomic.Pointer[[]*packFile]
+	// order is the same, biggest first: lookups search each in turn,
+	// without a lock (every walker of a capture asks, for every file), so
+	// it is replaced, never changed in place.
+	order atomic.Pointer[[]*packFile]
 	loadErrs    map[string]error // packs that could not be indexed, by file name
 	readIndexes bool             // never map a pack's index (ReadIndexes)
 
@@ -239,21 +240,28 @@ func (s *Store) dropPackLocked(p *packFile) {
 
 // reorderLocked rebuilds the lookup order from s.packs.
 func (s *Store) reorderLocked() {
-	s.order = make([]*packFile, 0, len(s.packs)) // (a new slice: lookups read the old one without a lock)
+	order := make([]*packFile, 0, len(s.packs))
 	for _, p := range s.packs {
-		s.order = append(s.order, p)
+		order = append(order, p)
 	}
 	// Biggest first: most lookups are hits, and most hits are in the
 	// pack that holds the bulk of the store (after a gc, all of it).
-	sort.Slice(s.order, func(i, j int) bool {
-		a, b := s.order[i], s.order[j]
+	sort.Slice(order, func(i, j int) bool {
+		a, b := order[i], order[j]
 		if a.count() != b.count() {
 			return a.count() > b.count()
 		}
 		return a.name < b.name
 	})
-	order := s.order
-	s.lookupOrder.Store(&order)
+	s.order.Store(&order)
+}
+
+// packOrder returns the packs in the order lookups search them.
+func (s *Store) packOrder() []*packFile {
+	if o := s.order.Load(); o != nil {
+		return *o
+	}
+	return nil
 }
 
 // newPackFile describes an indexed pack: index is its index (sorted by
@@ -511,11 +519,7 @@ func (s *Store) CheckIndexes() error {
 }
 
 func (s *Store) lookup(id ID) (location, bool) {
-	order := s.lookupOrder.Load() // no lock: a capture of a large tree asks from every walker, for every file
-	if order == nil {
-		return location{}, false
-	}
-	for _, p := range *order {
+	for _, p := range s.packOrder() {
 		if e, ok := p.find(id); ok {
 			return location{p, e}, true
 		}
@@ -710,18 +714,17 @@ func (s *Store) Each(fn func(id ID, t Type)) {
 // objects returns one location of every indexed object: the one lookup
 // finds.
 func (s *Store) objects() []location {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	order := s.packOrder()
 	n := 0
-	for _, p := range s.order {
+	for _, p := range order {
 		n += p.count()
 	}
 	out := make([]location, 0, n)
 	var seen map[ID]bool // only needed when an object may be in two packs
-	if len(s.order) > 1 {
+	if len(order) > 1 {
 		seen = make(map[ID]bool, n)
 	}
-	for _, p := range s.order {
+	for _, p := range order {
 		for _, e := range p.entries() {
 			if seen != nil {
 				if seen[e.id] {

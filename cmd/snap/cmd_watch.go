@@ -80,7 +80,7 @@ Examples:
 				return usageErrorf("--status, --stop and --foreground exclude one another")
 			}
 			g := globals(c)
-			g.longRunning = true
+			g.longRunning = c.Bool("foreground") // the daemon; --status, --stop and the start of a daemon run for a moment
 			repo, err := g.open(c.Context)
 			if err != nil {
 				return err
