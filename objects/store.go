@@ -40,7 +40,7 @@ type Store struct {
 	// order is the same, biggest first: lookups search each in turn,
 	// without a lock (every walker of a capture asks, for every file), so
 	// it is replaced, never changed in place.
-	order atomic.Pointer[[]*packFile]
+	order       atomic.Pointer[[]*packFile]
 	loadErrs    map[string]error // packs that could not be indexed, by file name
 	readIndexes bool             // never map a pack's index (ReadIndexes)
 
