@@ -246,6 +246,38 @@ func TestBrowserKeyboard(t *testing.T) {
 	b.noErrors()
 }
 
+// A refresh the store's change starts redraws the timeline; the focus
+// stays on the control that has it when the view is redrawn, not the one
+// that had it when the refresh began. (CI of stop 33, TestBrowserKeyboard:
+// the keyboard had moved from #1's Rewind button to #2's row while a
+// refresh fetched; the redraw put the focus back on the button.)
+func TestBrowserRefreshKeepsTheFocusWhereItIsNow(t *testing.T) {
+	p := newProject(t)
+	b, base, srv := startBrowser(t, p.r, "A")
+	b.do("open A's timeline", chromedp.Navigate(base+"/?token="+srv.Token()+"#/s/A"))
+	b.wait("the timeline", `document.querySelectorAll('#timeline tbody tr').length === 3`)
+	rowOf := func(id fmt.Stringer) string { return fmt.Sprintf(`document.querySelector('#timeline tr[data-id="%s"]')`, id) }
+	b.do("focus #1's Rewind button", chromedp.Evaluate[chromedp.Void](rowOf(p.a1.ID)+`.querySelector('button').focus()`))
+	// A slow server: the timeline's log arrives 1.5 s after it is asked.
+	b.do("slow the log down", chromedp.Evaluate[chromedp.Void](`(() => {
+		const f = window.fetch;
+		window.logAsked = 0;
+		window.fetch = async (u, o) => {
+			if (String(u).startsWith('/api/log')) { window.logAsked++; await new Promise((r) => setTimeout(r, 1500)); }
+			return f(u, o);
+		};
+	})()`))
+	snaptest.WriteFiles(t, p.root, map[string]string{"src/later.go": "package main\n"})
+	checkpoint(t, p.r, snap.CheckpointOptions{Session: "A", Kind: "post-tool", Actor: snap.ActorAgent, Summary: "later"})
+	b.wait("the refresh asked for the log", `window.logAsked > 0`)
+	b.do("focus #2's row", chromedp.Evaluate[chromedp.Void](rowOf(p.a2.ID)+`.focus()`))
+	b.wait("the timeline redrawn", `document.querySelectorAll('#timeline tbody tr').length === 4`)
+	if !eval[bool](b, `document.activeElement === `+rowOf(p.a2.ID)) {
+		t.Errorf("after the redraw the focus is on %s, not on the row of #2", b.focused())
+	}
+	b.noErrors()
+}
+
 // A store damaged while snap ui runs (a pack cut short): a page that needs
 // what was lost shows the server's error in its place, saying the store is
 // damaged and what to run, never a blank page or the page before; the

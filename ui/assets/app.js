@@ -12,6 +12,7 @@ const state = {
   dialogOpen: false,
   busy: false,     // an undo or redo is running
   refresh: null,   // re-renders the current view (events)
+  refreshing: false, // a refresh is on its way: its view keeps the focus (show)
 };
 
 // el builds an element: el('a', {href: '#/'}, 'text', child, ...).
@@ -154,6 +155,7 @@ function showError(e) {
 
 // render shows the view the address names, or why it cannot.
 async function render() {
+  state.refreshing = false; // (a view asked for is not a refresh)
   try {
     await route();
   } catch (e) {
@@ -167,8 +169,15 @@ function fill(box, ...nodes) {
   box.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
 }
 
+// show replaces the view. A refresh (the store changed under the view)
+// keeps the focus on the same control of the same row: the one that has
+// it when the view is replaced, not when the refresh began (the user may
+// have moved on while it fetched).
 function show(...nodes) {
+  const at = state.refreshing ? focusKey() : null;
+  state.refreshing = false;
   fill($('main'), ...nodes);
+  restoreFocus(at);
 }
 
 function badgeKind(e) {
@@ -925,8 +934,8 @@ function listen() {
       // damaged meanwhile), unless the store was only busy.
       // The focus stays where it was (the same control of the same row).
       if (state.refresh) {
-        const at = focusKey();
-        state.refresh().then(() => restoreFocus(at), (e) => { if (e.code !== 'busy' && e.code !== 'unreachable') showError(e); });
+        state.refreshing = true;
+        state.refresh().catch((e) => { state.refreshing = false; if (e.code !== 'busy' && e.code !== 'unreachable') showError(e); });
       }
       else if (state.view === 'compare-now') notice(['The working tree or the store changed. ', el('button', {type: 'button', onclick: render}, 'Refresh')]);
     }, 500);
