@@ -449,3 +449,44 @@ func TestRevertOfAChangeOfKindEditedSinceIsAConflict(t *testing.T) {
 		t.Fatalf("d after the revert: %q, want the edit kept", b)
 	}
 }
+
+// M40 (seed 917): a revert that takes a file out of the record, where the
+// revert's own end ignores it (the change reverted had stopped ignoring
+// it), leaves it on disk: a move to the end (the revert's redo) reads the
+// end's rules and leaves it, so the revert must too. The revert deleted it.
+func TestRevertKeepsWhatItsEndIgnores(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, ".snapignore"), "main.go\n")
+	writeFile(t, filepath.Join(root, "src", "main.go"), "package main\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, ".snapignore"), "alpha\n")
+	checkpoint(t, r, snap.CheckpointOptions{}) // holds src/main.go: to the record, the change added it
+	main := filepath.Join(root, "src", "main.go")
+	for _, dry := range []bool{true, false} {
+		res, err := workflow.New(r).Revert(ctx, workflow.RevertOptions{Ref: "@", DryRun: dry})
+		if err != nil || res.Rewind == nil && !dry {
+			t.Fatalf("revert (dry run %v): %+v, %v", dry, res, err)
+		}
+		if res.Rewind != nil && slices.Contains(res.Rewind.Deleted, "src/main.go") {
+			t.Errorf("revert (dry run %v) deleted src/main.go, which its end's .snapignore ignores", dry)
+		}
+	}
+	check := func(when, ignore string, onDisk bool) {
+		t.Helper()
+		if b, _ := os.ReadFile(filepath.Join(root, ".snapignore")); string(b) != ignore {
+			t.Errorf("%s: .snapignore %q, want %q", when, b, ignore)
+		}
+		if b, err := os.ReadFile(main); onDisk && string(b) != "package main\n" || !onDisk && err == nil {
+			t.Errorf("%s: src/main.go %q, %v (on disk: want %v)", when, b, err, onDisk)
+		}
+	}
+	check("after the revert", "main.go\n", true)
+	if _, err := r.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	check("after its undo", "alpha\n", true)
+	if _, err := r.Redo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	check("after its redo", "main.go\n", true)
+}

@@ -337,7 +337,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		}
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
 			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, Keep: keep, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir(),
-			UndoCreated: scope.UndoCreated, UndoFrom: undoFrom, SyncAll: scope.recovering})
+			UndoCreated: scope.UndoCreated, UndoFrom: undoFrom, SpareIgnored: scope.FromPresent, SyncAll: scope.recovering})
 		if rr != nil {
 			res.Restored, res.Deleted, res.Errors, res.Created = rr.Restored, rr.Deleted, rr.Errors, rr.Created
 			if len(scope.UndoCreated) > 0 {

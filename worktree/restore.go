@@ -50,6 +50,12 @@ type RestoreOptions struct {
 	// paths would keep them otherwise.
 	UndoCreated []string
 	UndoFrom    objects.ID
+	// SpareIgnored: a deletion spares what the target's own ignore rules
+	// ignore. For a target made from the current capture (a revert, a
+	// commit of staged edits): a move to an older checkpoint leaves such a
+	// path out of its safety capture, since it reads the target's rules
+	// first; this one cannot, the rules being part of what it makes (M40).
+	SpareIgnored bool
 	// SyncAll makes the whole tree durable before Restore returns, even
 	// when nothing differs: completing a move a killed process began,
 	// whose writes may not be durable yet.
@@ -219,6 +225,9 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	// captured, stays).
 	emptied := map[string]bool{}
 	for _, c := range deletes {
+		if opts.SpareIgnored && r.targetIgnores(c.Path, c.Old.Mode == objects.ModeDir) {
+			continue
+		}
 		if c.Old.Mode == objects.ModeDir {
 			if r.removeEmptyDir(c.Path) {
 				r.res.Deleted = append(r.res.Deleted, c.Path+"/")
@@ -721,16 +730,15 @@ func (r *restorer) ignoredAndAbsent(p string, isDir bool) (ignored bool, top str
 		dir := isDir || i < len(comps)-1
 		// The rules on disk, those the current capture stores (the
 		// undo's target: an ignore file it carried unread may differ),
-		// and those the target stores: once the restore has written its
-		// ignore files, what they ignore is no longer captured, so an
-		// undo would keep it (M37).
-		if r.rulesIn(comps[:i]).ignored(comps[:i+1], dir) || r.storedRulesIn(comps[:i]).ignored(comps[:i+1], dir) ||
-			r.treeRulesIn(r.target, r.ends, comps[:i]).ignored(comps[:i+1], dir) {
+		// and (below) those the target stores: once the restore has
+		// written its ignore files, what they ignore is no longer
+		// captured, so an undo would keep it (M37).
+		if r.rulesIn(comps[:i]).ignored(comps[:i+1], dir) || r.storedRulesIn(comps[:i]).ignored(comps[:i+1], dir) {
 			ignored = true
 			break
 		}
 	}
-	if !ignored {
+	if !ignored && !r.targetIgnores(p, isDir) {
 		return false, ""
 	}
 	i, fd, err := r.walkAbove(comps)
@@ -914,6 +922,18 @@ func (r *restorer) capturedDir(p string) bool {
 func (r *restorer) entryIn(id objects.ID, p string) (objects.TreeEntry, bool) {
 	e, ok, _ := objects.EntryAt(r.src, id, p)
 	return e, ok
+}
+
+// targetIgnores reports whether the rules the target stores ignore p
+// (or a directory above it).
+func (r *restorer) targetIgnores(p string, isDir bool) bool {
+	comps := strings.Split(p, "/")
+	for i := range comps {
+		if r.treeRulesIn(r.target, r.ends, comps[:i]).ignored(comps[:i+1], isDir || i < len(comps)-1) {
+			return true
+		}
+	}
+	return false
 }
 
 // storedRulesIn is the ignorer of directory comps as the current capture

@@ -178,7 +178,9 @@
 //     revert) is the model's, a dry run says the same and changes
 //     nothing; with nothing to write nothing moves; else a move to a
 //     "revert" checkpoint (the safety checkpoint's tree with the reverted
-//     paths) where the head goes, every other path as it was, conflicts
+//     paths) where the head goes, every other path as it was (a file it
+//     takes out of the record that the end's rules ignore stays on disk:
+//     M40), conflicts
 //     ErrPartial; undo right after is exact, redo right after that undo
 //     gives the state after (promise 3). A change that makes a file a
 //     directory or back, or touches a path a move leaves alone

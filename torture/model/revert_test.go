@@ -509,10 +509,21 @@ func (r *runner) opRevert(p *project, op *Op) {
 	}
 	expFiles := m0.safety.files.clone()
 	for _, q := range paths {
+		if e := re.edits[q]; e != nil {
+			expFiles[q] = *e
+		} else {
+			delete(expFiles, q)
+		}
+	}
+	// A file the revert takes out of the record stays on disk when the
+	// end's own rules ignore it, as a move to the end would leave it (M40).
+	endRules := recordRules(expFiles, d0)
+	for _, q := range paths {
 		e := re.edits[q]
 		if e == nil {
-			delete(expDisk, q)
-			delete(expFiles, q)
+			if !endRules.ignored(q, false) {
+				delete(expDisk, q)
+			}
 			continue
 		}
 		expDisk[q], expFiles[q] = *e, *e
