@@ -256,7 +256,9 @@ func TestBrowserRefreshKeepsTheFocusWhereItIsNow(t *testing.T) {
 	b, base, srv := startBrowser(t, p.r, "A")
 	b.do("open A's timeline", chromedp.Navigate(base+"/?token="+srv.Token()+"#/s/A"))
 	b.wait("the timeline", `document.querySelectorAll('#timeline tbody tr').length === 3`)
-	rowOf := func(id fmt.Stringer) string { return fmt.Sprintf(`document.querySelector('#timeline tr[data-id="%s"]')`, id) }
+	rowOf := func(id fmt.Stringer) string {
+		return fmt.Sprintf(`document.querySelector('#timeline tr[data-id="%s"]')`, id)
+	}
 	b.do("focus #1's Rewind button", chromedp.Evaluate[chromedp.Void](rowOf(p.a1.ID)+`.querySelector('button').focus()`))
 	// A slow server: the timeline's log arrives 1.5 s after it is asked.
 	b.do("slow the log down", chromedp.Evaluate[chromedp.Void](`(() => {
