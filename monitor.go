@@ -48,6 +48,10 @@ type monitorBase struct {
 	// whole every time.
 	Rescan      []string `json:"rescan,omitempty"`
 	RescanTrees []string `json:"rescan_trees,omitempty"`
+	// RulesRecorded: the capture read its rules from the ignore files its
+	// tree records, every one (worktree.Snapshot.UnrecordedRules empty), so
+	// a capture under a stored tree's rules can build on it too.
+	RulesRecorded bool `json:"rules_recorded,omitempty"`
 	// Root is the project root's device and inode when it was captured:
 	// another directory at that path (moved away, put back as a copy) is
 	// not the one the daemon watched.
@@ -72,6 +76,7 @@ const monitorBases = 8
 type monitorNote struct {
 	key, token, root    string
 	rescan, rescanTrees []string
+	rulesRecorded       bool
 	full                int64 // the chain's last full scan (this one's time when it is one)
 	used                bool  // the capture built on a base (CheckpointResult.Monitored)
 }
@@ -118,6 +123,16 @@ func (r *Repo) askMonitor(o *worktree.Options) *monitorNote {
 	}
 	key := monitorKey(o)
 	base, ok := r.loadMonitorBases()[key]
+	plain := false
+	if len(o.IgnoreTrees) > 0 && !ok {
+		// A move's safety capture, under its target's rules as well as
+		// those on disk: it builds on the last capture under the rules
+		// on disk alone when the target's are the same (below).
+		po := *o
+		po.IgnoreTrees = nil
+		base, ok = r.loadMonitorBases()[monitorKey(&po)]
+		ok, plain = ok && base.RulesRecorded, true
+	}
 	ans, err := watch.Query(r.StoreDir, base.Token, monitorWait)
 	if err != nil {
 		return nil
@@ -137,6 +152,11 @@ func (r *Repo) askMonitor(o *worktree.Options) *monitorNote {
 	ck, err := r.objects.ReadCheckpoint(base.Checkpoint)
 	if err != nil || r.history().isExpired(base.Checkpoint) {
 		return note
+	}
+	for _, it := range o.IgnoreTrees {
+		if plain && !worktree.SameRules(r.objects, ck.Tree, it, o.Root) {
+			return note
+		}
 	}
 	o.Monitor = &worktree.Monitor{Base: ck.Tree, Dirs: slices.Concat(ans.Dirs, base.Rescan),
 		Trees: slices.Concat(ans.Trees, base.RescanTrees), Unwatched: ans.Unwatched}
@@ -212,6 +232,13 @@ func (n *monitorNote) captured(snap *worktree.Snapshot) {
 	for _, s := range snap.Skipped {
 		dirs[dirOf(s.Path)] = true
 	}
+	// Where the rules were not read from the tree, the next capture reads
+	// them again (a directory taken from this tree would be read under
+	// the rules its tree records).
+	for _, d := range snap.UnrecordedRules {
+		dirs[d] = true
+	}
+	n.rulesRecorded = len(snap.UnrecordedRules) == 0
 	for _, p := range snap.Linked {
 		dirs[dirOf(p)] = true
 		if base := path.Base(p); base == ".gitignore" || base == ".snapignore" {
@@ -232,7 +259,8 @@ func (r *Repo) noteMonitor(c *captured, id objects.ID) (monitored bool) {
 	monitored = c.monitor.used
 	n := c.monitor
 	bases := r.loadMonitorBases()
-	bases[n.key] = monitorBase{Token: n.token, Checkpoint: id, Rescan: n.rescan, RescanTrees: n.rescanTrees, Root: n.root, Full: n.full, Used: time.Now().UnixNano()}
+	bases[n.key] = monitorBase{Token: n.token, Checkpoint: id, Rescan: n.rescan, RescanTrees: n.rescanTrees, RulesRecorded: n.rulesRecorded,
+		Root: n.root, Full: n.full, Used: time.Now().UnixNano()}
 	for len(bases) > monitorBases {
 		oldest := ""
 		for k, b := range bases {

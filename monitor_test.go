@@ -192,7 +192,8 @@ func checkRandomChanges(t *testing.T, r *snap.Repo, root string, rng *rand.Rand)
 			}
 			data := fmt.Sprintf("v%d\n", rng.IntN(4))
 			if filepath.Base(p) == ".gitignore" {
-				data = []string{"*.log\n", "build/\n", "!z.log\n", "node_modules\n", ""}[rng.IntN(5)]
+				// (The last ignores itself: its rules apply, it is not recorded.)
+				data = []string{"*.log\n", "build/\n", "!z.log\n", "node_modules\n", "", ".gitignore\n*.txt\n"}[rng.IntN(6)]
 			}
 			if rng.IntN(2) == 0 { // in place: same inode, perhaps the same size and tick
 				if f, err := os.OpenFile(full, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644); err == nil {
@@ -255,4 +256,83 @@ func checkRandomChanges(t *testing.T, r *snap.Repo, root string, rng *rand.Rand)
 	if monitored < rounds/2 {
 		t.Fatalf("only %d of %d checkpoints built on the daemon's answer", monitored, rounds)
 	}
+}
+
+// An ignore file that ignores itself applies, but is not recorded: a
+// directory taken from the tree would lose its rules. A monitored
+// checkpoint of a change beneath such a directory recorded what those
+// rules ignore (the directory was read under the rules its tree records,
+// none); now its directory is read again at every capture.
+func TestMonitorReadsRulesItDidNotRecord(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, "sub", ".gitignore"), ".gitignore\n*.txt\n")
+	writeFile(t, filepath.Join(root, "sub", "deep", "a.go"), "package a\n")
+	startWatch(t, r)
+	checkpointEqualsFullScan(t, r, root, "first")
+	writeFile(t, filepath.Join(root, "sub", "deep", "notes.txt"), "ignored by sub/.gitignore\n")
+	writeFile(t, filepath.Join(root, "sub", "deep", "b.go"), "package a\n")
+	if !checkpointEqualsFullScan(t, r, root, "a change beneath the directory") {
+		t.Fatal("the second checkpoint did not build on the daemon")
+	}
+}
+
+// rewindMonitored rewinds to target and checks that the safety checkpoint
+// recorded what a full scan under the rules on disk recorded just before;
+// it returns whether that capture built on the daemon.
+func rewindMonitored(t *testing.T, r *snap.Repo, root string, target objects.ID) (*snap.RewindResult, bool) {
+	t.Helper()
+	want := fullScanTree(t, root, r.StoreDir, r.MaxFileSize())
+	res, err := r.Rewind(context.Background(), snap.RewindOptions{Target: target.String(), FilesOnly: true, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _, err := r.ReadNode(context.Background(), *res.SafetyCheckpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Tree != want {
+		t.Fatalf("the safety checkpoint (monitored %v) records tree %s; a full scan before the rewind %s", res.SafetyMonitored, node.Tree.Short(), want.Short())
+	}
+	return res, res.SafetyMonitored
+}
+
+// A rewind's safety capture, under its target's rules as well as those on
+// disk, builds on the daemon when the target's rules are the ones on disk
+// (the same ignore files, all recorded); when they differ, or a rule file
+// is not recorded, it scans the tree, and what only the target ignores is
+// left out as before.
+func TestRewindSafetyCaptureUsesTheMonitor(t *testing.T) {
+	r, root := snaptest.NewRepo(t)
+	writeFile(t, filepath.Join(root, ".gitignore"), "*.log\n")
+	for i := range 20 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.go", i)), "v1\n")
+	}
+	startWatch(t, r)
+	a := checkpoint(t, r, snap.CheckpointOptions{})
+	for i := range 10 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.go", i)), "v2\n")
+	}
+	b := checkpoint(t, r, snap.CheckpointOptions{})
+	writeFile(t, filepath.Join(root, "d0", "f0.go"), "v3, since\n")
+	if _, monitored := rewindMonitored(t, r, root, a.ID); !monitored {
+		t.Error("the safety capture of a rewind under the same rules scanned the tree")
+	}
+	for i := range 10 {
+		if b, _ := os.ReadFile(filepath.Join(root, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.go", i))); string(b) != "v1\n" {
+			t.Fatalf("f%d.go after the rewind: %q", i, b)
+		}
+	}
+
+	// The rules on disk change: the target's (a's, b's) are not today's.
+	writeFile(t, filepath.Join(root, ".gitignore"), "")
+	writeFile(t, filepath.Join(root, "d1", "x.log"), "a log a and b ignore\n")
+	checkpoint(t, r, snap.CheckpointOptions{})
+	res, monitored := rewindMonitored(t, r, root, b.ID)
+	if monitored {
+		t.Error("the safety capture under other rules built on the daemon")
+	}
+	if _, err := os.Stat(filepath.Join(root, "d1", "x.log")); err != nil {
+		t.Errorf("d1/x.log, which the target's rules ignore, after the rewind: %v", err)
+	}
+	_ = res
 }

@@ -203,7 +203,7 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 		res.SafetyCreated = true
 	}
 	if !dryRun {
-		r.noteMonitor(now, safety) // (the tree a safety capture records)
+		res.SafetyMonitored = r.noteMonitor(now, safety) // (the tree a safety capture records)
 	}
 	if (len(scope.Paths) > 0 || len(scope.Docs) > 0 || scope.StateOut != "" && !scope.Files) && m.Kind != "undo" && !scope.MovesHead {
 		// Restoring some paths, like 'git checkout REF -- PATH', or

@@ -60,6 +60,10 @@ type RewindResult struct {
 	// none when the move was told to restore All.
 	Kept   []Kept `json:"kept"`
 	DryRun bool   `json:"dry_run"`
+	// SafetyMonitored: the capture of the state from before read only
+	// what the watch daemon said may have changed (as
+	// CheckpointResult.Monitored).
+	SafetyMonitored bool `json:"safety_monitored,omitempty"`
 }
 
 // Rewind moves the working tree and/or the state documents back (or

@@ -109,6 +109,13 @@ type Snapshot struct {
 	// or outside, they change without an event in their own directory,
 	// so a monitor cannot vouch for them (Monitor).
 	Linked []string
+	// UnrecordedRules are the directories whose rules the capture read
+	// from an ignore file it did not record as it read it (an ignore file
+	// ignored itself, skipped, unreadable, changed while read), sorted:
+	// there the tree's ignore files are not the rules the capture applied,
+	// so a monitor cannot take the directory from it (Monitor), nor can a
+	// capture under a stored tree's rules rely on them (SameRules).
+	UnrecordedRules []string
 }
 
 // Capture records the working tree under opts.Root into w and returns its
@@ -195,8 +202,9 @@ func Capture(ctx context.Context, w *objects.Writer, opts Options) (*Snapshot, e
 	}
 	sort.Slice(c.skipped, func(i, j int) bool { return c.skipped[i].Path < c.skipped[j].Path })
 	slices.Sort(c.linked)
+	slices.Sort(c.unrecorded)
 	return &Snapshot{Tree: res.id, Files: files, Bytes: c.bytes.Load(), Read: int(c.read.Load()),
-		Listed: int(c.listed.Load()), Skipped: c.skipped, Linked: c.linked}, nil
+		Listed: int(c.listed.Load()), Skipped: c.skipped, Linked: c.linked, UnrecordedRules: c.unrecorded}, nil
 }
 
 // setExcluded fills c.excluded: the store, when it lies inside the root,
@@ -245,10 +253,28 @@ type capturer struct {
 	cached      atomic.Int64 // regular files captured, all of which are in the stat cache
 	bytes       atomic.Int64
 
-	mu      sync.Mutex
-	skipped []Skipped
-	linked  []string              // regular files with other names (Snapshot.Linked)
-	bases   map[string]objects.ID // directory path → its tree in opts.Parent (see treeBase)
+	mu         sync.Mutex
+	skipped    []Skipped
+	linked     []string              // regular files with other names (Snapshot.Linked)
+	unrecorded []string              // Snapshot.UnrecordedRules
+	bases      map[string]objects.ID // directory path → its tree in opts.Parent (see treeBase)
+}
+
+// ruleRead is an ignore file a directory's rules were read from.
+type ruleRead struct {
+	name string
+	id   objects.ID // its content's blob id; zero: it could not be read
+}
+
+// rulesInto is the ignoreSet.enter callback that appends to rules.
+func rulesInto(rules *[]ruleRead) func(string, []byte, error) {
+	return func(name string, data []byte, err error) {
+		rr := ruleRead{name: name}
+		if err == nil {
+			rr.id = objects.Hash(objects.TypeBlob, data)
+		}
+		*rules = append(*rules, rr)
+	}
 }
 
 type dirResult struct {
@@ -353,7 +379,8 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 		return dirResult{store: true}
 	}
 	// Ignore files of this directory apply to its own entries.
-	ig = ig.enter(c.w, fd, comps, names)
+	var rules []ruleRead
+	ig = ig.enter(c.w, fd, comps, names, rulesInto(&rules))
 
 	entries := make([]objects.TreeEntry, 0, len(names))
 	var subs subdirs
@@ -432,7 +459,7 @@ func (c *capturer) dir(fd int, rel string, comps []string, st *unix.Stat_t, ig *
 			c.skip(string(pb), "not a regular file, directory or symlink")
 		}
 	}
-	return c.finish(rel, entries, &subs)
+	return c.finish(rel, entries, &subs, rules)
 }
 
 // subdirs are the subdirectories of one directory being captured, each
@@ -491,7 +518,7 @@ func (c *capturer) subdir(fd int, rel, name string, comps []string, st *unix.Sta
 
 // finish waits for the subdirectories of directory rel, fills in their
 // entries and stores the directory's tree.
-func (c *capturer) finish(rel string, entries []objects.TreeEntry, subs *subdirs) dirResult {
+func (c *capturer) finish(rel string, entries []objects.TreeEntry, subs *subdirs, rules []ruleRead) dirResult {
 	subs.wg.Wait()
 
 	// Fill in subdirectories (an empty one is kept: unlike git, snap
@@ -523,6 +550,14 @@ func (c *capturer) finish(rel string, entries []objects.TreeEntry, subs *subdirs
 		out = append(out, e)
 	}
 	t := objects.Tree{Entries: out}
+	for _, rr := range rules {
+		if e, ok := t.Find(rr.name); !ok || e.ID != rr.id || e.Mode != objects.ModeFile && e.Mode != objects.ModeExec {
+			c.mu.Lock()
+			c.unrecorded = append(c.unrecorded, rel)
+			c.mu.Unlock()
+			break
+		}
+	}
 	data := t.Encode()
 	id := objects.Hash(objects.TypeTree, data)
 	if !c.w.Has(id) { // changed: find its previous version, a delta base

@@ -66,7 +66,7 @@ func Dirs(root, storeDir, under string) (dirs, ignored []string, err error) {
 			unix.Close(fd)
 			return nil, notEntered, nil
 		}
-		set = set.enter(nil, fd, comps[:i], nil)
+		set = set.enter(nil, fd, comps[:i], nil, nil)
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			unix.Close(fd)
@@ -138,7 +138,7 @@ func (w *dirsWalker) walk(fd int, rel string, comps []string, set *ignoreSet) {
 		return
 	}
 	w.dirs = append(w.dirs, rel)
-	set = set.enter(nil, fd, comps, names)
+	set = set.enter(nil, fd, comps, names, nil)
 	pathBuf := make([]string, len(comps)+1)
 	copy(pathBuf, comps)
 	for _, name := range names {

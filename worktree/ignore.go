@@ -336,13 +336,19 @@ type blobReader interface {
 }
 
 // enter returns the rule set of directory comps (fd open on it; names its
-// entry names, sorted, or nil when unknown), given s, its parent's.
-func (s *ignoreSet) enter(r blobReader, fd int, comps, names []string) *ignoreSet {
+// entry names, sorted, or nil when unknown), given s, its parent's. read,
+// when set, is told of each ignore file there: its content, or why it
+// could not be read.
+func (s *ignoreSet) enter(r blobReader, fd int, comps, names []string, read func(name string, data []byte, err error)) *ignoreSet {
 	var data [][]byte
 	for _, name := range ignoreFiles {
 		if i := sort.SearchStrings(names, name); names == nil || i < len(names) && names[i] == name {
-			if d, err := readSmallAt(fd, name); err == nil {
+			d, err := readSmallAt(fd, name)
+			if err == nil {
 				data = append(data, d)
+			}
+			if read != nil && !errors.Is(err, unix.ENOENT) {
+				read(name, d, err)
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package worktree
 
 import (
+	"errors"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,8 +20,11 @@ import (
 // outside the tree), that its objects are in the store, and that its own
 // entries skipped nothing (a directory that held a skipped path is in
 // Dirs) and held no file with other names (Snapshot.Linked: its directory
-// is in Dirs, or in Trees when it is an ignore file); Capture then records
-// the tree a full scan would.
+// is in Dirs, or in Trees when it is an ignore file), and that a
+// directory where its capture read rules it did not record
+// (Snapshot.UnrecordedRules) is in Dirs; Capture then records the tree a
+// full scan would. Under IgnoreTrees, Base may be a capture under the
+// rules on disk alone when SameRules holds for each.
 type Monitor struct {
 	Base objects.ID // the root tree of the earlier capture
 	// Dirs are directories ("" is the root; slash-separated, relative)
@@ -176,7 +181,8 @@ func (c *capturer) descend(fd int, rel string, comps []string, st *unix.Stat_t, 
 	for i, e := range base.Entries {
 		names[i] = e.Name
 	}
-	ig = ig.enter(c.w, fd, comps, names)
+	var rules []ruleRead
+	ig = ig.enter(c.w, fd, comps, names, rulesInto(&rules))
 	var tally tally
 	defer c.add(&tally)
 	entries := make([]objects.TreeEntry, 0, len(base.Entries))
@@ -190,5 +196,31 @@ func (c *capturer) descend(fd int, rel string, comps []string, st *unix.Stat_t, 
 		entries = append(entries, e)
 		tally.bytes += e.Size
 	}
-	return c.finish(rel, entries, &subs)
+	return c.finish(rel, entries, &subs, rules)
+}
+
+// SameRules reports whether a capture under it's rules as well as those
+// on disk records what one under the rules on disk alone records wherever
+// the disk is as the capture of base found it: that capture read its
+// rules from the ignore files base records, every one
+// (Snapshot.UnrecordedRules was empty: the caller knows), it's tree holds
+// the same ignore files at the same paths, all of them read as rules
+// (none skipped), and its exclude files' text is root's now. The cost
+// follows the difference between the two trees, not their size.
+func SameRules(r objects.TreeReader, base objects.ID, it IgnoreTree, root string) bool {
+	if it.Excludes != nil && *it.Excludes != Excludes(root) {
+		return false
+	}
+	for _, p := range it.Skipped {
+		if strings.HasSuffix(p, "/") || slices.Contains(ignoreFiles, path.Base(p)) {
+			return false
+		}
+	}
+	differ := errors.New("an ignore file differs")
+	return objects.DiffTrees(r, base, it.Tree, func(c objects.Change) error {
+		if slices.Contains(ignoreFiles, path.Base(c.Path)) {
+			return differ
+		}
+		return nil
+	}) == nil
 }

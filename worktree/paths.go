@@ -149,7 +149,7 @@ func (c *capturer) examine(rootfd int, p string) (*objects.TreeEntry, error) {
 		if i > 0 {
 			ig = ig.sub(c.w, comps[i-1])
 		}
-		ig = ig.enter(c.w, fd, comps[:i], nil)
+		ig = ig.enter(c.w, fd, comps[:i], nil, nil)
 		var st unix.Stat_t
 		if err := c.sys.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			unix.Close(fd)
