@@ -51,7 +51,7 @@ func TestQuickHarness(t *testing.T) {
 		"W8":  {rowConvDiff, rowConvDiffLive, rowConvDiffRSS, rowConvLiveRSS, rowConvCompact, rowConvCompactRSS},
 		"W9":  {rowBlame, rowBlame + " (git at its best)"},
 		"W10": {rowStartVersion, rowStartHook},
-		"W11": {rowWatchNoChange, rowWatch10, rowScanNoChange},
+		"W11": {rowWatchNoChange, rowWatch10, rowScanNoChange, rowWatchRewind10},
 		"W12": {rowHistLog(5), rowHistShow(5), rowHistLog(12), rowHistShow(12)},
 	}
 	for w, names := range want {

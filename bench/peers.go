@@ -114,9 +114,10 @@ func (s *snapPeer) checkpoint(args ...string) (checkpointResult, time.Duration, 
 
 // rewindResult is the part of `snap rewind --json` the harness reads.
 type rewindResult struct {
-	Restored []string          `json:"restored"`
-	Deleted  []string          `json:"deleted"`
-	Errors   []json.RawMessage `json:"errors"`
+	Restored        []string          `json:"restored"`
+	Deleted         []string          `json:"deleted"`
+	Errors          []json.RawMessage `json:"errors"`
+	SafetyMonitored bool              `json:"safety_monitored"`
 }
 
 func (s *snapPeer) rewind(ref string, args ...string) (rewindResult, time.Duration, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 )
 
@@ -11,19 +12,22 @@ import (
 // daemon does not run on Linux) and snap without the daemon, in one run,
 // alternating: a no-change checkpoint (git: `git status --porcelain`) and
 // 10 files changed (git: `git add -A` and a commit, what a shadow-git
-// checkpointer runs). Every snap checkpoint with the daemon must report
-// that it built on it ("monitored"), else the workload fails.
+// checkpointer runs), then a rewind of those 10 files (git: `reset
+// --hard` to the commit before). Every snap checkpoint with the daemon,
+// and every rewind's safety capture, must report that it built on it
+// ("monitored"), else the workload fails.
 
 const (
 	rowWatchNoChange = "no-change checkpoint, `snap watch` running"
 	rowWatch10       = "10 files changed, `snap watch` running"
 	rowScanNoChange  = "no-change checkpoint, no daemon (full scan)"
+	rowWatchRewind10 = "rewind 10 files, `snap watch` running"
 )
 
 func runW11(b *bench) error {
 	const W = "W11"
 	if !b.hasGit {
-		for _, r := range []string{rowWatchNoChange, rowWatch10, rowScanNoChange} {
+		for _, r := range []string{rowWatchNoChange, rowWatch10, rowScanNoChange, rowWatchRewind10} {
 			b.rep.skip(W, r, "git", "git is not installed")
 		}
 		return nil
@@ -117,6 +121,7 @@ func runW11(b *bench) error {
 		for i := range idx {
 			idx[i] = (r*97 + i*1009) % t.n
 		}
+		before := maps.Clone(c.cur)
 		if err := c.edit(idx, "w11", r); err != nil {
 			return err
 		}
@@ -147,11 +152,43 @@ func runW11(b *bench) error {
 		if err != nil {
 			return err
 		}
+		// Back over the 10 files. (The copy without the daemon keeps
+		// them: no row reads it after this.)
+		err = alternate(r,
+			func() error {
+				settle()
+				res, d, err := w.rewind("@~1")
+				if err == nil && len(res.Restored) != len(idx) {
+					err = fmt.Errorf("the rewind over 10 files restored %d", len(res.Restored))
+				}
+				if err == nil && !res.SafetyMonitored {
+					err = fmt.Errorf("a rewind with snap watch running scanned the tree for its safety capture")
+				}
+				sm.add("watch rewind 10", d)
+				if err != nil {
+					return err
+				}
+				return c.verify(watched, idx, before)
+			},
+			func() error {
+				settle()
+				d, err := measure(func() error { return g.reset("HEAD~1") })
+				sm.add("git rewind 10", d)
+				if err != nil {
+					return err
+				}
+				return c.verify(gitWork, idx, before)
+			})
+		if err != nil {
+			return err
+		}
+		c.cur = before
 	}
 	rep := b.rep
 	rep.timeRow(W, rowWatchNoChange, median(sm["watch"]), "`git status --porcelain`, best configuration", median(sm["git status"]), 0, "")
 	rep.timeRow(W, rowScanNoChange, median(sm["scan"]), "`git status --porcelain`, best configuration", median(sm["git status"]), 0, "")
 	rep.timeRow(W, rowWatch10, median(sm["watch 10"]), "`git add -A` + commit, best configuration", median(sm["git 10"]), 0, "")
+	rep.timeRow(W, rowWatchRewind10, median(sm["watch rewind 10"]), "`reset --hard`, best configuration", median(sm["git rewind 10"]), 0.3, "")
 	rep.note("W11: %d files; snap with `snap watch` running, snap without it, and git with core.untrackedCache, feature.manyFiles and index v4 (git's fsmonitor daemon does not run on Linux); median of %d run(s), alternating. Every monitored checkpoint is checked to have built on the daemon.",
 		t.n, b.cfg.Runs)
 	return nil

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -179,6 +181,8 @@ func startAutoGC(ctx context.Context, repo *snap.Repo) {
 	}
 	cmd := exec.Command(self, "gc", "--auto", "-C", repo.Root, "--store", repo.StoreDir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// (Not the profile of this command: the gc would write its own over it.)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SNAP_CPUPROFILE=") })
 	if cmd.Start() == nil {
 		cmd.Process.Release()
 	}
