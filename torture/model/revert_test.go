@@ -516,8 +516,10 @@ func (r *runner) opRevert(p *project, op *Op) {
 		}
 	}
 	// A file the revert takes out of the record stays on disk when the
-	// end's own rules ignore it, as a move to the end would leave it (M40).
-	endRules := recordRules(expFiles, d0)
+	// end's own rules ignore it, as a move to the end would leave it (M40);
+	// an ignore file the present could not read (over the size limit)
+	// holds an older version in the end, not rules (M18).
+	endRules := recordRulesUnder(expFiles, excludeOf(d0), m0.safety.unreadable)
 	for _, q := range paths {
 		e := re.edits[q]
 		if e == nil {
