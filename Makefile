@@ -5,7 +5,7 @@
 #   make test   gofmt + go vet + staticcheck + deadcode + the whole test suite with coverage (what CI runs)
 #   make lint   staticcheck and deadcode only (pinned versions, via go run)
 #   make cover  coverage of the root package and the CLI together
-#   make build  build ./bin/snap
+#   make build  build ./bin/snap (the core build) and ./bin/snap-full beside it
 #   make torture  the long crash / corruption / concurrency harness run
 #   make bench    benchmarks against shadow git (make bench-quick: the CI version)
 
@@ -16,7 +16,7 @@ DEMOBIN := $(TMP)/snap-demo-bin/snap
 # here, outside the checkout.
 TSDIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/snap-test/mcp-ts
 
-.PHONY: build demo deps test vet lint fmt-check test-race torture bench bench-quick clean cover
+.PHONY: build demo deps test test-core vet lint fmt-check test-race torture bench bench-quick clean cover
 
 # The build tags of the snap binary, for a shorter start (bench/README.md, W10):
 # urfave_cli_no_docs leaves out urfave/cli's man-page and markdown renderer
@@ -32,12 +32,19 @@ TSDIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/snap-test/mcp-ts
 SNAP_TAGS  := urfave_cli_no_docs,netgo,osusergo
 TEST_FLAGS  = GOFLAGS="$(shell $(GO) env GOFLAGS) -tags=$(SNAP_TAGS)"
 
+# Two binaries (cmd/snap/core.go): snap, the core build (the tag snapcore:
+# the engine, the CLI, the agents' hooks; about half the start of the
+# complete build), and snap-full beside it, the complete build, which snap
+# runs in its own place for snap mcp, snap ui and the git bridge. Install
+# both in one directory (or name snap-full's path in $SNAP_FULL).
 build:
-	$(GO) build -tags $(SNAP_TAGS) -o bin/snap ./cmd/snap
+	$(GO) build -tags $(SNAP_TAGS),snapcore -o bin/snap ./cmd/snap
+	$(GO) build -tags $(SNAP_TAGS) -o bin/snap-full ./cmd/snap
 
 demo:
 	@mkdir -p $(dir $(DEMOBIN))
-	$(GO) build -tags $(SNAP_TAGS) -o $(DEMOBIN) ./cmd/snap
+	$(GO) build -tags $(SNAP_TAGS),snapcore -o $(DEMOBIN) ./cmd/snap
+	$(GO) build -tags $(SNAP_TAGS) -o $(dir $(DEMOBIN))snap-full ./cmd/snap
 	bash scripts/demo.sh $(DEMOBIN)
 
 # The git bridge's tests check what the real git reads (fsck, archive, log,
@@ -68,6 +75,7 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags $(SNAP_TAGS),snapcore ./cmd/snap
 
 # The race detector runs over the packages with concurrent code paths;
 # the whole suite runs once without it.
@@ -81,6 +89,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DEADCODE    := golang.org/x/tools/cmd/deadcode@v0.52.0
 lint:
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags $(SNAP_TAGS),snapcore ./cmd/snap
 	@out=$$($(GO) run $(DEADCODE) -test ./...); \
 	if [ -n "$$out" ]; then echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; fi
 
@@ -89,8 +98,16 @@ lint:
 # the engine), the per-function report in $(TMP)/snap-cover.txt.
 test: deps fmt-check vet lint
 	$(TEST_FLAGS) SNAP_MCP_TS_CLIENT=1 SNAP_MCP_TS_DIR=$(TSDIR) $(GO) test -timeout 20m -cover ./...
+	$(MAKE) test-core
 	$(MAKE) cover
 	$(MAKE) test-race
+
+# The CLI's scripts again, run by the core build (what 'make build' installs
+# as snap), with the complete build as its snap-full.
+test-core:
+	@mkdir -p $(TMP)/snap-test-core
+	$(GO) build -tags $(SNAP_TAGS) -o $(TMP)/snap-test-core/snap-full ./cmd/snap
+	SNAP_FULL=$(TMP)/snap-test-core/snap-full $(GO) test -count=1 -tags $(SNAP_TAGS),snapcore -run 'TestScript' ./cmd/snap/
 
 cover:
 	$(TEST_FLAGS) $(GO) test -timeout 20m -coverpkg=github.com/snapcore-dev/snap,github.com/snapcore-dev/snap/workflow,github.com/snapcore-dev/snap/cmd/snap \

@@ -252,19 +252,22 @@ func moduleRoot() (string, error) {
 // bench measures is the one 'make build' makes.
 const snapTags = "urfave_cli_no_docs,netgo,osusergo"
 
-// buildSnap builds ./cmd/snap into dir, with snapTags.
+// buildSnap builds ./cmd/snap into dir as 'make build' does: snap, the
+// core build (snapTags and snapcore), and snap-full beside it, which the
+// core build runs for snap mcp, ui and the git bridge.
 func buildSnap(dir string) (string, error) {
 	mod, err := moduleRoot()
 	if err != nil {
 		return "", fmt.Errorf("-snap not given and %w", err)
 	}
-	bin := filepath.Join(dir, "snap")
-	cmd := exec.Command("go", "build", "-tags", snapTags, "-o", bin, "./cmd/snap")
-	cmd.Dir = mod
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/snap: %w\n%s", err, out)
+	for _, b := range [][2]string{{"snap", snapTags + ",snapcore"}, {"snap-full", snapTags}} {
+		cmd := exec.Command("go", "build", "-tags", b[1], "-o", filepath.Join(dir, b[0]), "./cmd/snap")
+		cmd.Dir = mod
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build -tags %s ./cmd/snap: %w\n%s", b[1], err, out)
+		}
 	}
-	return bin, nil
+	return filepath.Join(dir, "snap"), nil
 }
 
 // machineInfo describes where the run happened.

@@ -8,7 +8,7 @@ set -euo pipefail
 
 bin=${1:-bin/snap}
 if [[ ! -x $bin ]]; then
-	echo "demo: $bin is not an executable; build it first: go build -o bin/snap ./cmd/snap" >&2
+	echo "demo: $bin is not an executable; build it first: make build" >&2
 	exit 1
 fi
 SNAP=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")

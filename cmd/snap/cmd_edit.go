@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapcore-dev/snap/edits"
-	"github.com/snapcore-dev/snap/gitbridge"
 	"github.com/snapcore-dev/snap/workflow"
 )
 
@@ -319,7 +318,7 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 			return err
 		})
 	case "commit":
-		gc, err := newGitCommitter(ctx, repo, o.GitCommit, "edit-commit", func(*gitbridge.Bridge) ([]string, error) {
+		gc, err := newGitCommitter(ctx, repo, o.GitCommit, "edit-commit", func() ([]string, error) {
 			st, err := flow.EditStatus(ctx, session)
 			if err != nil {
 				return nil, err
@@ -343,7 +342,7 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 			}
 			return err
 		}
-		var gitCommit *gitbridge.CommitResult
+		var gitCommit *gitCommitResult
 		if gc != nil && res.Checkpoint != nil {
 			if node, _, nerr := repo.ReadNode(ctx, *res.Checkpoint); nerr == nil && len(node.Parents) > 0 {
 				gitCommit, err = gc.commit(ctx, node.Parents[0], *res.Checkpoint, o.Arg)
@@ -367,7 +366,7 @@ func runEdit(ctx context.Context, o editOptions, out io.Writer) error {
 // --git-commit made.
 type editCommitResult struct {
 	*workflow.EditCommitResult
-	GitCommit *gitbridge.CommitResult `json:"git_commit,omitempty"`
+	GitCommit *gitCommitResult `json:"git_commit,omitempty"`
 }
 
 // writeEditAnswer prints an edit answer for people.

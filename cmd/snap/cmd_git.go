@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
-	"github.com/snapcore-dev/snap/gitbridge"
 )
 
 // gitOptions are the options of the git bridge's commands.
@@ -153,130 +149,8 @@ Examples:
 	}
 }
 
-func runGit(ctx context.Context, o gitOptions, out io.Writer) error {
-	repo, err := o.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer repo.Close()
-	b, err := gitbridge.Open(repo, o.Repo)
-	if err != nil {
-		return err
-	}
-	var sessions []string
-	if !o.All {
-		sessions = []string{o.session()}
-	}
-	switch o.Verb {
-	case "export":
-		res, err := b.Export(ctx, gitbridge.ExportOptions{Sessions: sessions, All: o.All, IncludeSecretFiles: o.IncludeSecretFiles})
-		if err != nil {
-			return err
-		}
-		return emit(out, o.JSON, res, func(w io.Writer) error {
-			for _, s := range res.Sessions {
-				fmt.Fprintf(w, "%s: %d checkpoints, head %s = commit %s", s.Session, s.Checkpoints, short(s.Head), short(s.Commit))
-				if s.Exported != "" {
-					fmt.Fprintf(w, " (exported redacted as %s)", short(s.Exported))
-				}
-				fmt.Fprintln(w)
-			}
-			writeRedactions(w, res)
-			_, err := fmt.Fprintf(w, "wrote %d commits (%d objects) to %s; %d refs updated\n", res.Commits, res.Objects, res.Repo, len(res.RefsUpdated))
-			return err
-		})
-	case "import":
-		res, err := b.ImportRev(ctx, o.Arg, o.session())
-		if err != nil {
-			return err
-		}
-		return emit(out, o.JSON, res, func(w io.Writer) error {
-			for _, s := range res.Skipped {
-				fmt.Fprintf(w, "skipped %s: %s\n", s.Path, s.Reason)
-			}
-			if res.Checkpoint.Unchanged {
-				_, err := fmt.Fprintf(w, "nothing recorded: the session head %s already has the files of git %s (%s)\n", res.Checkpoint.ID.Short(), short(res.Commit), res.Rev)
-				return err
-			}
-			_, err := fmt.Fprintf(w, "recorded %s from git %s (%s)\n", res.Checkpoint.ID.Short(), short(res.Commit), res.Rev)
-			return err
-		})
-	case "push":
-		res, err := b.Push(ctx, gitbridge.RemoteOptions{Remote: o.Arg, Sessions: sessions, All: o.All, IncludeSecretFiles: o.IncludeSecretFiles})
-		if err != nil {
-			return err
-		}
-		return emit(out, o.JSON, res, func(w io.Writer) error {
-			writeRedactions(w, res.Export)
-			if res.UpToDate {
-				_, err := fmt.Fprintf(w, "%s is up to date\n", res.Remote)
-				return err
-			}
-			_, err := fmt.Fprintf(w, "pushed %d refs to %s\n", len(res.Updated), res.Remote)
-			return err
-		})
-	default: // pull
-		res, err := b.Pull(ctx, gitbridge.RemoteOptions{Remote: o.Arg, Sessions: sessions, All: o.All})
-		if err != nil {
-			return err
-		}
-		return emit(out, o.JSON, res, func(w io.Writer) error {
-			for _, s := range res.Sessions {
-				state := "up to date"
-				if s.Moved {
-					state = "head now " + s.Head.Short()
-				}
-				fmt.Fprintf(w, "%s: %d new checkpoints, %s\n", s.Session, s.Added, state)
-			}
-			for _, sk := range res.Skipped {
-				fmt.Fprintf(w, "skipped %s\n", sk)
-			}
-			_, err := fmt.Fprintf(w, "imported %d checkpoints from %s\n", res.Imported, res.Remote)
-			return err
-		})
-	}
-}
-
-// writeRedactions says what an export kept from leaving the machine.
-func writeRedactions(w io.Writer, res *gitbridge.ExportResult) {
-	if n := len(res.Secrets); n > 0 {
-		kinds := map[string]int{}
-		for _, s := range res.Secrets {
-			kinds[s.Kind]++
-		}
-		var list []string
-		for _, k := range sortedKeys(kinds) {
-			list = append(list, fmt.Sprintf("%d %s", kinds[k], k))
-		}
-		fmt.Fprintf(w, "redacted %s (%s); 'snap redact --check' shows where\n", plural(n, "secret"), strings.Join(list, ", "))
-	}
-	if n := res.SessionsHeldBack; n > 0 {
-		fmt.Fprintf(w, "held back %s whose name holds what looks like a secret (the name would be a ref's on the remote)\n", plural(n, "session"))
-	}
-	if n := len(res.HeldBack); n > 0 {
-		fmt.Fprintf(w, "held back %s git does not track: %s (--include-secret-files exports them)\n", plural(n, "secret file"), strings.Join(res.HeldBack, ", "))
-	}
-	if n := len(res.SecretFilesIncluded); n > 0 {
-		fmt.Fprintf(w, "included %s on request: %s\n", plural(n, "secret file"), strings.Join(res.SecretFilesIncluded, ", "))
-	}
-}
-
-// short shortens a hex id for display.
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
-
 // gitCommitFlag is --git-commit of 'task commit' and 'edit commit'.
 var gitCommitFlag = &cli.BoolFlag{Name: "git-commit", Usage: "also commit the changed files on the current git branch (see 'snap help git'); default: git.commit-on"}
-
-// gitCommitter makes the real commit of a task or edit commit: checked
-// before snap records anything (a refusal changes nothing), made after.
-type gitCommitter struct {
-	b *gitbridge.Bridge
-}
 
 // gitCommitFlagOf is --git-commit as given: nil when absent (the setting
 // decides), else its value (--git-commit=false turns the setting off for
@@ -298,40 +172,12 @@ func wantGitCommit(repo *snap.Repo, flag *bool, on string) bool {
 	return v == on
 }
 
-// newGitCommitter returns nil when no commit is wanted (wantGitCommit).
-func newGitCommitter(ctx context.Context, repo *snap.Repo, flag *bool, on string, paths func(*gitbridge.Bridge) ([]string, error)) (*gitCommitter, error) {
+// newGitCommitter returns nil when no commit is wanted (wantGitCommit);
+// paths lists the files the commit will change, for the checks made
+// before snap records anything.
+func newGitCommitter(ctx context.Context, repo *snap.Repo, flag *bool, on string, paths func() ([]string, error)) (*gitCommitter, error) {
 	if !wantGitCommit(repo, flag, on) {
 		return nil, nil
 	}
-	b, err := gitbridge.Open(repo, "")
-	if err != nil {
-		return nil, err
-	}
-	ps, err := paths(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.CheckCommit(ctx, ps); err != nil {
-		return nil, err
-	}
-	return &gitCommitter{b: b}, nil
-}
-
-// commit commits what changed from checkpoint from to checkpoint to.
-func (g *gitCommitter) commit(ctx context.Context, from, to snap.ID, message string) (*gitbridge.CommitResult, error) {
-	res, err := g.b.Commit(ctx, from, to, message)
-	if err != nil {
-		return res, fmt.Errorf("snap recorded checkpoint %s, but the git commit failed: %w", to.Short(), err)
-	}
-	return res, nil
-}
-
-func writeGitCommit(w io.Writer, c *gitbridge.CommitResult) {
-	switch {
-	case c == nil:
-	case c.Commit == "":
-		fmt.Fprintf(w, "no git commit: the files are as %s has them\n", c.Branch)
-	default:
-		fmt.Fprintf(w, "git commit %s on %s (%s)\n", short(c.Commit), c.Branch, plural(len(c.Paths), "file"))
-	}
+	return openGitCommitter(ctx, repo, paths)
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -303,15 +302,6 @@ func hookCommandLine(name string) string {
 		return "snap hook " + name
 	}
 	return agent.QuoteCommand(self) + " hook " + name
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // scopeUsage is what each scope flag of 'snap install' says, before the

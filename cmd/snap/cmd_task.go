@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
-	"github.com/snapcore-dev/snap/gitbridge"
 	"github.com/snapcore-dev/snap/workflow"
 )
 
@@ -178,7 +177,7 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 		to.Parent = &n // (the workflow checks it)
 	}
 	var res *workflow.TaskResult
-	var gitCommit *gitbridge.CommitResult
+	var gitCommit *gitCommitResult
 	switch o.Verb {
 	case "begin":
 		res, err = flow.TaskBegin(ctx, to)
@@ -202,8 +201,8 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 			return fmt.Errorf("%w: --git-commit: task %d's task-begin checkpoint is gone (retention), so the files it changed are unknown; commit without it", snap.ErrUsage, *tree.Current)
 		}
 		if begin != nil {
-			gc, err = newGitCommitter(ctx, repo, o.GitCommit, "task-commit", func(b *gitbridge.Bridge) ([]string, error) {
-				ps, err := b.ChangedPaths(ctx, *begin, nil)
+			gc, err = newGitCommitter(ctx, repo, o.GitCommit, "task-commit", func() ([]string, error) {
+				ps, err := repo.ChangedPaths(ctx, *begin, nil)
 				if err != nil {
 					return nil, err
 				}
@@ -268,7 +267,7 @@ func runTask(ctx context.Context, o taskOptions, out io.Writer) error {
 // taskCommitResult is a task result, with the git commit --git-commit made.
 type taskCommitResult struct {
 	*workflow.TaskResult
-	GitCommit *gitbridge.CommitResult `json:"git_commit,omitempty"`
+	GitCommit *gitCommitResult `json:"git_commit,omitempty"`
 }
 
 func joinInts(ns []int, sep string) string {

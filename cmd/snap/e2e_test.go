@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/snapcore-dev/snap/snaptest"
 )
 
 // TestEndToEnd builds the real binary and runs a short agent session with
@@ -119,9 +125,10 @@ func TestEndToEnd(t *testing.T) {
 // the one 'make build' makes.
 const buildTags = "urfave_cli_no_docs,netgo,osusergo"
 
-// buildBinary builds snap (with buildTags) into the test's temporary
-// directory, in an isolated environment (isolate); it skips the test with
-// -short or without the go tool.
+// buildBinary builds snap into the test's temporary directory as 'make
+// build' does (the core build, with buildTags and snapcore, and snap-full
+// beside it), in an isolated environment (isolate), and returns the core
+// build's path; it skips the test with -short or without the go tool.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -143,11 +150,111 @@ func buildBinary(t *testing.T) string {
 		t.Fatalf("go env GOCACHE GOMODCACHE: %q", caches)
 	}
 	isolate(t)
-	bin := filepath.Join(t.TempDir(), "snap")
-	build := exec.Command(goTool, "build", "-tags", buildTags, "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOCACHE="+dirs[0], "GOMODCACHE="+dirs[1])
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	t.Setenv("SNAP_FULL", "")
+	dir := t.TempDir()
+	for _, b := range [][2]string{{"snap", buildTags + ",snapcore"}, {"snap-full", buildTags}} {
+		build := exec.Command(goTool, "build", "-tags", b[1], "-o", filepath.Join(dir, b[0]), ".")
+		build.Env = append(os.Environ(), "GOCACHE="+dirs[0], "GOMODCACHE="+dirs[1])
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build -tags %s: %v\n%s", b[1], err, out)
+		}
 	}
-	return bin
+	return filepath.Join(dir, "snap")
+}
+
+// The core build links neither the MCP SDK, nor net/http, nor go-git's
+// commands and transports (its start is about half the complete build's:
+// bench W10), and runs snap-full beside it in its own place for what
+// needs them: the same output, the same exit code. Without snap-full it
+// says what is missing and changes nothing.
+func TestCoreBuild(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not found")
+	}
+	deps, err := exec.Command(goTool, "list", "-deps", "-tags", buildTags+",snapcore", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, heavy := range []string{"github.com/go-git/go-git/v5", "github.com/modelcontextprotocol/go-sdk/mcp", "net/http",
+		"github.com/snapcore-dev/snap/gitbridge", "github.com/snapcore-dev/snap/mcp", "github.com/snapcore-dev/snap/ui"} {
+		if slices.Contains(strings.Fields(string(deps)), heavy) {
+			t.Errorf("the core build links %s", heavy)
+		}
+	}
+
+	bin := buildBinary(t)
+	full := filepath.Join(filepath.Dir(bin), "snap-full")
+	p := newBareProject(t)
+	run := func(bin string, stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = p.dir
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return out.String(), errb.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%s %q: %v", bin, args, err)
+		}
+		return out.String(), errb.String(), 0
+	}
+	vc, _, _ := run(bin, "", "--version")
+	vf, _, _ := run(full, "", "--version")
+	if vc != vf || !strings.HasPrefix(vc, "snap version") {
+		t.Errorf("--version: core %q, full %q", vc, vf)
+	}
+	if _, stderr, code := run(bin, "", "checkpoint", "--summary", "one"); code != 0 {
+		t.Fatalf("checkpoint: exit %d: %s", code, stderr)
+	}
+	// snap mcp: an MCP client's first request, answered by snap-full.
+	// (stdin stays open until the answer is read: at its end the server
+	// stops, perhaps before answering.)
+	mcpCmd := exec.Command(bin, "mcp")
+	mcpCmd.Dir = p.dir
+	var mcpErr bytes.Buffer
+	mcpCmd.Stderr = &mcpErr
+	in, err := mcpCmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := mcpCmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mcpCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	answer, _ := bufio.NewReader(outPipe).ReadString('\n')
+	in.Close()
+	if err := mcpCmd.Wait(); err != nil || !strings.Contains(answer, `"serverInfo"`) {
+		t.Errorf("snap mcp through the core build: %v, %q, %s", err, answer, mcpErr.String())
+	}
+	// The git bridge, with its own exit code: no git repository here.
+	_, stderrCore, codeCore := run(bin, "", "git", "export", "--json")
+	_, stderrFull, codeFull := run(full, "", "git", "export", "--json")
+	if codeCore != codeFull || stderrCore != stderrFull || codeCore != exitNoStore {
+		t.Errorf("git export: core exit %d %q, full exit %d %q", codeCore, stderrCore, codeFull, stderrFull)
+	}
+	// Without snap-full: a clear error, nothing done.
+	alone := filepath.Join(t.TempDir(), "snap")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := snaptest.Snapshot(t, p.dir, nil)
+	_, stderr, code := run(alone, "", "ui", "--addr", "127.0.0.1:0")
+	if code != exitError || !strings.Contains(stderr, "snap ui needs snap-full") {
+		t.Errorf("snap ui without snap-full: exit %d, %q", code, stderr)
+	}
+	if after := snaptest.Snapshot(t, p.dir, nil); !maps.Equal(before, after) {
+		t.Errorf("snap ui without snap-full changed the project")
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/snapcore-dev/snap/gitbridge"
-
 	"github.com/urfave/cli/v2"
 
 	snap "github.com/snapcore-dev/snap"
@@ -76,7 +74,7 @@ var classification = []struct {
 	{isErr(context.Canceled), exitInterrupted, "interrupted"},
 	{isErr(snap.ErrNoStore), exitNoStore, "no_store"},
 	{isErr(snap.ErrOtherProject), exitNoStore, "other_project"},
-	{isErr(gitbridge.ErrNoGitRepo), exitNoStore, "no_git_repo"},
+	{isNoGitRepo, exitNoStore, "no_git_repo"},
 	{isErr(snap.ErrBusy), exitBusy, "store_busy"},
 	{isErr(errCorruptFound), exitCorrupt, "store_corrupt"},
 	{isErr(snap.ErrCorrupt), exitCorrupt, "store_corrupt"},

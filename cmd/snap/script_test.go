@@ -88,6 +88,9 @@ func TestScript(t *testing.T) {
 			e.Setenv("SNAP_STORE", "")   // "" is unset for snap
 			e.Setenv("SNAP_SESSION", "") // likewise
 			e.Setenv("SNAP_CPUPROFILE", "")
+			// Built with the tag snapcore, this binary runs the complete
+			// build for what the core build does not link (core.go).
+			e.Setenv("SNAP_FULL", os.Getenv("SNAP_FULL"))
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 			e.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig-none"))
 			e.Setenv("TZ", "UTC")

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -176,33 +174,6 @@ func TestFlagValueIsNotAFlag(t *testing.T) {
 	got, _ = normalizeArgs(app, []string{"snap", "rewind", "#1", "--path=--json"})
 	if strings.Join(got, " ") != "snap rewind --path=--json -- #1" {
 		t.Fatalf("normalized: %q", got)
-	}
-}
-
-// --url-file writes a new private file, whatever was there (adversarial
-// U3: an existing file kept its mode, a symlink was followed).
-func TestWritePrivate(t *testing.T) {
-	dir := t.TempDir()
-	f := filepath.Join(dir, "ui-url")
-	if err := os.WriteFile(f, []byte("old\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	target := filepath.Join(dir, "elsewhere")
-	link := filepath.Join(dir, "link")
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{f, link} {
-		if err := writePrivate(p, "http://x/?token=t\n"); err != nil {
-			t.Fatal(err)
-		}
-		fi, err := os.Lstat(p)
-		if err != nil || fi.Mode() != 0o600 {
-			t.Fatalf("%s: %v %v, want a regular file of mode 0600", p, fi.Mode(), err)
-		}
-	}
-	if _, err := os.Stat(target); err == nil {
-		t.Fatal("the symlink's target was written")
 	}
 }
 

@@ -1,0 +1,88 @@
+//go:build snapcore
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	snap "github.com/snapcore-dev/snap"
+)
+
+// The core build (the tag snapcore: make build's bin/snap) links the
+// engine, the command-line interface and the agents' hooks: what every
+// hook event and most commands run, starting in about half the time of
+// the complete build (bench/README.md, W10). The MCP server (snap mcp),
+// the web app (snap ui) and the git bridge (snap git, push, pull, redact
+// --check, trace export, a --git-commit) link the MCP SDK, net/http and
+// go-git, whose package initialisation alone costs a hook more than its
+// event; for those the core build runs snap-full, the complete build
+// installed beside it, in its own place (execve: the same arguments,
+// environment and standard streams, the same exit code), before doing
+// anything else. This is how git runs its transports (git-remote-https).
+
+// fullName is the complete build's file name, beside the core build;
+// $SNAP_FULL, when set, is its path instead (a package that installs it
+// elsewhere, as git's helpers live in its exec path; the tests).
+const fullName = "snap-full"
+
+// execFull replaces this process with snap-full run with this process's
+// arguments; it returns only when that cannot be done.
+func execFull(what string) error {
+	full := os.Getenv("SNAP_FULL")
+	if full == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("%s needs %s (the complete snap), and this snap cannot find its own path: %w", what, fullName, err)
+		}
+		full = filepath.Join(filepath.Dir(self), fullName)
+	}
+	if _, err := os.Stat(full); err != nil {
+		return fmt.Errorf("%s needs %s, the complete snap, beside this one or named by $SNAP_FULL: %w; 'make build' builds both, 'go install ./cmd/snap' one complete snap", what, fullName, err)
+	}
+	err := syscall.Exec(full, append([]string{full}, os.Args[1:]...), os.Environ())
+	return fmt.Errorf("%s: running %s: %w", what, full, err)
+}
+
+func runMCP(*cli.Context, *invocation) error { return execFull("snap mcp") }
+
+func runUI(*cli.Context, *invocation) error { return execFull("snap ui") }
+
+func runGit(_ context.Context, o gitOptions, _ io.Writer) error {
+	if o.Verb == "export" || o.Verb == "import" {
+		return execFull("snap git " + o.Verb)
+	}
+	return execFull("snap " + o.Verb)
+}
+
+func runRedactCheck(context.Context, redactOptions, io.Writer) error {
+	return execFull("snap redact --check")
+}
+
+func runTraceExport(context.Context, traceOptions, io.Writer) error {
+	return execFull("snap trace export")
+}
+
+// gitCommitter is never made here: a commit that wants one runs snap-full.
+type gitCommitter struct{}
+
+// gitCommitResult is never made here (see gitCommitter).
+type gitCommitResult struct{}
+
+func openGitCommitter(context.Context, *snap.Repo, func() ([]string, error)) (*gitCommitter, error) {
+	return nil, execFull("a git commit (--git-commit, git.commit-on)")
+}
+
+func (*gitCommitter) commit(context.Context, snap.ID, snap.ID, string) (*gitCommitResult, error) {
+	return nil, nil
+}
+
+func writeGitCommit(io.Writer, *gitCommitResult) {}
+
+func isNoGitRepo(error) bool { return false }
