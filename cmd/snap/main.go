@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -129,7 +130,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if a, ok := hookFastPath(args); ok {
 		err = recovered(func() error { runHook(ctx, inv, a); return nil })
 	} else {
-		app := newApp(inv)
+		app := appOf(inv, commandOf(args))
 		args, inv.dashPos = normalizeArgs(app, args)
 		err = recovered(func() error { return app.RunContext(ctx, args) })
 	}
@@ -300,8 +301,62 @@ func withGlobals(flags ...cli.Flag) []cli.Flag {
 	return append(flags, globalFlags()...)
 }
 
-func newApp(inv *invocation) *cli.App {
+// commands are the top-level commands, in the order 'snap help' lists
+// them, each made only when needed (newApp).
+var commands = []struct {
+	name string
+	make func(*invocation) *cli.Command
+}{
+	{"init", initCommand},
+	{"checkpoint", checkpointCommand},
+	{"log", logCommand},
+	{"show", showCommand},
+	{"status", statusCommand},
+	{"diff", diffCommand},
+	{"cat", catCommand},
+	{"blame", blameCommand},
+	{"trace", traceCommand},
+	{"conversation", conversationCommand},
+	{"rewind", rewindCommand},
+	{"undo", undoCommand},
+	{"redo", redoCommand},
+	{"op", opCommand},
+	{"label", labelCommand},
+	{"task", taskCommand},
+	{"edit", editCommand},
+	{"revert", revertCommand},
+	{"git", gitCommand},
+	{"push", pushCommand},
+	{"pull", pullCommand},
+	{"redact", redactCommand},
+	{"hook", hookCommand},
+	{"install", installCommand},
+	{"mcp", mcpCommand},
+	{"ui", uiCommand},
+	{"watch", watchCommand},
+	{"config", configCommand},
+	{"sessions", sessionsCommand},
+	{"session", sessionCommand},
+	{"gc", gcCommand},
+	{"fsck", fsckCommand},
+}
+
+// newApp builds the command-line interface with every command.
+func newApp(inv *invocation) *cli.App { return appOf(inv, nil) }
+
+// appOf builds the command-line interface with the commands named in only
+// (nil: all), the one the arguments run (commandOf): making all of them,
+// their flags and help, and urfave/cli's setup of them was a sixth of the
+// CPU of a command's start (bench/README.md, W10).
+func appOf(inv *invocation, only []string) *cli.App {
+	var cmds []*cli.Command
+	for _, c := range commands {
+		if only == nil || slices.Contains(only, c.name) {
+			cmds = append(cmds, c.make(inv))
+		}
+	}
 	app := &cli.App{
+		Commands:  cmds,
 		Name:      "snap",
 		Usage:     "content-addressed snapshots of a project and its agent's state",
 		UsageText: "snap [global options] command [command options] [arguments...]",
@@ -352,40 +407,6 @@ SNAP_LOCK_TIMEOUT=DUR bounds every wait for another snap process's lock
 				return usageErrorf("unknown command %q (see 'snap help')", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
-		},
-		Commands: []*cli.Command{
-			initCommand(inv),
-			checkpointCommand(inv),
-			logCommand(inv),
-			showCommand(inv),
-			statusCommand(inv),
-			diffCommand(inv),
-			catCommand(inv),
-			blameCommand(inv),
-			traceCommand(inv),
-			conversationCommand(inv),
-			rewindCommand(inv),
-			undoCommand(inv),
-			redoCommand(inv),
-			opCommand(inv),
-			labelCommand(inv),
-			taskCommand(inv),
-			editCommand(inv),
-			revertCommand(inv),
-			gitCommand(inv),
-			pushCommand(inv),
-			pullCommand(inv),
-			redactCommand(inv),
-			hookCommand(inv),
-			installCommand(inv),
-			mcpCommand(inv),
-			uiCommand(inv),
-			watchCommand(inv),
-			configCommand(inv),
-			sessionsCommand(inv),
-			sessionCommand(inv),
-			gcCommand(inv),
-			fsckCommand(inv),
 		},
 	}
 	installHelp(app, inv)
@@ -544,4 +565,37 @@ func wantsJSON(args []string) bool {
 		}
 	}
 	return false
+}
+
+// commandOf names the commands args need built: the top-level command
+// they run; none for 'snap --version' alone; all (nil) when that cannot
+// be told from the arguments (no command, an unknown one, 'snap help',
+// a flag before the command that is not a global one).
+func commandOf(args []string) []string {
+	if len(args) == 2 && args[1] == "--version" {
+		return []string{}
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return nil
+		}
+		if strings.HasPrefix(a, "-") {
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if !isGlobalFlag(name) || name == "help" || name == "h" {
+				return nil
+			}
+			if def := findFlag(globalFlags(), name); !hasValue && takesValue(def) {
+				i++
+			}
+			continue
+		}
+		for _, c := range commands {
+			if c.name == a {
+				return []string{a}
+			}
+		}
+		return nil
+	}
+	return nil
 }

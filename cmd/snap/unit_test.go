@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,5 +216,41 @@ func TestHookFastPath(t *testing.T) {
 	if code := run(context.Background(), []string{"snap", "-C", dir, "hook", "log"}, nil, &out, &strings.Builder{}); code != 0 ||
 		strings.Count(out.String(), "PreToolUse session=s1: nothing to record") != 2 {
 		t.Errorf("hook log: exit %d\n%s", code, out.String())
+	}
+}
+
+// newApp makes only the command the arguments run: the table names each
+// command as the command names itself, and commandOf finds it past the
+// global flags, or asks for all when it cannot tell.
+func TestCommandOf(t *testing.T) {
+	for _, c := range commands {
+		if got := c.make(&invocation{}).Name; got != c.name {
+			t.Errorf("the table names %q, the command itself %q", c.name, got)
+		}
+	}
+	if cmds := appOf(&invocation{}, []string{}).Commands; len(cmds) != 1 || cmds[0].Name != "help" {
+		t.Errorf("an app of no command has %d commands", len(cmds))
+	}
+	if cmds := appOf(&invocation{}, []string{"log"}).Commands; len(cmds) != 2 || cmds[0].Name != "log" {
+		t.Errorf("an app of log has %d commands", len(cmds))
+	}
+	for _, tc := range []struct {
+		args string
+		want []string
+	}{
+		{"snap log -n 3", []string{"log"}},
+		{"snap --json -s s1 -C /tmp --store=/x rewind @~1", []string{"rewind"}},
+		{"snap -s log log", []string{"log"}}, // (-s takes the value "log")
+		{"snap --version", []string{}},
+		{"snap", nil},
+		{"snap help log", nil},
+		{"snap --help", nil},
+		{"snap nosuch", nil},
+		{"snap --dry-run rewind", nil},
+		{"snap -- log", nil},
+	} {
+		if got := commandOf(strings.Fields(tc.args)); !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("commandOf(%q) = %q, want %q", tc.args, got, tc.want)
+		}
 	}
 }
