@@ -89,7 +89,7 @@ func (r *Repo) writeJournal(m *move) error {
 // finishMove moves the head to m.NewHead, records the operation and removes
 // the journal. It is idempotent, so a recovery may repeat what a killed
 // move already did.
-func (r *Repo) finishMove(t *tx, m *move) error {
+func (r *Repo) finishMove(t *tx, m *move, recovering bool) error {
 	head, err := r.refs.Get(refs.SessionHead(m.Session))
 	if err != nil && !errors.Is(err, refs.ErrNotFound) {
 		return err
@@ -98,9 +98,15 @@ func (r *Repo) finishMove(t *tx, m *move) error {
 	if head != m.NewHead { // (a zero NewHead: undoing a rewind made before the session's first checkpoint)
 		changes = []refs.RefChange{{Name: refs.SessionHead(m.Session), Old: m.Current, New: m.NewHead}}
 	}
-	done, err := r.history().recorded(m.Scope.Txn)
-	if err != nil {
-		return err
+	// Only a move completed after its process died can have been
+	// recorded already: one that runs now records itself here, once. (The
+	// search reads the whole log: a rewind's cost grew with the history.)
+	done := false
+	if recovering {
+		var err error
+		if done, err = r.history().recorded(m.Scope.Txn); err != nil {
+			return err
+		}
 	}
 	var op *refs.Op
 	if !done {
@@ -219,7 +225,7 @@ func (r *Repo) recoverMove(ctx context.Context, t *tx) error {
 	// its undo leaves it.)
 	m.Created, m.CreatedState = res.Created, res.createdState()
 	cache.SaveFS(r.fs, r.cachePath())
-	if err := r.finishMove(t, &m); err != nil {
+	if err := r.finishMove(t, &m, true); err != nil {
 		return err
 	}
 	if r.onComplete != nil {

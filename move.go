@@ -262,7 +262,7 @@ func (r *Repo) run(ctx context.Context, t *tx, m *move, dryRun bool) (*RewindRes
 		return res, nil
 	}
 	m.Created, m.CreatedState = res.Created, res.createdState()
-	if err := r.finishMove(t, m); err != nil {
+	if err := r.finishMove(t, m, false); err != nil {
 		if len(res.Errors) > 0 {
 			// Report the paths that failed first, as well.
 			return res, errors.Join(Partial(res.Errors), err)
