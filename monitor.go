@@ -77,6 +77,7 @@ type monitorNote struct {
 	key, token, root    string
 	rescan, rescanTrees []string
 	rulesRecorded       bool
+	baseRulesRecorded   bool  // the base's RulesRecorded (used)
 	full                int64 // the chain's last full scan (this one's time when it is one)
 	used                bool  // the capture built on a base (CheckpointResult.Monitored)
 }
@@ -160,7 +161,7 @@ func (r *Repo) askMonitor(o *worktree.Options) *monitorNote {
 	}
 	o.Monitor = &worktree.Monitor{Base: ck.Tree, Dirs: slices.Concat(ans.Dirs, base.Rescan),
 		Trees: slices.Concat(ans.Trees, base.RescanTrees), Unwatched: ans.Unwatched}
-	note.used, note.full = true, base.Full
+	note.used, note.full, note.baseRulesRecorded = true, base.Full, base.RulesRecorded
 	return note
 }
 
@@ -238,7 +239,10 @@ func (n *monitorNote) captured(snap *worktree.Snapshot) {
 	for _, d := range snap.UnrecordedRules {
 		dirs[d] = true
 	}
-	n.rulesRecorded = len(snap.UnrecordedRules) == 0
+	// (The directories taken from the base were not read: their rules
+	// are recorded when the base's were. A base from before this field,
+	// or one whose rules were not, waits for the next full scan.)
+	n.rulesRecorded = len(snap.UnrecordedRules) == 0 && (!n.used || n.baseRulesRecorded)
 	for _, p := range snap.Linked {
 		dirs[dirOf(p)] = true
 		if base := path.Base(p); base == ".gitignore" || base == ".snapignore" {
