@@ -42,6 +42,10 @@ type rewindScope struct {
 	// the rules on disk only (M11); its undo and redo, moves to older
 	// checkpoints, honour theirs.
 	FromPresent bool `json:"from_present,omitempty"`
+	// SpareIgnored: its deletions spare what the end's own rules ignore
+	// (a revert, whose deletions are implied, as its redo would: M40; not
+	// an edit commit, whose staged deletions were asked for).
+	SpareIgnored bool `json:"spare_ignored,omitempty"`
 	// Docs limits the state documents restored to these names.
 	Docs []string `json:"docs,omitempty"`
 	// Edits: the staged edits the operation committed or dropped (an
@@ -337,7 +341,7 @@ func (r *Repo) restore(ctx context.Context, src worktree.Source, cache *index.Ca
 		}
 		rr, err := worktree.Restore(ctx, src, now.tree, tck.Tree, worktree.RestoreOptions{
 			Root: r.Root, StoreDir: r.StoreDir, Paths: scope.Paths, Keep: keep, DryRun: dryRun, Cache: cache, Sys: r.sys, Trash: r.trashDir(),
-			UndoCreated: scope.UndoCreated, UndoFrom: undoFrom, SpareIgnored: scope.FromPresent, SyncAll: scope.recovering})
+			UndoCreated: scope.UndoCreated, UndoFrom: undoFrom, SpareIgnored: scope.SpareIgnored, SyncAll: scope.recovering})
 		if rr != nil {
 			res.Restored, res.Deleted, res.Errors, res.Created = rr.Restored, rr.Deleted, rr.Errors, rr.Created
 			if len(scope.UndoCreated) > 0 {

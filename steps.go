@@ -117,6 +117,10 @@ type MoveSpec struct {
 	// All: a move to Files changes every path, whoever changed it since;
 	// without it, only what the session's own actors changed (Kept).
 	All bool
+	// SpareIgnored: the move's deletions spare what its end's own rules
+	// ignore (rewindScope.SpareIgnored): a revert's are implied by the
+	// change reverted; an edit commit's were asked for.
+	SpareIgnored bool
 }
 
 // Move makes the move s describes and returns what its restore did and
@@ -146,7 +150,7 @@ func (st *Steps) Move(ctx context.Context, s MoveSpec) (*RewindResult, ID, error
 		return nil, ID{}, fmt.Errorf("%w: session %q has no checkpoints yet", ErrNoCheckpoint, session)
 	}
 	m := &move{Kind: string(s.Step.Op), Session: session, Target: headID, NewHead: headID, summary: s.Summary,
-		Scope: rewindScope{Files: true, Paths: s.Paths, All: s.All}}
+		Scope: rewindScope{Files: true, Paths: s.Paths, All: s.All, SpareIgnored: s.SpareIgnored}}
 	var p *edits.Pending
 	if s.Edits != nil {
 		p = s.Edits.Pending

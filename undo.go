@@ -144,8 +144,9 @@ func moveTree(r *Repo, ctx context.Context, t *tx, session string, op refs.Op, u
 		scope.TargetExcludes = detail.Excludes
 		scope.RulesFrom = nil // back to the safety checkpoint, under its own rules
 	}
-	scope.FromPresent = false // a move to an older checkpoint, under its rules
-	scope.Txn = ""            // the undo or redo is an operation of its own
+	scope.FromPresent = false  // a move to an older checkpoint, under its rules
+	scope.SpareIgnored = false // (its safety capture leaves out what they ignore)
+	scope.Txn = ""             // the undo or redo is an operation of its own
 	scope.All = all
 	target, newHead, known := op.Safety, op.Refs[0].Old, objects.ID{}
 	if undo && (len(detail.Created) > 0 || len(detail.CreatedState) > 0) {

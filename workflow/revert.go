@@ -156,7 +156,7 @@ func (f *Flow) Revert(ctx context.Context, o RevertOptions) (*RevertResult, erro
 	// built on it. With nothing left to revert it fails (ErrPartial)
 	// before the journal: nothing is written.
 	rr, end, err := f.s.Move(ctx, snap.MoveSpec{Session: session, Summary: "revert " + describeRange(o, to),
-		Step: &snap.Step{Op: snap.OpRevert, Kind: snap.KindRevert}, Paths: changed,
+		Step: &snap.Step{Op: snap.OpRevert, Kind: snap.KindRevert}, Paths: changed, SpareIgnored: true,
 		End: func(p *snap.Present) (snap.ID, []string, error) {
 			plan, err := planRevert(p, fromTree, tck.Tree, changed)
 			if err != nil {
