@@ -51,8 +51,8 @@ type RestoreOptions struct {
 	UndoCreated []string
 	UndoFrom    objects.ID
 	// SpareIgnored: a deletion spares what the target's own ignore rules
-	// ignore. For a target made from the current capture (a revert, a
-	// commit of staged edits): a move to an older checkpoint leaves such a
+	// ignore. For a target made from the current capture whose deletions
+	// are implied (a revert): a move to an older checkpoint leaves such a
 	// path out of its safety capture, since it reads the target's rules
 	// first; this one cannot, the rules being part of what it makes (M40).
 	SpareIgnored bool
