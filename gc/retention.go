@@ -80,6 +80,12 @@ func planExpiry(p Policy, ops []refs.Op, list []refs.Ref, alreadyExpired map[obj
 				keep[id] = true
 			}
 		}
+		if op.Kind == "message" {
+			// (It names a checkpoint recorded before, the session head
+			// a message id was added to: counted there, or never, as a
+			// move's built end.)
+			continue
+		}
 		for _, id := range []objects.ID{op.Checkpoint, op.Safety} {
 			if id.IsZero() || seen[id] || op.Session == "" {
 				continue
