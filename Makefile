@@ -33,8 +33,8 @@ SNAP_TAGS  := urfave_cli_no_docs,netgo,osusergo
 TEST_FLAGS  = GOFLAGS="$(shell $(GO) env GOFLAGS) -tags=$(SNAP_TAGS)"
 
 # Two binaries (cmd/snap/core.go): snap, the core build (the tag snapcore:
-# the engine, the CLI, the agents' hooks; about half the start of the
-# complete build), and snap-full beside it, the complete build, which snap
+# the engine, the CLI, the agents' hooks; about two thirds of the start of
+# the complete build), and snap-full beside it, the complete build, which snap
 # runs in its own place for snap mcp, snap ui and the git bridge. Install
 # both in one directory (or name snap-full's path in $SNAP_FULL).
 build:

@@ -17,8 +17,8 @@ import (
 
 // The core build (the tag snapcore: make build's bin/snap) links the
 // engine, the command-line interface and the agents' hooks: what every
-// hook event and most commands run, starting in about half the time of
-// the complete build (bench/README.md, W10). The MCP server (snap mcp),
+// hook event and most commands run, starting in about two thirds of the
+// time of the complete build (bench/README.md, W10). The MCP server (snap mcp),
 // the web app (snap ui) and the git bridge (snap git, push, pull, redact
 // --check, trace export, a --git-commit) link the MCP SDK, net/http and
 // go-git, whose package initialisation alone costs a hook more than its

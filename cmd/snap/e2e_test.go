@@ -163,8 +163,8 @@ func buildBinary(t *testing.T) string {
 }
 
 // The core build links neither the MCP SDK, nor net/http, nor go-git's
-// commands and transports (its start is about half the complete build's:
-// bench W10), and runs snap-full beside it in its own place for what
+// commands and transports (it starts in about two thirds of the complete
+// build's time: bench W10), and runs snap-full beside it in its own place for what
 // needs them: the same output, the same exit code. Without snap-full it
 // says what is missing and changes nothing.
 func TestCoreBuild(t *testing.T) {
