@@ -32,6 +32,7 @@ import (
 // elsewhere, as git's helpers live in its exec path; the tests).
 const fullName = "snap-full"
 
+
 // execFull replaces this process with snap-full run with this process's
 // arguments; it returns only when that cannot be done.
 func execFull(what string) error {
@@ -46,7 +47,13 @@ func execFull(what string) error {
 	if _, err := os.Stat(full); err != nil {
 		return fmt.Errorf("%s needs %s, the complete snap, beside this one or named by $SNAP_FULL: %w; 'make build' builds both, 'go install ./cmd/snap' one complete snap", what, fullName, err)
 	}
-	err := syscall.Exec(full, append([]string{full}, os.Args[1:]...), os.Environ())
+	// A core build run by a core build (snap-full replaced by a copy of
+	// snap) would run itself for ever: the mark says it was.
+	if os.Getenv(execMark) != "" {
+		return fmt.Errorf("%s needs the complete snap, and %s is a core build too: 'make build' builds both", what, os.Getenv(execMark))
+	}
+	env := append(os.Environ(), execMark+"="+full)
+	err := syscall.Exec(full, append([]string{full}, os.Args[1:]...), env)
 	return fmt.Errorf("%s: running %s: %w", what, full, err)
 }
 

@@ -257,4 +257,12 @@ func TestCoreBuild(t *testing.T) {
 	if after := snaptest.Snapshot(t, p.dir, nil); !maps.Equal(before, after) {
 		t.Errorf("snap ui without snap-full changed the project")
 	}
+	// A snap-full that is a core build too: an error, not a loop.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(alone), "snap-full"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = run(alone, "", "ui", "--addr", "127.0.0.1:0")
+	if code != exitError || !strings.Contains(stderr, "is a core build too") {
+		t.Errorf("snap ui with a core build as snap-full: exit %d, %q", code, stderr)
+	}
 }

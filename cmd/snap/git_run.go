@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -171,6 +172,10 @@ func writeGitCommit(w io.Writer, c *gitCommitResult) {
 		fmt.Fprintf(w, "git commit %s on %s (%s)\n", short(c.Commit), c.Branch, plural(len(c.Paths), "file"))
 	}
 }
+
+// The complete build clears the mark a core build set (execMark), so
+// that nothing it runs inherits it.
+func init() { os.Unsetenv(execMark) }
 
 // isNoGitRepo reports an error of the git bridge's: no git repository.
 func isNoGitRepo(err error) bool { return errors.Is(err, gitbridge.ErrNoGitRepo) }

@@ -151,6 +151,11 @@ func recovered(fn func() error) (err error) {
 	return fn()
 }
 
+// execMark is set in the environment of the snap-full a core build runs
+// (core.go), which would otherwise run itself for ever were snap-full a
+// core build too.
+const execMark = "SNAP_FULL_RUN_BY_CORE"
+
 // globalOptions are the options every command accepts.
 type globalOptions struct {
 	JSON    bool   // one JSON document on stdout
