@@ -32,7 +32,6 @@ import (
 // elsewhere, as git's helpers live in its exec path; the tests).
 const fullName = "snap-full"
 
-
 // execFull replaces this process with snap-full run with this process's
 // arguments; it returns only when that cannot be done.
 func execFull(what string) error {
