@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -34,7 +35,10 @@ const fullName = "snap-full"
 
 // execFull replaces this process with snap-full run with this process's
 // arguments; it returns only when that cannot be done.
-func execFull(what string) error {
+func execFull(ctx context.Context, what string) error {
+	if err := ctx.Err(); err != nil {
+		return err // (interrupted before the hand-over: nothing runs)
+	}
 	full := os.Getenv("SNAP_FULL")
 	if full == "" {
 		self, err := os.Executable()
@@ -56,23 +60,23 @@ func execFull(what string) error {
 	return fmt.Errorf("%s: running %s: %w", what, full, err)
 }
 
-func runMCP(*cli.Context, *invocation) error { return execFull("snap mcp") }
+func runMCP(c *cli.Context, _ *invocation) error { return execFull(c.Context, "snap mcp") }
 
-func runUI(*cli.Context, *invocation) error { return execFull("snap ui") }
+func runUI(c *cli.Context, _ *invocation) error { return execFull(c.Context, "snap ui") }
 
-func runGit(_ context.Context, o gitOptions, _ io.Writer) error {
+func runGit(ctx context.Context, o gitOptions, _ io.Writer) error {
 	if o.Verb == "export" || o.Verb == "import" {
-		return execFull("snap git " + o.Verb)
+		return execFull(ctx, "snap git "+o.Verb)
 	}
-	return execFull("snap " + o.Verb)
+	return execFull(ctx, "snap "+o.Verb)
 }
 
-func runRedactCheck(context.Context, redactOptions, io.Writer) error {
-	return execFull("snap redact --check")
+func runRedactCheck(ctx context.Context, _ redactOptions, _ io.Writer) error {
+	return execFull(ctx, "snap redact --check")
 }
 
-func runTraceExport(context.Context, traceOptions, io.Writer) error {
-	return execFull("snap trace export")
+func runTraceExport(ctx context.Context, _ traceOptions, _ io.Writer) error {
+	return execFull(ctx, "snap trace export")
 }
 
 // gitCommitter is never made here: a commit that wants one runs snap-full.
@@ -81,8 +85,8 @@ type gitCommitter struct{}
 // gitCommitResult is never made here (see gitCommitter).
 type gitCommitResult struct{}
 
-func openGitCommitter(context.Context, *snap.Repo, func() ([]string, error)) (*gitCommitter, error) {
-	return nil, execFull("a git commit (--git-commit, git.commit-on)")
+func openGitCommitter(ctx context.Context, _ *snap.Repo, _ func() ([]string, error)) (*gitCommitter, error) {
+	return nil, execFull(ctx, "a git commit (--git-commit, git.commit-on)")
 }
 
 func (*gitCommitter) commit(context.Context, snap.ID, snap.ID, string) (*gitCommitResult, error) {
@@ -92,3 +96,15 @@ func (*gitCommitter) commit(context.Context, snap.ID, snap.ID, string) (*gitComm
 func writeGitCommit(io.Writer, *gitCommitResult) {}
 
 func isNoGitRepo(error) bool { return false }
+
+// handOff runs snap-full for a task or edit commit before anything else
+// (reading stdin, opening the store): whether it makes a git commit is
+// known only once the store's settings are read, and by then stdin (a
+// --conversation -) would be consumed and a warning printed
+// (torture/split-findings/01, 03).
+func handOff(ctx context.Context, args []string) error {
+	if cmd := commandOf(args); len(cmd) == 1 && (cmd[0] == "task" || cmd[0] == "edit") && slices.Contains(args, "commit") {
+		return execFull(ctx, "snap "+cmd[0]+" commit")
+	}
+	return nil
+}

@@ -129,7 +129,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var err error
 	if a, ok := hookFastPath(args); ok {
 		err = recovered(func() error { runHook(ctx, inv, a); return nil })
-	} else {
+	} else if err = handOff(ctx, args); err == nil { // (the core build's snap-full, for some commands)
 		app := appOf(inv, commandOf(args))
 		args, inv.dashPos = normalizeArgs(app, args)
 		err = recovered(func() error { return app.RunContext(ctx, args) })
