@@ -45,7 +45,8 @@
 //	                 opkinds.go (what undo and redo do with each operation)
 //	actors           actors.go (who changed a path since a checkpoint, from
 //	                 the op log; what a session's move keeps of the others')
-//	history views    history.go (the op log as one value), log.go, resolve.go
+//	history views    history.go (the op log as one value), sessionindex.go
+//	                 (a session's checkpoints without the whole log), log.go, resolve.go
 //	                 (REFs), diff.go, convdiff.go, cat.go, ls.go, blame.go
 //	                 (who wrote each line)
 //	sessions         sessions.go (archive, remove, labels)
@@ -65,6 +66,8 @@
 //	move-journal      the rewind, undo or redo in progress (see recoverMove)
 //	trash/            files a restore replaced or deleted, emptied by gc
 //	cache/stat        the stat cache (package index)
+//	cache/sessions/   per session, its checkpoints as the op log lists them
+//	                  up to a mark in it (sessionindex.go)
 //	cache/monitor     per set of capture options, the watch daemon's token
 //	                  and the checkpoint captured at it (monitor.go)
 //	watch.sock        the watch daemon's socket, watch.lock its lock (package watch)

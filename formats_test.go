@@ -166,6 +166,7 @@ var formatsNotProduced = map[string]string{
 	"mcp-token-*":                       "written by 'snap mcp --http' while it makes its token",
 	"hook.log.tmp":                      "made when the hook log passes 1 MiB",
 	"cache/monitor.tmp-*":               "a temporary file of the monitor's bases' replace: left only by a crash",
+	"cache/sessions/<hash>.tmp-*":       "a temporary file of a session index's replace: left only by a crash",
 	"watch-cookie-*":                    "made and removed by the watch daemon within each answer",
 	"oplog.cache":                       "written once 64 KiB of records are parsed past it (TestFormats's log is shorter; refs TestOpCacheGivesWhatTheLogHolds writes it)",
 	".oplog.cache.tmp-*":                "a temporary file of the op-log cache's atomic replace: left only by a crash",

@@ -30,6 +30,9 @@ type history struct {
 	expiredErr error // the expired set could not be read
 	opsRead    bool
 	expRead    bool
+	mark       refs.Mark // just past the last of ops, when they all verified
+	// indexes: the sessions' indexes this command read (sessionindex.go).
+	indexes map[string]*sessionIndex
 }
 
 // history returns the command's history value; nothing is read until it
@@ -39,18 +42,22 @@ func (r *Repo) history() *history { return &history{refs: r.refs} }
 
 // load reads the log and the expired set once.
 func (h *history) load() error {
+	if err := h.loadOps(); err != nil {
+		return err
+	}
+	return h.loadExpired()
+}
+
+func (h *history) loadOps() error {
 	if !h.opsRead {
 		h.opsRead = true
-		ops, err := h.refs.Ops()
+		ops, m, err := h.refs.OpsMarked()
 		if err != nil && !errors.Is(err, refs.ErrCorrupt) {
 			h.opsErr = err
 		}
-		h.ops = ops
+		h.ops, h.mark = ops, m
 	}
-	if h.opsErr != nil {
-		return h.opsErr
-	}
-	return h.loadExpired()
+	return h.opsErr
 }
 
 func (h *history) loadExpired() error {
@@ -117,24 +124,6 @@ func (h *history) headRecorded(session string, id objects.ID) bool {
 		}
 	}
 	return false
-}
-
-// message returns the checkpoint the latest OpMessage record of the
-// session gives message id msg (an unchanged checkpoint records it there)
-// and when; zero when none does.
-func (h *history) message(session, msg string) (objects.ID, int64) {
-	var latest objects.ID
-	var when int64
-	if h.load() != nil {
-		return latest, when
-	}
-	for _, op := range h.ops {
-		var d messageDetail
-		if op.Kind == string(OpMessage) && op.Session == session && json.Unmarshal(op.Detail, &d) == nil && d.MessageID == msg {
-			latest, when = op.Checkpoint, op.Time.UnixNano()
-		}
-	}
-	return latest, when
 }
 
 // stacks derives the session's undo and redo stacks: every undoable op
@@ -240,52 +229,29 @@ func (r *Repo) load(e *sessionEntry) (*objects.Checkpoint, error) {
 }
 
 // sessionCheckpoints returns every checkpoint ever recorded in the session
-// (from the log, plus the head's ancestry for checkpoints whose record a
-// crash may have lost), oldest first, without reading them. Checkpoints
-// retention expired are listed too, marked, so numbering (#N) never
-// shifts.
+// (from the log, through the session's index, plus the head's ancestry for
+// checkpoints whose record a crash may have lost), oldest first, without
+// reading them. Checkpoints retention expired are listed too, marked, so
+// numbering (#N) never shifts.
 func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, error) {
-	if err := h.load(); err != nil {
+	x, err := h.sessionIndex(r, session)
+	if err != nil {
 		return nil, err
 	}
-	seen := map[objects.ID]bool{}
-	var list []sessionEntry
-	for _, op := range h.ops {
-		if op.Kind == string(OpImport) {
-			// Checkpoints taken elsewhere, listed at their own times.
-			var d importDetail
-			if op.Session == session && json.Unmarshal(op.Detail, &d) == nil && len(d.Times) == len(op.Checkpoints) {
-				for i, id := range op.Checkpoints {
-					if !seen[id] {
-						seen[id] = true
-						list = append(list, sessionEntry{ID: id, time: d.Times[i], expired: h.expired[id]})
-					}
-				}
-			}
-			if op.Session != session || seen[op.Checkpoint] {
-				continue
-			}
-		}
-		ids := []objects.ID{op.Checkpoint, op.Safety}
-		if builds(op.Kind) {
-			ids = append(ids, op.Target)
-		}
-		if op.Kind != string(OpImport) {
-			ids = append(ids, op.Checkpoints...) // the end an actor-scoped move recorded
-		}
-		for _, id := range ids {
-			if op.Session == session && !id.IsZero() && !seen[id] {
-				seen[id] = true
-				list = append(list, sessionEntry{ID: id, time: op.Time.UnixNano(), expired: h.expired[id]})
-			}
-		}
+	if err := h.loadExpired(); err != nil {
+		return nil, err
+	}
+	list := make([]sessionEntry, len(x.entries), len(x.entries)+1)
+	for i, e := range x.entries {
+		list[i] = sessionEntry{ID: e.ID, time: e.Time, expired: h.expired[e.ID]}
 	}
 	head, _, err := r.head(session)
 	if err != nil {
 		return nil, err
 	}
-	for id := head; !id.IsZero() && !seen[id] && !h.expired[id]; {
-		seen[id] = true
+	walked := map[objects.ID]bool{}
+	for id := head; !id.IsZero() && !x.listed(id) && !walked[id] && !h.expired[id]; {
+		walked[id] = true
 		ck, err := r.objects.ReadCheckpoint(id)
 		if err != nil {
 			return nil, err
@@ -296,7 +262,9 @@ func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, e
 		}
 		id = ck.Parents[0]
 	}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].time < list[j].time })
+	if len(walked) > 0 {
+		sort.SliceStable(list, func(i, j int) bool { return list[i].time < list[j].time })
+	}
 	return list, nil
 }
 

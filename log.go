@@ -79,13 +79,18 @@ func (r *Repo) Log(ctx context.Context, o LogOptions) ([]LogEntry, error) {
 		}
 		// Newest first, reading only the checkpoints listed.
 		var entries []LogEntry
+		read := map[objects.ID]*objects.Checkpoint{}
 		for i := len(list) - 1; i >= 0 && (n <= 0 || all || len(entries) < n); i-- {
 			ck, err := r.load(&list[i])
 			if err != nil {
 				return nil, err
 			}
-			if ck == nil || o.Kind != "" && ck.Kind != o.Kind {
-				continue // expired by retention, or not asked for
+			if ck == nil {
+				continue // expired by retention
+			}
+			read[list[i].ID] = ck
+			if o.Kind != "" && ck.Kind != o.Kind {
+				continue // not asked for
 			}
 			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID, Actor: ck.Actor, Call: ck.Call, Agent: ck.Agent,
 				Summary: ck.Summary, Labels: labels[list[i].ID], Stats: ck.Stats, Head: list[i].ID == head}
@@ -96,7 +101,7 @@ func (r *Repo) Log(ctx context.Context, o LogOptions) ([]LogEntry, error) {
 			entries = append(entries, le)
 		}
 		if len(entries) > 0 {
-			onBranch := r.ancestorsSince(head, entries[len(entries)-1].Time.UnixNano())
+			onBranch := r.ancestorsSince(head, entries[len(entries)-1].Time.UnixNano(), read)
 			for i := range entries {
 				entries[i].Abandoned = !onBranch[entries[i].ID]
 			}
@@ -111,8 +116,9 @@ func (r *Repo) Log(ctx context.Context, o LogOptions) ([]LogEntry, error) {
 
 // ancestorsSince returns the checkpoints reachable from id by parents, not
 // going further back than those made before since (Unix ns): enough to
-// tell which checkpoints from since on lie on the head's branch.
-func (r *Repo) ancestorsSince(id objects.ID, since int64) map[objects.ID]bool {
+// tell which checkpoints from since on lie on the head's branch. read
+// holds checkpoints the caller has read already (nil: none).
+func (r *Repo) ancestorsSince(id objects.ID, since int64, read map[objects.ID]*objects.Checkpoint) map[objects.ID]bool {
 	set := map[objects.ID]bool{}
 	queue := []objects.ID{id}
 	for len(queue) > 0 {
@@ -122,7 +128,11 @@ func (r *Repo) ancestorsSince(id objects.ID, since int64) map[objects.ID]bool {
 			continue
 		}
 		set[id] = true
-		if ck, err := r.objects.ReadCheckpoint(id); err == nil && ck.Time >= since {
+		ck, err := read[id], error(nil)
+		if ck == nil {
+			ck, err = r.objects.ReadCheckpoint(id)
+		}
+		if err == nil && ck.Time >= since {
 			queue = append(queue, ck.Parents...)
 		}
 	}
@@ -204,7 +214,7 @@ func (r *Repo) Show(ctx context.Context, id objects.ID, opts ...ShowOptions) (*S
 	}
 	if head, _, err := r.head(ck.Session); err == nil {
 		res.Head = head == id
-		res.Abandoned = !r.ancestorsSince(head, ck.Time)[id]
+		res.Abandoned = !r.ancestorsSince(head, ck.Time, map[objects.ID]*objects.Checkpoint{id: ck})[id]
 	}
 	var parentTree objects.ID
 	if len(ck.Parents) > 0 {

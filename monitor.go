@@ -278,21 +278,7 @@ func (r *Repo) noteMonitor(c *captured, id objects.ID) (monitored bool) {
 	if err != nil {
 		return monitored
 	}
-	dir := filepath.Dir(r.monitorPath())
-	if r.fs.MkdirAll(dir, 0o755) != nil {
-		return monitored
-	}
-	f, err := r.fs.CreateTemp(dir, "monitor.tmp-*")
-	if err != nil {
-		return monitored
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil && cerr == nil {
-		err = r.fs.Rename(f.Name(), r.monitorPath())
-	}
-	if err != nil {
-		r.fs.Remove(f.Name())
-	}
+	_ = fsys.ReplaceFile(r.fs, r.monitorPath(), data)
 	return monitored
 }
 

@@ -185,7 +185,11 @@ func (r *Repo) messageCheckpoint(h *history, session, msg string) (objects.ID, b
 	}
 	// An unchanged checkpoint records its message id in the op log
 	// (OpMessage): the latest of either kind of record wins.
-	latest, when := h.message(session, msg)
+	x, err := h.sessionIndex(r, session)
+	if err != nil {
+		return objects.ID{}, false, err
+	}
+	latest, when := x.message(msg)
 	for i := len(list) - 1; i >= 0; i-- {
 		ck, err := r.load(&list[i])
 		if err != nil {

@@ -164,34 +164,72 @@ func walkDir(f FS, path string, d fs.DirEntry, fn fs.WalkDirFunc) error {
 // no writer, or reading /dev/zero, would never end (torture/history-findings
 // 01). What snap reads of its own store goes through it.
 func ReadRegular(vfs FS, name string) ([]byte, error) {
+	data, _, err := ReadRegularFrom(vfs, name, 0)
+	return data, err
+}
+
+// ReadRegularFrom is ReadRegular of the bytes from offset off on; it also
+// returns the file's size when opened (data is empty when off is at or
+// past it).
+func ReadRegularFrom(vfs FS, name string, off int64) ([]byte, int64, error) {
 	f, err := Or(vfs).OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
+		return nil, 0, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
+	}
+	size := fi.Size()
+	if off >= size {
+		return []byte{}, size, nil
 	}
 	// Sized as os.ReadFile sizes it: io.ReadAll's doubling made loading a
 	// 29 MB stat cache cost 80 ms of copying and clearing.
-	data := make([]byte, 0, max(fi.Size(), 0)+512)
+	data := make([]byte, 0, size-off+512)
 	for {
-		n, err := f.Read(data[len(data):cap(data)])
+		n, err := f.ReadAt(data[len(data):cap(data)], off+int64(len(data)))
 		data = data[:len(data)+n]
 		if err == io.EOF {
-			return data, nil
+			return data, size, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if len(data) == cap(data) { // grown since the stat
 			data = append(data, 0)[:len(data)]
 		}
 	}
+}
+
+// ReplaceFile replaces path with data through vfs, atomically but not
+// durably (a temporary file in the same directory, which it makes, renamed
+// over path; nothing fsync'd): what a cache, disposable and checked when
+// read, is written with.
+func ReplaceFile(vfs FS, path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := vfs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := vfs.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = vfs.Rename(f.Name(), path)
+	}
+	if err != nil {
+		vfs.Remove(f.Name())
+	}
+	return err
 }
 
 // WriteFileAtomic writes data to path durably through vfs: a temporary

@@ -19,6 +19,10 @@ var (
 	// ErrBusy: a ref's lock file stayed in place for the whole lock timeout:
 	// another writer holds it, or a crashed writer left it behind.
 	ErrBusy = storage.ErrBusy
+	// ErrStaleMark: the op log no longer holds a Mark's record at its
+	// place, or a record after it fails verification (OpsAfter). The
+	// caller reads Ops instead.
+	ErrStaleMark = errors.New("refs: op log mark is stale")
 	// ErrBadName: a ref name, name component, op kind or session name is not
 	// legal (see ValidComponent and ValidName), or collides with existing refs.
 	ErrBadName = errors.New("invalid ref name")

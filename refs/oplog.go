@@ -212,20 +212,28 @@ func (s *Store) appendLocked(op *Op) error {
 // record that fails verification and per seq out of order (errors.Is(err,
 // ErrCorrupt)); these are exactly the op-log errors Check reports. Any other
 // error (I/O) comes with nil ops.
-func (s *Store) Ops() ([]Op, error) { return s.ops(true) }
+func (s *Store) Ops() ([]Op, error) {
+	ops, _, err := s.ops(true)
+	return ops, err
+}
 
 // LogOps is Ops without the op-log cache: every record parsed from the log
 // itself. gc and fsck, which delete or vouch for what the log names, read
 // it so: nothing they do rests on a file anyone may rewrite.
-func (s *Store) LogOps() ([]Op, error) { return s.ops(false) }
+func (s *Store) LogOps() ([]Op, error) {
+	ops, _, err := s.ops(false)
+	return ops, err
+}
 
-func (s *Store) ops(cached bool) ([]Op, error) {
+// ops reads the log (and, when cached, the op-log cache); the mark is that
+// of the last record when every record verified (see OpsMarked).
+func (s *Store) ops(cached bool) ([]Op, Mark, error) {
 	data, err := s.be.ReadFile(logName)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, Mark{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("refs: ops: %w", err)
+		return nil, Mark{}, fmt.Errorf("refs: ops: %w", err)
 	}
 	// The records the cache holds are decoded from it; the rest parsed
 	// (and, when they are many, cached for the next reader).
@@ -244,7 +252,11 @@ func (s *Store) ops(cached bool) ([]Op, error) {
 	if cached && len(scan.corrupt) == 0 && scan.tailOff-int64(c.off) >= opCacheSlack {
 		s.writeOpCache(data, int(scan.tailOff), c.lines+len(scan.ops), ops)
 	}
-	return ops, errors.Join(scan.corrupt...)
+	var m Mark
+	if len(scan.corrupt) == 0 && len(ops) > 0 {
+		m = markAt(data, scan.tailOff, ops[len(ops)-1].Seq)
+	}
+	return ops, m, errors.Join(scan.corrupt...)
 }
 
 // encodeRecord returns the record line for op: JSON, TAB, checksum, LF.

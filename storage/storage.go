@@ -137,6 +137,10 @@ type Refs interface {
 	// ReadFile returns a whole small file (fs.ErrNotExist when absent; a
 	// *BadEntryError, without blocking, when it is not a regular file).
 	ReadFile(name string) ([]byte, error)
+	// ReadFileFrom is ReadFile of the bytes from offset off to the end,
+	// with the file's size (data is empty when off is at or past it): a
+	// reader of a log's new records reads only those.
+	ReadFileFrom(name string, off int64) (data []byte, size int64, err error)
 	// Exists reports whether file name exists.
 	Exists(name string) bool
 	// WriteFile durably replaces file name with data, atomically.

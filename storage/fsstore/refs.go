@@ -291,6 +291,18 @@ func (s *Refs) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
+func (s *Refs) ReadFileFrom(name string, off int64) ([]byte, int64, error) {
+	p, err := s.file(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	data, size, err := fsys.ReadRegularFrom(s.fs, p, max(off, 0))
+	if errors.Is(err, fsys.ErrNotRegular) {
+		return nil, 0, &storage.BadEntryError{Name: name, Reason: "not a regular file"}
+	}
+	return data, size, err
+}
+
 func (s *Refs) Exists(name string) bool {
 	p, err := s.file(name)
 	if err != nil {

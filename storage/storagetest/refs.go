@@ -215,6 +215,14 @@ func RunRefs(t *testing.T, newStore func(t *testing.T) storage.Refs) {
 		if got, _ := s.ReadFile("expired"); string(got) != "a\nb\nc\n" {
 			t.Fatalf("appended lines: %q", got)
 		}
+		for off, want := range map[int64]string{0: "a\nb\nc\n", 2: "b\nc\n", 5: "\n", 6: "", 9: ""} {
+			if got, size, err := s.ReadFileFrom("expired", off); err != nil || string(got) != want || size != 6 {
+				t.Errorf("ReadFileFrom(%d): %q, size %d, %v; want %q, size 6", off, got, size, err, want)
+			}
+		}
+		if _, _, err := s.ReadFileFrom("nosuch", 0); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadFileFrom of a missing file: %v", err)
+		}
 		for _, name := range oddNames {
 			if err := s.WriteFile(name, []byte("x")); !errors.Is(err, storage.ErrBadName) {
 				t.Errorf("WriteFile(%q): %v, want ErrBadName", name, err)

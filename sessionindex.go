@@ -1,0 +1,343 @@
+package snap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"path/filepath"
+	"sort"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// The session index (cache/sessions/<hash of the name>): what the op log
+// says of one session's checkpoints, as of a mark in the log (refs.Mark),
+// so that a command reading a session's history (log -n 20, show, #N,
+// msg:ID) reads that file and the records appended since the mark, not the
+// whole log. It holds the session's checkpoints in the order numbering
+// (#N) gives them, with the time each was listed at, and the message ids
+// unchanged checkpoints recorded (OpMessage). It is disposable: a missing,
+// damaged or stale one (the log no longer holds the record at its mark) is
+// derived again from the whole log. Readers rewrite it once the records
+// past its mark pass sessionIndexSlack bytes, so what a read parses stays
+// bounded whatever the length of the history.
+//
+// Format: "SNAPSIX1", then uvarints: the session name's length and the
+// name, the mark (Off, Len, Seq, then Sum as 8 bytes big-endian), the
+// number of checkpoints, each as its 32-byte id and its time (varint Unix
+// ns), then the same checkpoints' positions sorted by id (uvarints: a
+// reader asks whether a later record's id is listed already by binary
+// search), then the number of message records, each as its message id
+// (length, bytes), checkpoint id and time; last the CRC-32C of everything
+// before it, 4 bytes big-endian.
+const (
+	sessionIndexMagic = "SNAPSIX1"
+	sessionIndexSlack = 16 << 10
+)
+
+// sessionIndex is one session's list of checkpoints as the log gives it.
+type sessionIndex struct {
+	session  string
+	mark     refs.Mark
+	entries  []indexEntry // in numbering order: by time, then log order
+	messages []indexMessage
+	// stored is the entries read from the file, byID their positions
+	// sorted by id; seen, the ids added since. Together they say whether
+	// an id is listed already.
+	stored []indexEntry
+	byID   []int
+	seen   map[objects.ID]bool
+}
+
+type indexEntry struct {
+	ID   objects.ID
+	Time int64 // Unix ns
+}
+
+type indexMessage struct {
+	MessageID string
+	ID        objects.ID
+	Time      int64
+}
+
+// listed reports whether id is among the entries.
+func (x *sessionIndex) listed(id objects.ID) bool {
+	if x.seen[id] {
+		return true
+	}
+	i := sort.Search(len(x.byID), func(i int) bool { return bytes.Compare(x.stored[x.byID[i]].ID[:], id[:]) >= 0 })
+	return i < len(x.byID) && x.stored[x.byID[i]].ID == id
+}
+
+// add lists what ops (in log order, after those already added) record of
+// the session: this is the one definition of a session's checkpoints in
+// numbering order, which reading the whole log and reading an index and
+// the records after it share.
+func (x *sessionIndex) add(ops []refs.Op) {
+	n := len(x.entries)
+	list := func(id objects.ID, when int64) {
+		if id.IsZero() || x.listed(id) {
+			return
+		}
+		if x.seen == nil {
+			x.seen = map[objects.ID]bool{}
+		}
+		x.seen[id] = true
+		x.entries = append(x.entries, indexEntry{id, when})
+	}
+	for _, op := range ops {
+		if op.Session != x.session {
+			continue
+		}
+		when := op.Time.UnixNano()
+		switch {
+		case op.Kind == string(OpImport):
+			// Checkpoints taken elsewhere, listed at their own times.
+			var d importDetail
+			if json.Unmarshal(op.Detail, &d) == nil && len(d.Times) == len(op.Checkpoints) {
+				for i, id := range op.Checkpoints {
+					list(id, d.Times[i])
+				}
+			}
+			if x.listed(op.Checkpoint) {
+				continue
+			}
+		case op.Kind == string(OpMessage):
+			var d messageDetail
+			if json.Unmarshal(op.Detail, &d) == nil {
+				x.messages = append(x.messages, indexMessage{d.MessageID, op.Checkpoint, when})
+			}
+		}
+		list(op.Checkpoint, when)
+		list(op.Safety, when)
+		if builds(op.Kind) {
+			list(op.Target, when)
+		}
+		if op.Kind != string(OpImport) {
+			for _, id := range op.Checkpoints { // the end an actor-scoped move recorded
+				list(id, when)
+			}
+		}
+	}
+	// Numbering is by time, then log order: an entry older than those
+	// before it (an import's) moves back among them.
+	less := func(i, j int) bool { return x.entries[i].Time < x.entries[j].Time }
+	if !sort.SliceIsSorted(x.entries[max(n-1, 0):], func(i, j int) bool { return less(i+max(n-1, 0), j+max(n-1, 0)) }) {
+		sort.SliceStable(x.entries, less)
+	}
+}
+
+// message is the checkpoint the latest OpMessage record gives message id
+// msg, and when (zero when none does).
+func (x *sessionIndex) message(msg string) (objects.ID, int64) {
+	for i := len(x.messages) - 1; i >= 0; i-- {
+		if m := x.messages[i]; m.MessageID == msg {
+			return m.ID, m.Time
+		}
+	}
+	return objects.ID{}, 0
+}
+
+func (r *Repo) sessionIndexPath(session string) string {
+	sum := blake3.Sum256([]byte(session))
+	return filepath.Join(r.StoreDir, "cache", "sessions", hex.EncodeToString(sum[:16]))
+}
+
+// sessionIndex returns the session's index as of the end of the log: from
+// the log already read by this command, else from the index file and the
+// records after its mark, else from the whole log (and then saved).
+func (h *history) sessionIndex(r *Repo, session string) (*sessionIndex, error) {
+	if x := h.indexes[session]; x != nil {
+		return x, nil
+	}
+	x, err := h.readSessionIndex(r, session)
+	if err != nil {
+		return nil, err
+	}
+	if h.indexes == nil {
+		h.indexes = map[string]*sessionIndex{}
+	}
+	h.indexes[session] = x
+	return x, nil
+}
+
+func (h *history) readSessionIndex(r *Repo, session string) (*sessionIndex, error) {
+	if !h.opsRead {
+		if x := r.loadSessionIndex(session); x != nil {
+			ops, next, err := r.refs.OpsAfter(x.mark)
+			if err == nil {
+				x.add(ops)
+				if next.Off-x.mark.Off >= sessionIndexSlack {
+					x.mark = next
+					r.saveSessionIndex(x)
+				}
+				x.mark = next
+				return x, nil
+			}
+			if !errors.Is(err, refs.ErrStaleMark) {
+				return nil, err
+			}
+		}
+	}
+	// The whole log: the one this command read, else read now (and kept
+	// for the command's other readers).
+	if err := h.loadOps(); err != nil {
+		return nil, err
+	}
+	x := &sessionIndex{session: session, mark: h.mark}
+	x.add(h.ops)
+	if h.mark != (refs.Mark{}) && len(x.entries) > 0 {
+		r.saveSessionIndex(x)
+	}
+	return x, nil
+}
+
+// loadSessionIndex reads the session's index file: nil when it is
+// missing, damaged or another session's.
+func (r *Repo) loadSessionIndex(session string) *sessionIndex {
+	data, err := fsys.ReadRegular(r.fs, r.sessionIndexPath(session))
+	if err != nil || len(data) < len(sessionIndexMagic)+4 || string(data[:len(sessionIndexMagic)]) != sessionIndexMagic {
+		return nil
+	}
+	body := data[:len(data)-4]
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(data[len(data)-4:]) {
+		return nil
+	}
+	d := &indexDecoder{b: body[len(sessionIndexMagic):]}
+	x := &sessionIndex{session: d.string()}
+	x.mark = refs.Mark{Off: d.int(), Len: d.int(), Seq: d.int(), Sum: d.fixed64()}
+	n := d.count(objects.IDSize + 1)
+	x.entries = make([]indexEntry, 0, n)
+	for range n {
+		x.entries = append(x.entries, indexEntry{d.id(), d.int()})
+	}
+	x.byID = make([]int, 0, n)
+	for range n {
+		if i := d.uint(); i < uint64(n) {
+			x.byID = append(x.byID, int(i))
+		} else {
+			d.fail()
+		}
+	}
+	for range d.count(objects.IDSize + 2) {
+		x.messages = append(x.messages, indexMessage{d.string(), d.id(), d.int()})
+	}
+	if d.err || len(d.b) != 0 || x.session != session || x.mark == (refs.Mark{}) {
+		return nil
+	}
+	x.stored = x.entries
+	// (byID is trusted to be sorted only as far as it is: a forged file
+	// can make listed answer wrongly, as it can forge the entries.)
+	return x
+}
+
+// saveSessionIndex writes x, best effort: an index that cannot be written
+// costs the next reader a longer read, nothing else.
+func (r *Repo) saveSessionIndex(x *sessionIndex) {
+	b := append([]byte(nil), sessionIndexMagic...)
+	b = appendIndexString(b, x.session)
+	b = binary.AppendVarint(b, x.mark.Off)
+	b = binary.AppendVarint(b, x.mark.Len)
+	b = binary.AppendVarint(b, x.mark.Seq)
+	b = binary.BigEndian.AppendUint64(b, x.mark.Sum)
+	b = binary.AppendUvarint(b, uint64(len(x.entries)))
+	for _, e := range x.entries {
+		b = append(b, e.ID[:]...)
+		b = binary.AppendVarint(b, e.Time)
+	}
+	byID := make([]int, len(x.entries))
+	for i := range byID {
+		byID[i] = i
+	}
+	sort.Slice(byID, func(i, j int) bool { return bytes.Compare(x.entries[byID[i]].ID[:], x.entries[byID[j]].ID[:]) < 0 })
+	for _, i := range byID {
+		b = binary.AppendUvarint(b, uint64(i))
+	}
+	b = binary.AppendUvarint(b, uint64(len(x.messages)))
+	for _, m := range x.messages {
+		b = appendIndexString(b, m.MessageID)
+		b = append(b, m.ID[:]...)
+		b = binary.AppendVarint(b, m.Time)
+	}
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	_ = fsys.ReplaceFile(r.fs, r.sessionIndexPath(x.session), b)
+}
+
+func appendIndexString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// indexDecoder reads saveSessionIndex's forms; a failure sticks.
+type indexDecoder struct {
+	b   []byte
+	err bool
+}
+
+func (d *indexDecoder) fail() { d.err, d.b = true, nil }
+
+func (d *indexDecoder) uint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *indexDecoder) int() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a count of items of at least min bytes each, refusing one
+// the bytes left cannot hold (so that a forged count sizes no allocation).
+func (d *indexDecoder) count(min int) int {
+	n := d.uint()
+	if n > uint64(len(d.b)/min) {
+		d.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (d *indexDecoder) fixed64() uint64 {
+	if len(d.b) < 8 {
+		d.fail()
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *indexDecoder) bytes(n uint64) []byte {
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *indexDecoder) string() string { return string(d.bytes(d.uint())) }
+
+func (d *indexDecoder) id() objects.ID {
+	var id objects.ID
+	copy(id[:], d.bytes(objects.IDSize))
+	return id
+}

@@ -1,0 +1,208 @@
+package snap
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/snapcore-dev/snap/objects"
+	"github.com/snapcore-dev/snap/refs"
+)
+
+// referenceList is how sessionCheckpoints listed a session's checkpoints
+// before the session index: from every op of the log, in one pass, then
+// sorted by time, stably. The index must give the same list whatever
+// marks it was read and saved at.
+func referenceList(ops []refs.Op, session string) []indexEntry {
+	seen := map[objects.ID]bool{}
+	var list []indexEntry
+	for _, op := range ops {
+		if op.Kind == string(OpImport) {
+			var d importDetail
+			if op.Session == session && json.Unmarshal(op.Detail, &d) == nil && len(d.Times) == len(op.Checkpoints) {
+				for i, id := range op.Checkpoints {
+					if !seen[id] {
+						seen[id] = true
+						list = append(list, indexEntry{id, d.Times[i]})
+					}
+				}
+			}
+			if op.Session != session || seen[op.Checkpoint] {
+				continue
+			}
+		}
+		ids := []objects.ID{op.Checkpoint, op.Safety}
+		if builds(op.Kind) {
+			ids = append(ids, op.Target)
+		}
+		if op.Kind != string(OpImport) {
+			ids = append(ids, op.Checkpoints...)
+		}
+		for _, id := range ids {
+			if op.Session == session && !id.IsZero() && !seen[id] {
+				seen[id] = true
+				list = append(list, indexEntry{id, op.Time.UnixNano()})
+			}
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].Time < list[j].Time })
+	return list
+}
+
+// randomOp is an op of a random kind in one of three sessions, naming
+// checkpoints new and old, at times that mostly grow (an import's go
+// back).
+func randomOp(rng *rand.Rand, next *uint64, base time.Time, i int) refs.Op {
+	id := func() objects.ID {
+		var x objects.ID
+		n := *next
+		if rng.IntN(4) == 0 && n > 1 {
+			n = 1 + rng.Uint64N(n-1) // one named before
+		} else {
+			*next++
+		}
+		x[0], x[1], x[2] = byte(n), byte(n>>8), 0xa5
+		return x
+	}
+	// Times advance by 0 or 1 ms: ties are frequent, so log order counts.
+	op := refs.Op{Session: fmt.Sprintf("s%d", rng.IntN(3)), Time: base.Add(time.Duration(i/2) * time.Millisecond)}
+	switch rng.IntN(7) {
+	case 0, 1:
+		op.Kind, op.Checkpoint = string(OpCheckpoint), id()
+	case 2:
+		op.Kind, op.Target, op.Safety = string(OpRewind), id(), id()
+	case 3:
+		op.Kind, op.Target, op.Safety, op.Checkpoints = string(OpRevert), id(), id(), []objects.ID{id()}
+	case 4:
+		op.Kind, op.Checkpoint = string(OpMessage), id()
+		op.Detail = json.RawMessage(fmt.Sprintf(`{"message_id":"m%d"}`, rng.IntN(5)))
+	case 5:
+		op.Kind, op.Checkpoint = string(OpImport), id()
+		var times []int64
+		for range rng.IntN(4) {
+			op.Checkpoints = append(op.Checkpoints, id())
+			times = append(times, base.Add(time.Duration(rng.IntN(i+1)/2)*time.Millisecond).UnixNano())
+		}
+		op.Detail, _ = json.Marshal(importDetail{Times: times})
+	default:
+		op.Kind, op.Undoes = string(OpUndo), int64(1+rng.IntN(i+1))
+	}
+	return op
+}
+
+// The index, read and saved at random points of a growing log, lists what
+// the whole log lists; so does the index derived again after its file is
+// damaged, or the log replaced.
+func TestSessionIndexListsWhatTheLogDoes(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			r, _, err := Init(Options{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var next uint64 = 1
+			base := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+			n := 0
+			for round := range 40 {
+				for range rng.IntN(1 << rng.IntN(8)) {
+					op := randomOp(rng, &next, base, n)
+					n++
+					if err := r.refs.Append(&op); err != nil {
+						t.Fatal(err)
+					}
+				}
+				switch rng.IntN(10) {
+				case 0: // damaged
+					for _, s := range []string{"s0", "s1", "s2"} {
+						if data, err := os.ReadFile(r.sessionIndexPath(s)); err == nil && len(data) > 20 {
+							data[rng.IntN(len(data))] ^= 1 << rng.IntN(8)
+							os.WriteFile(r.sessionIndexPath(s), data, 0o644)
+						}
+					}
+				case 1: // another session's index in its place
+					if data, err := os.ReadFile(r.sessionIndexPath("s0")); err == nil {
+						os.WriteFile(r.sessionIndexPath("s1"), data, 0o644)
+					}
+				}
+				all, err := r.refs.LogOps()
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := r.history()
+				for _, s := range []string{"s0", "s1", "s2"} {
+					x, err := h.sessionIndex(r, s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := referenceList(all, s); !slices.Equal(x.entries, want) {
+						t.Fatalf("round %d, session %s: the index lists\n%v\nthe log\n%v", round, s, x.entries, want)
+					}
+					for m := range 5 {
+						msg := fmt.Sprintf("m%d", m)
+						id, when := x.message(msg)
+						var wid objects.ID
+						var wwhen int64
+						for _, op := range all {
+							var d messageDetail
+							if op.Kind == string(OpMessage) && op.Session == s && json.Unmarshal(op.Detail, &d) == nil && d.MessageID == msg {
+								wid, wwhen = op.Checkpoint, op.Time.UnixNano()
+							}
+						}
+						if id != wid || when != wwhen {
+							t.Fatalf("round %d, session %s, %s: the index gives %v at %d, the log %v at %d", round, s, msg, id, when, wid, wwhen)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// An index whose mark the log no longer holds (the log replaced by a
+// shorter one, as a restore from a backup would) is not used.
+func TestSessionIndexOfAnotherLogIsNotUsed(t *testing.T) {
+	r, _, err := Init(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	logPath := r.StoreDir + "/oplog"
+	for i := range 200 {
+		op := refs.Op{Kind: string(OpCheckpoint), Session: "s", Checkpoint: objects.ID{1, byte(i)}}
+		if err := r.refs.Append(&op); err != nil {
+			t.Fatal(err)
+		}
+		if i == 49 {
+			old, _ := os.ReadFile(logPath)
+			defer func() {
+				// The log as it was after 50 records: the index (saved
+				// later) names a record past its end.
+				if err := os.WriteFile(logPath, old, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				x, err := r.history().sessionIndex(r, "s")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ops, _ := r.refs.LogOps()
+				if want := referenceList(ops, "s"); len(want) != 50 || !slices.Equal(x.entries, want) {
+					t.Fatalf("after the log was replaced: %d entries, want %d", len(x.entries), len(want))
+				}
+			}()
+		}
+	}
+	x, err := r.history().sessionIndex(r, "s")
+	if err != nil || len(x.entries) == 0 {
+		t.Fatal(x, err)
+	}
+	if _, err := os.Stat(r.sessionIndexPath("s")); err != nil {
+		t.Fatalf("no index saved: %v", err)
+	}
+}
