@@ -114,3 +114,5 @@ require (
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+replace github.com/klauspost/cpuid/v2 => ./third_party/cpuid
