@@ -3,13 +3,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -33,6 +37,12 @@ import (
 // elsewhere, as git's helpers live in its exec path; the tests).
 const fullName = "snap-full"
 
+// completeBuild: this is the core build (handshake).
+const completeBuild = false
+
+// handshakeTimeout bounds how long checkFull waits for snap-full's answer.
+const handshakeTimeout = 10 * time.Second
+
 // execFull replaces this process with snap-full run with this process's
 // arguments; it returns only when that cannot be done.
 func execFull(ctx context.Context, what string) error {
@@ -55,9 +65,54 @@ func execFull(ctx context.Context, what string) error {
 	if os.Getenv(execMark) != "" {
 		return fmt.Errorf("%s needs the complete snap, and %s is a core build too: 'make build' builds both", what, os.Getenv(execMark))
 	}
+	if err := checkFull(ctx, full); err != nil {
+		return fmt.Errorf("%s needs %s, the complete snap of this version, and %w; 'make build' builds both", what, fullName, err)
+	}
 	env := append(os.Environ(), execMark+"="+full)
 	err := syscall.Exec(full, append([]string{full}, os.Args[1:]...), env)
 	return fmt.Errorf("%s: running %s: %w", what, full, err)
+}
+
+// checkFull asks full which build it is (handshake) and returns an error
+// unless it answers as this version's complete build: a snap-full left
+// from another version, a core build, a copy cut short, or another
+// program is never run in its place.
+func checkFull(parent context.Context, full string) error {
+	ctx, cancel := context.WithTimeout(parent, handshakeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, full)
+	cmd.Env = append(os.Environ(), handshakeEnv+"=1")
+	var out bytes.Buffer
+	cmd.Stdout = &limitedWriter{&out, 4096}
+	err := cmd.Run()
+	answer := strings.TrimSpace(out.String())
+	want := strings.Replace(handshake(), "core build", "complete build", 1)
+	switch {
+	case parent.Err() != nil:
+		return parent.Err() // interrupted: nothing runs
+	case ctx.Err() != nil && err != nil:
+		return fmt.Errorf("%s did not say which build it is within %v: %w", full, handshakeTimeout, ctx.Err())
+	case err != nil:
+		return fmt.Errorf("%s does not run: %v", full, err) // (%v: an *exec.ExitError is a cli.ExitCoder, which would classify as a usage error)
+	case answer == handshake():
+		return fmt.Errorf("%s is a core build too", full)
+	case answer == "":
+		return fmt.Errorf("%s is not snap: it gave no answer to %s", full, handshakeEnv)
+	case answer != want:
+		return fmt.Errorf("%s is another build: it is %q, this snap needs %q", full, answer, want)
+	}
+	return nil
+}
+
+// limitedWriter keeps the first n bytes written to it.
+type limitedWriter struct {
+	w *bytes.Buffer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	l.w.Write(p[:min(len(p), max(l.n-l.w.Len(), 0))])
+	return len(p), nil
 }
 
 func runMCP(c *cli.Context, _ *invocation) error { return execFull(c.Context, "snap mcp") }

@@ -186,10 +186,11 @@ func TestCoreBuild(t *testing.T) {
 	bin := buildBinary(t)
 	full := filepath.Join(filepath.Dir(bin), "snap-full")
 	p := newBareProject(t)
+	var env []string // more of run's environment
 	run := func(bin string, stdin string, args ...string) (string, string, int) {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
-		cmd.Dir = p.dir
+		cmd.Dir, cmd.Env = p.dir, append(os.Environ(), env...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -264,5 +265,32 @@ func TestCoreBuild(t *testing.T) {
 	_, stderr, code = run(alone, "", "ui", "--addr", "127.0.0.1:0")
 	if code != exitError || !strings.Contains(stderr, "is a core build too") {
 		t.Errorf("snap ui with a core build as snap-full: exit %d, %q", code, stderr)
+	}
+	// A snap-full that is not this version's complete build is never run
+	// (torture/split-findings/04): another program, another version, a
+	// copy cut short.
+	fullData, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, content, want string
+	}{
+		{"another program", "#!/bin/sh\necho \"$@\" >> \"$0.ran\"\n", "is not snap: it gave no answer"},
+		{"another version", "#!/bin/sh\n[ -n \"$SNAP_HANDSHAKE\" ] && echo 'snap complete build, v0.1.0 go1.20, hand-over 1' && exit 0\necho \"$@\" >> \"$0.ran\"\n", "is another build"},
+		{"a copy cut short", string(fullData[:200000]), "does not run"},
+	} {
+		other := filepath.Join(t.TempDir(), "snap-full")
+		if err := os.WriteFile(other, []byte(c.content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		env = []string{"SNAP_FULL=" + other}
+		stdout, stderr, code := run(bin, "", "--json", "trace", "export")
+		if code != exitError || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("%s as snap-full: exit %d, stdout %q, stderr %q; want exit %d, %q", c.name, code, stdout, stderr, exitError, c.want)
+		}
+		if ran, _ := os.ReadFile(other + ".ran"); strings.Contains(string(ran), "trace") {
+			t.Errorf("%s as snap-full was run with the command", c.name)
+		}
 	}
 }

@@ -173,6 +173,9 @@ func writeGitCommit(w io.Writer, c *gitCommitResult) {
 	}
 }
 
+// completeBuild: this is the complete build (handshake).
+const completeBuild = true
+
 // The complete build clears the mark a core build set (execMark), so
 // that nothing it runs inherits it.
 func init() { os.Unsetenv(execMark) }

@@ -25,6 +25,10 @@ import (
 )
 
 func main() {
+	if os.Getenv(handshakeEnv) != "" {
+		fmt.Println(handshake()) // (before anything else: see core.go checkFull)
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	if isTerminal(os.Stderr) {
 		ctx = snap.WithLockNotice(ctx, func(path string, max time.Duration) {
@@ -149,6 +153,24 @@ func recovered(fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// handshakeEnv set in its environment, snap prints handshake() and exits:
+// before a core build hands a command over to snap-full, it asks snap-full
+// so, and runs it only when the answer is its own build's (core.go
+// checkFull).
+const handshakeEnv = "SNAP_HANDSHAKE"
+
+// handshake names this build: complete or core, its version, and the
+// version of what passes between the two builds (the arguments,
+// environment and standard streams of a hand-over), raised when that
+// changes.
+func handshake() string {
+	build := "core"
+	if completeBuild {
+		build = "complete"
+	}
+	return "snap " + build + " build, " + version() + ", hand-over 1"
 }
 
 // execMark is set in the environment of the snap-full a core build runs
