@@ -123,16 +123,20 @@ func (r *Repo) askMonitor(o *worktree.Options) *monitorNote {
 		return nil // a store on a simulated file system has no daemon
 	}
 	key := monitorKey(o)
-	base, ok := r.loadMonitorBases()[key]
-	plain := false
-	if len(o.IgnoreTrees) > 0 && !ok {
+	bases := r.loadMonitorBases()
+	base, ok := bases[key]
+	if len(o.IgnoreTrees) > 0 {
 		// A move's safety capture, under its target's rules as well as
 		// those on disk: it builds on the last capture under the rules
-		// on disk alone when the target's are the same (below).
+		// on disk alone when that one is the later (the last capture
+		// under these options is a move's to the same target, perhaps
+		// long ago: what changed since is more) and the target's rules
+		// are those it read, every one recorded.
 		po := *o
 		po.IgnoreTrees = nil
-		base, ok = r.loadMonitorBases()[monitorKey(&po)]
-		ok, plain = ok && base.RulesRecorded, true
+		if pb, pok := bases[monitorKey(&po)]; pok && pb.RulesRecorded && (!ok || pb.Used > base.Used) && r.sameRules(pb, o.IgnoreTrees, o.Root) {
+			base, ok = pb, true
+		}
 	}
 	ans, err := watch.Query(r.StoreDir, base.Token, monitorWait)
 	if err != nil {
@@ -154,15 +158,25 @@ func (r *Repo) askMonitor(o *worktree.Options) *monitorNote {
 	if err != nil || r.history().isExpired(base.Checkpoint) {
 		return note
 	}
-	for _, it := range o.IgnoreTrees {
-		if plain && !worktree.SameRules(r.objects, ck.Tree, it, o.Root) {
-			return note
-		}
-	}
 	o.Monitor = &worktree.Monitor{Base: ck.Tree, Dirs: slices.Concat(ans.Dirs, base.Rescan),
 		Trees: slices.Concat(ans.Trees, base.RescanTrees), Unwatched: ans.Unwatched}
 	note.used, note.full, note.baseRulesRecorded = true, base.Full, base.RulesRecorded
 	return note
+}
+
+// sameRules reports whether the ignore rules of base's tree are those of
+// every tree of rules (worktree.SameRules).
+func (r *Repo) sameRules(base monitorBase, rules []worktree.IgnoreTree, root string) bool {
+	ck, err := r.objects.ReadCheckpoint(base.Checkpoint)
+	if err != nil {
+		return false
+	}
+	for _, it := range rules {
+		if !worktree.SameRules(r.objects, ck.Tree, it, root) {
+			return false
+		}
+	}
+	return true
 }
 
 // fileID is path's device and inode.

@@ -9,10 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	snap "github.com/snapcore-dev/snap"
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/snaptest"
 	"github.com/snapcore-dev/snap/worktree"
@@ -335,4 +339,54 @@ func TestRewindSafetyCaptureUsesTheMonitor(t *testing.T) {
 		t.Errorf("d1/x.log, which the target's rules ignore, after the rewind: %v", err)
 	}
 	_ = res
+}
+
+// countingSys counts the fstatat calls made through it.
+type countingSys struct {
+	fsys.Sys
+	fstatat atomic.Int64
+}
+
+func (c *countingSys) Fstatat(dirfd int, path string, st *unix.Stat_t, flags int) error {
+	c.fstatat.Add(1)
+	return c.Sys.Fstatat(dirfd, path, st, flags)
+}
+
+// A rewind's safety capture builds on the later of the last capture under
+// its target's rules (a rewind to the same target before) and the last
+// under the rules on disk: rewinding to one target again and again, the
+// agent's way of retrying, reads only what changed since the last
+// checkpoint, not all a move to it changed since the first time.
+func TestRewindSafetyCaptureBuildsOnTheLaterBase(t *testing.T) {
+	root := t.TempDir()
+	sys := &countingSys{Sys: fsys.RealSys}
+	r, _, err := snap.Init(snap.Options{Dir: root, Sys: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const files = 40
+	for i := range files {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.go", i)), "v1\n")
+	}
+	startWatch(t, r)
+	a := checkpoint(t, r, snap.CheckpointOptions{})
+	for i := range 10 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.go", i)), "v2\n")
+	}
+	checkpoint(t, r, snap.CheckpointOptions{})
+	if _, monitored := rewindMonitored(t, r, root, a.ID); !monitored {
+		t.Fatal("the first rewind's safety capture scanned the tree")
+	}
+	checkpoint(t, r, snap.CheckpointOptions{AllowEmpty: true})
+	time.Sleep(20 * time.Millisecond) // (past the racy window of the files the rewind wrote)
+	checkpoint(t, r, snap.CheckpointOptions{AllowEmpty: true})
+	before := sys.fstatat.Load()
+	res, monitored := rewindMonitored(t, r, root, a.ID)
+	if !monitored || len(res.Restored) != 0 {
+		t.Fatalf("the second rewind: monitored %v, restored %v", monitored, res.Restored)
+	}
+	if n := sys.fstatat.Load() - before; n >= files/2 {
+		t.Errorf("the second rewind to the same target, nothing changed since the last checkpoint, made %d fstatat calls: its safety capture read again what the first rewind changed", n)
+	}
 }
