@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/zeebo/blake3"
@@ -41,6 +44,12 @@ const (
 	sessionIndexMagic = "SNAPSIX1"
 	sessionIndexSlack = 16 << 10
 )
+
+// checkSessionIndex: with SNAP_TEST_CHECK_INDEX set, every index read
+// from its file is also derived from the whole log, and a difference is
+// an error (as git's GIT_TEST_* variables exercise its caches): the model
+// harness runs so, making each of its steps a check of the index.
+func checkSessionIndex() bool { return os.Getenv("SNAP_TEST_CHECK_INDEX") != "" }
 
 // sessionIndex is one session's list of checkpoints as the log gives it.
 type sessionIndex struct {
@@ -174,6 +183,11 @@ func (h *history) readSessionIndex(r *Repo, session string) (*sessionIndex, erro
 			ops, next, err := r.refs.OpsAfter(x.mark)
 			if err == nil {
 				x.add(ops)
+				if checkSessionIndex() {
+					if err := r.checkIndex(x, next); err != nil {
+						return nil, err
+					}
+				}
 				if next.Off-x.mark.Off >= sessionIndexSlack {
 					x.mark = next
 					r.saveSessionIndex(x)
@@ -197,6 +211,22 @@ func (h *history) readSessionIndex(r *Repo, session string) (*sessionIndex, erro
 		r.saveSessionIndex(x)
 	}
 	return x, nil
+}
+
+// checkIndex derives x's session's index from the whole log, which must
+// end at next, and reports a difference (checkSessionIndex).
+func (r *Repo) checkIndex(x *sessionIndex, next refs.Mark) error {
+	ops, m, err := r.refs.OpsMarked()
+	if err != nil || m != next {
+		return nil // (the log is damaged or grew since: nothing to compare with)
+	}
+	full := &sessionIndex{session: x.session}
+	full.add(ops)
+	if !slices.Equal(full.entries, x.entries) || !slices.Equal(full.messages, x.messages) {
+		return fmt.Errorf("SNAP_TEST_CHECK_INDEX: the index of session %s (as of seq %d, %d checkpoints) differs from the op log's (%d checkpoints)",
+			x.session, x.mark.Seq, len(x.entries), len(full.entries))
+	}
+	return nil
 }
 
 // loadSessionIndex reads the session's index file: nil when it is

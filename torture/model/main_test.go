@@ -43,6 +43,10 @@ type features struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// Every session index the engine reads from its file is checked
+	// against the whole log (sessionindex.go): each step's checks below
+	// (checkHeads reads every session's log) then check the index too.
+	os.Setenv("SNAP_TEST_CHECK_INDEX", "1")
 	// The default (CI) run replays fixed seeds, so CI fails only on a
 	// change in snap, not on the draw.
 	// The long mode, and SNAP_MODEL_SEED=random, explore new ones.

@@ -685,6 +685,12 @@ func (r *runner) checkUnchanged(p *project, d0 tree, o0 outState, what string) {
 // checkHeads compares every session head with the model.
 func (r *runner) checkHeads(p *project) {
 	for _, s := range sessions {
+		// The newest checkpoint as log lists it: through the session's
+		// index, which SNAP_TEST_CHECK_INDEX (TestMain) checks against
+		// the whole log.
+		if _, err := p.repo.Log(r.ctx, snap.LogOptions{Session: s, N: 1}); err != nil && !errors.Is(err, snap.ErrCorrupt) {
+			r.failf("index", "session %s: log: %v", s, err)
+		}
 		id, err := p.repo.Resolve(r.ctx, s, "@")
 		want := p.heads[s]
 		switch {
