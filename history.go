@@ -23,6 +23,7 @@ import (
 // set is used up to the damage (a checkpoint listed after it then reads as
 // missing, which is damage, never as present).
 type history struct {
+	r          *Repo
 	refs       *refs.Store
 	ops        []refs.Op
 	expired    map[objects.ID]bool
@@ -38,7 +39,7 @@ type history struct {
 // history returns the command's history value; nothing is read until it
 // is first used, and the log and the expired set are read separately (a
 // checkpoint's loader needs only the latter).
-func (r *Repo) history() *history { return &history{refs: r.refs} }
+func (r *Repo) history() *history { return &history{r: r, refs: r.refs} }
 
 // load reads the log and the expired set once.
 func (h *history) load() error {
@@ -112,18 +113,8 @@ func (h *history) recorded(txn string) (bool, error) {
 // head and appending its record has none: an identical checkpoint is then
 // recorded after all, so the head is one the log (and undo) knows.
 func (h *history) headRecorded(session string, id objects.ID) bool {
-	if h.load() != nil {
-		return false
-	}
-	name := refs.SessionHead(session)
-	for i := len(h.ops) - 1; i >= 0; i-- {
-		for _, c := range h.ops[i].Refs {
-			if c.Name == name && c.New == id {
-				return true
-			}
-		}
-	}
-	return false
+	x, err := h.sessionIndex(session)
+	return err == nil && x.movedHeadTo(id)
 }
 
 // stacks derives the session's undo and redo stacks: every undoable op
@@ -234,7 +225,7 @@ func (r *Repo) load(e *sessionEntry) (*objects.Checkpoint, error) {
 // reading them. Checkpoints retention expired are listed too, marked, so
 // numbering (#N) never shifts.
 func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, error) {
-	x, err := h.sessionIndex(r, session)
+	x, err := h.sessionIndex(session)
 	if err != nil {
 		return nil, err
 	}

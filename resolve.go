@@ -185,7 +185,7 @@ func (r *Repo) messageCheckpoint(h *history, session, msg string) (objects.ID, b
 	}
 	// An unchanged checkpoint records its message id in the op log
 	// (OpMessage): the latest of either kind of record wins.
-	x, err := h.sessionIndex(r, session)
+	x, err := h.sessionIndex(session)
 	if err != nil {
 		return objects.ID{}, false, err
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,10 @@ type sessionIndex struct {
 	stored []indexEntry
 	byID   []int
 	seen   map[objects.ID]bool
+	// heads: the checkpoints records moved the session's head to, as
+	// read from the file (sorted), and those added since.
+	heads    []objects.ID
+	newHeads map[objects.ID]bool
 }
 
 type indexEntry struct {
@@ -81,9 +86,20 @@ func (x *sessionIndex) listed(id objects.ID) bool {
 	if x.seen[id] {
 		return true
 	}
-	i := sort.Search(len(x.byID), func(i int) bool { return bytes.Compare(x.stored[x.byID[i]].ID[:], id[:]) >= 0 })
+	i := sort.Search(len(x.byID), func(i int) bool { return compareIDs(x.stored[x.byID[i]].ID, id) >= 0 })
 	return i < len(x.byID) && x.stored[x.byID[i]].ID == id
 }
+
+// movedHeadTo reports whether a record moved the session's head to id.
+func (x *sessionIndex) movedHeadTo(id objects.ID) bool {
+	if x.newHeads[id] {
+		return true
+	}
+	_, found := slices.BinarySearchFunc(x.heads, id, compareIDs)
+	return found
+}
+
+func compareIDs(a, b objects.ID) int { return bytes.Compare(a[:], b[:]) }
 
 // add lists what ops (in log order, after those already added) record of
 // the session: this is the one definition of a session's checkpoints in
@@ -101,7 +117,16 @@ func (x *sessionIndex) add(ops []refs.Op) {
 		x.seen[id] = true
 		x.entries = append(x.entries, indexEntry{id, when})
 	}
+	headRef := refs.SessionHead(x.session)
 	for _, op := range ops {
+		for _, c := range op.Refs { // (whatever the op's session)
+			if c.Name == headRef && !c.New.IsZero() && !x.movedHeadTo(c.New) {
+				if x.newHeads == nil {
+					x.newHeads = map[objects.ID]bool{}
+				}
+				x.newHeads[c.New] = true
+			}
+		}
 		if op.Session != x.session {
 			continue
 		}
@@ -162,11 +187,11 @@ func (r *Repo) sessionIndexPath(session string) string {
 // sessionIndex returns the session's index as of the end of the log: from
 // the log already read by this command, else from the index file and the
 // records after its mark, else from the whole log (and then saved).
-func (h *history) sessionIndex(r *Repo, session string) (*sessionIndex, error) {
+func (h *history) sessionIndex(session string) (*sessionIndex, error) {
 	if x := h.indexes[session]; x != nil {
 		return x, nil
 	}
-	x, err := h.readSessionIndex(r, session)
+	x, err := h.readSessionIndex(session)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +202,8 @@ func (h *history) sessionIndex(r *Repo, session string) (*sessionIndex, error) {
 	return x, nil
 }
 
-func (h *history) readSessionIndex(r *Repo, session string) (*sessionIndex, error) {
+func (h *history) readSessionIndex(session string) (*sessionIndex, error) {
+	r := h.r
 	if !h.opsRead {
 		if x := r.loadSessionIndex(session); x != nil {
 			ops, next, err := r.refs.OpsAfter(x.mark)
@@ -222,11 +248,23 @@ func (r *Repo) checkIndex(x *sessionIndex, next refs.Mark) error {
 	}
 	full := &sessionIndex{session: x.session}
 	full.add(ops)
-	if !slices.Equal(full.entries, x.entries) || !slices.Equal(full.messages, x.messages) {
+	if !slices.Equal(full.entries, x.entries) || !slices.Equal(full.messages, x.messages) || !maps.Equal(full.headSet(), x.headSet()) {
 		return fmt.Errorf("SNAP_TEST_CHECK_INDEX: the index of session %s (as of seq %d, %d checkpoints) differs from the op log's (%d checkpoints)",
 			x.session, x.mark.Seq, len(x.entries), len(full.entries))
 	}
 	return nil
+}
+
+// headSet is every checkpoint records moved the head to.
+func (x *sessionIndex) headSet() map[objects.ID]bool {
+	set := maps.Clone(x.newHeads)
+	if set == nil {
+		set = map[objects.ID]bool{}
+	}
+	for _, id := range x.heads {
+		set[id] = true
+	}
+	return set
 }
 
 // loadSessionIndex reads the session's index file: nil when it is
@@ -259,6 +297,11 @@ func (r *Repo) loadSessionIndex(session string) *sessionIndex {
 	for range d.count(objects.IDSize + 2) {
 		x.messages = append(x.messages, indexMessage{d.string(), d.id(), d.int()})
 	}
+	n = d.count(objects.IDSize)
+	x.heads = make([]objects.ID, 0, n)
+	for range n {
+		x.heads = append(x.heads, d.id())
+	}
 	if d.err || len(d.b) != 0 || x.session != session || x.mark == (refs.Mark{}) {
 		return nil
 	}
@@ -286,7 +329,7 @@ func (r *Repo) saveSessionIndex(x *sessionIndex) {
 	for i := range byID {
 		byID[i] = i
 	}
-	sort.Slice(byID, func(i, j int) bool { return bytes.Compare(x.entries[byID[i]].ID[:], x.entries[byID[j]].ID[:]) < 0 })
+	sort.Slice(byID, func(i, j int) bool { return compareIDs(x.entries[byID[i]].ID, x.entries[byID[j]].ID) < 0 })
 	for _, i := range byID {
 		b = binary.AppendUvarint(b, uint64(i))
 	}
@@ -295,6 +338,12 @@ func (r *Repo) saveSessionIndex(x *sessionIndex) {
 		b = appendIndexString(b, m.MessageID)
 		b = append(b, m.ID[:]...)
 		b = binary.AppendVarint(b, m.Time)
+	}
+	heads := slices.Concat(x.heads, slices.Collect(maps.Keys(x.newHeads)))
+	slices.SortFunc(heads, compareIDs)
+	b = binary.AppendUvarint(b, uint64(len(heads)))
+	for _, id := range heads {
+		b = append(b, id[:]...)
 	}
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 	_ = fsys.ReplaceFile(r.fs, r.sessionIndexPath(x.session), b)

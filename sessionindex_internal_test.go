@@ -92,6 +92,13 @@ func randomOp(rng *rand.Rand, next *uint64, base time.Time, i int) refs.Op {
 	default:
 		op.Kind, op.Undoes = string(OpUndo), int64(1+rng.IntN(i+1))
 	}
+	if rng.IntN(3) > 0 { // a head moved, mostly the op's own session's
+		s := op.Session
+		if rng.IntN(5) == 0 {
+			s = fmt.Sprintf("s%d", rng.IntN(3))
+		}
+		op.Refs = append(op.Refs, refs.RefChange{Name: refs.SessionHead(s), Old: id(), New: id()})
+	}
 	return op
 }
 
@@ -137,12 +144,27 @@ func TestSessionIndexListsWhatTheLogDoes(t *testing.T) {
 				}
 				h := r.history()
 				for _, s := range []string{"s0", "s1", "s2"} {
-					x, err := h.sessionIndex(r, s)
+					x, err := h.sessionIndex(s)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if want := referenceList(all, s); !slices.Equal(x.entries, want) {
 						t.Fatalf("round %d, session %s: the index lists\n%v\nthe log\n%v", round, s, x.entries, want)
+					}
+					heads := map[objects.ID]bool{}
+					for _, op := range all {
+						for _, c := range op.Refs {
+							if c.Name == refs.SessionHead(s) && !c.New.IsZero() {
+								heads[c.New] = true
+							}
+						}
+					}
+					for n := range next + 1 {
+						var id objects.ID
+						id[0], id[1], id[2] = byte(n), byte(n>>8), 0xa5
+						if x.movedHeadTo(id) != heads[id] {
+							t.Fatalf("round %d, session %s: the index says a record moved the head to %s: %v; the log: %v", round, s, id.Short(), x.movedHeadTo(id), heads[id])
+						}
 					}
 					for m := range 5 {
 						msg := fmt.Sprintf("m%d", m)
@@ -187,7 +209,7 @@ func TestSessionIndexOfAnotherLogIsNotUsed(t *testing.T) {
 				if err := os.WriteFile(logPath, old, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				x, err := r.history().sessionIndex(r, "s")
+				x, err := r.history().sessionIndex("s")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -198,7 +220,7 @@ func TestSessionIndexOfAnotherLogIsNotUsed(t *testing.T) {
 			}()
 		}
 	}
-	x, err := r.history().sessionIndex(r, "s")
+	x, err := r.history().sessionIndex("s")
 	if err != nil || len(x.entries) == 0 {
 		t.Fatal(x, err)
 	}
