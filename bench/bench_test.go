@@ -52,7 +52,7 @@ func TestQuickHarness(t *testing.T) {
 		"W9":  {rowBlame, rowBlame + " (git at its best)"},
 		"W10": {rowStartVersion, rowStartHook},
 		"W11": {rowWatchNoChange, rowWatch10, rowScanNoChange, rowWatchRewind10},
-		"W12": {rowHistLog(5), rowHistShow(5), rowHistLog(12), rowHistShow(12)},
+		"W12": {rowHistLog(5), rowHistShow(5), rowHistCk(5), rowHistMsg(5), rowHistLog(12), rowHistShow(12), rowHistCk(12), rowHistMsg(12)},
 	}
 	for w, names := range want {
 		for _, n := range names {
