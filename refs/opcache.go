@@ -3,7 +3,7 @@ package refs
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc64"
+	"hash/crc32"
 	"time"
 
 	"github.com/snapcore-dev/snap/objects"
@@ -20,14 +20,17 @@ import (
 // pass opCacheSlack bytes, so the JSON a read decodes stays bounded
 // whatever the length of the history.
 //
-// Format: "SNAPOPC2", then uvarints: the offset it covers (a record
-// boundary), the number of records (lines) before it, then the CRC-64 of
-// the log's bytes before the offset (8 bytes, big-endian), then each
-// record (opcache encodeOp), then the CRC-64 of everything before it.
+// Format: "SNAPOPC3", then uvarints: the offset it covers (a record
+// boundary), the number of records (lines) before it, then the CRC-32C of
+// the log's bytes before the offset (4 bytes, big-endian), then each
+// record (opcache encodeOp), then the CRC-32C of everything before it.
+// (CRC-32C, which the CPU computes, not the log's CRC-64: checking the
+// log's bytes is what a read of the history costs most, and the checksums
+// guard against damage, not forgery.)
 // Only a prefix whose every record verified, in seq order, is cached.
 const (
 	opCacheName  = "oplog.cache"
-	opCacheMagic = "SNAPOPC2" // SNAPOPC1 kept times as Unix ns: ignored, rewritten
+	opCacheMagic = "SNAPOPC3" // SNAPOPC1 kept times as Unix ns, SNAPOPC2 used CRC-64: ignored, rewritten
 	opCacheSlack = 64 << 10
 	// opMinSize: the fewest bytes encodeOp writes (seq, the three time
 	// fields, kind, session, refs, ids, undoes, checkpoints, detail).
@@ -45,20 +48,20 @@ type opCache struct {
 // first bytes; nil otherwise.
 func (s *Store) readOpCache(log []byte) *opCache {
 	data, err := s.be.ReadFile(opCacheName)
-	if err != nil || len(data) < len(opCacheMagic)+8 || string(data[:len(opCacheMagic)]) != opCacheMagic {
+	if err != nil || len(data) < len(opCacheMagic)+4 || string(data[:len(opCacheMagic)]) != opCacheMagic {
 		return nil
 	}
-	body, sum := data[:len(data)-8], binary.BigEndian.Uint64(data[len(data)-8:])
-	if crc64.Checksum(body, crcTable()) != sum {
+	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli()) != sum {
 		return nil
 	}
 	d := opDecoder{b: body[len(opCacheMagic):]}
 	off, lines := d.uint(), d.uint()
-	prefix := d.fixed64()
+	prefix := d.fixed32()
 	// (lines is checked against the bytes there: a record takes at least
 	// opMinSize, so a forged count cannot size an allocation.)
 	if d.err != nil || off == 0 || off > uint64(len(log)) || lines > uint64(len(d.b))/opMinSize || log[off-1] != '\n' ||
-		crc64.Checksum(log[:off], crcTable()) != prefix {
+		crc32.Checksum(log[:off], castagnoli()) != prefix {
 		return nil
 	}
 	c := &opCache{off: int(off), lines: int(lines), ops: make([]Op, 0, lines)}
@@ -82,11 +85,11 @@ func (s *Store) writeOpCache(log []byte, off, lines int, ops []Op) {
 	b := append([]byte(nil), opCacheMagic...)
 	b = binary.AppendUvarint(b, uint64(off))
 	b = binary.AppendUvarint(b, uint64(lines))
-	b = binary.BigEndian.AppendUint64(b, crc64.Checksum(log[:off], crcTable()))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(log[:off], castagnoli()))
 	for i := range ops {
 		b = encodeOp(b, &ops[i])
 	}
-	b = binary.BigEndian.AppendUint64(b, crc64.Checksum(b, crcTable()))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
 	_ = s.be.WriteFile(opCacheName, b)
 }
 
@@ -176,15 +179,18 @@ func (d *opDecoder) int() int64 {
 	return v
 }
 
-func (d *opDecoder) fixed64() uint64 {
-	if len(d.b) < 8 {
+func (d *opDecoder) fixed32() uint32 {
+	if len(d.b) < 4 {
 		d.fail()
 		return 0
 	}
-	v := binary.BigEndian.Uint64(d.b)
-	d.b = d.b[8:]
+	v := binary.BigEndian.Uint32(d.b)
+	d.b = d.b[4:]
 	return v
 }
+
+// castagnoli is the CRC-32C table (made on first use, as crcTable).
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 func (d *opDecoder) bytes(n uint64) []byte {
 	if d.err != nil || n > uint64(len(d.b)) {

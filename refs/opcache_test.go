@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc64"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -206,8 +206,8 @@ func TestOpCacheForgedCountIsRefused(t *testing.T) {
 	b := append([]byte(nil), opCacheMagic...)
 	b = binary.AppendUvarint(b, uint64(c.off))
 	b = binary.AppendUvarint(b, 1<<60)
-	b = binary.BigEndian.AppendUint64(b, crc64.Checksum(log[:c.off], crcTable()))
-	b = binary.BigEndian.AppendUint64(b, crc64.Checksum(b, crcTable()))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(log[:c.off], castagnoli()))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
 	if err := os.WriteFile(cachePath(s), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestOpCacheForgedCountIsRefused(t *testing.T) {
 }
 
 // LogOps, which gc and fsck read, never uses the cache: a cache forged
-// with valid checksums (they are CRC-64, not a secret) changes what Ops
+// with valid checksums (they are CRC-32C, not a secret) changes what Ops
 // says, never what gc keeps.
 func TestLogOpsIgnoresTheCache(t *testing.T) {
 	s := newStore(t)
