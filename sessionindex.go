@@ -204,7 +204,8 @@ func (h *history) sessionIndex(session string) (*sessionIndex, error) {
 
 func (h *history) readSessionIndex(session string) (*sessionIndex, error) {
 	r := h.r
-	if !h.opsRead {
+	looked := !h.opsRead // (else the index file is not read at all)
+	if looked {
 		if x := r.loadSessionIndex(session); x != nil {
 			ops, next, err := r.refs.OpsAfter(x.mark)
 			if err == nil {
@@ -233,8 +234,13 @@ func (h *history) readSessionIndex(session string) (*sessionIndex, error) {
 	}
 	x := &sessionIndex{session: session, mark: h.mark}
 	x.add(h.ops)
+	// Saved when the file was missing, damaged or stale; a command that
+	// read the log for its own reasons (an undo's stacks) leaves a file
+	// it did not read as it is.
 	if h.mark != (refs.Mark{}) && len(x.entries) > 0 {
-		r.saveSessionIndex(x)
+		if _, err := r.fs.Stat(r.sessionIndexPath(session)); looked || err != nil {
+			r.saveSessionIndex(x)
+		}
 	}
 	return x, nil
 }
