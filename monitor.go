@@ -106,7 +106,7 @@ func monitorKey(o *worktree.Options) string {
 // damaged: the next capture scans everything).
 func (r *Repo) loadMonitorBases() map[string]monitorBase {
 	out := map[string]monitorBase{}
-	if data, err := fsys.ReadRegular(r.fs, r.monitorPath()); err == nil {
+	if data, err := fsys.ReadRegularMax(r.fs, r.monitorPath(), 1<<20); err == nil { // (8 bases: a few KB)
 		if json.Unmarshal(data, &out) != nil {
 			return map[string]monitorBase{}
 		}

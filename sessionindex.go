@@ -26,15 +26,17 @@ import (
 // so that a command reading a session's history (log -n 20, show, #N,
 // msg:ID) reads that file and the records appended since the mark, not the
 // whole log. It holds the session's checkpoints in the order numbering
-// (#N) gives them, with the time each was listed at, and the message ids
-// unchanged checkpoints recorded (OpMessage). It is disposable: a missing,
-// damaged or stale one (the log no longer holds the record at its mark) is
-// derived again from the whole log. Readers rewrite it once the records
+// (#N) gives them, with the time each was listed at, the message ids
+// unchanged checkpoints recorded (OpMessage), and the checkpoints records
+// moved the session's head to (a checkpoint asks whether its head's record
+// was lost). It is disposable: a missing, damaged or stale one (the log no
+// longer holds the bytes its mark checksums) is derived again from the
+// whole log, and what any reader gets is what the whole log says. Readers rewrite it once the records
 // past its mark pass sessionIndexSlack bytes, so what a read parses stays
 // bounded whatever the length of the history.
 //
 // Format: "SNAPSIX1", then uvarints: the session name's length and the
-// name, the mark (Off, Len, Seq, then Sum as 8 bytes big-endian), the
+// name, the mark (Off, Seq, then Prefix as 4 bytes big-endian), the
 // number of checkpoints, each as its 32-byte id and its time (varint Unix
 // ns), then the same checkpoints' positions sorted by id (uvarints: a
 // reader asks whether a later record's id is listed already by binary
@@ -44,6 +46,9 @@ import (
 const (
 	sessionIndexMagic = "SNAPSIX1"
 	sessionIndexSlack = 16 << 10
+	// sessionIndexMax: an index file larger is not read (and is replaced):
+	// one of a million checkpoints takes about 80 MB.
+	sessionIndexMax = 256 << 20
 )
 
 // checkSessionIndex: with SNAP_TEST_CHECK_INDEX set, every index read
@@ -276,7 +281,7 @@ func (x *sessionIndex) headSet() map[objects.ID]bool {
 // loadSessionIndex reads the session's index file: nil when it is
 // missing, damaged or another session's.
 func (r *Repo) loadSessionIndex(session string) *sessionIndex {
-	data, err := fsys.ReadRegular(r.fs, r.sessionIndexPath(session))
+	data, err := fsys.ReadRegularMax(r.fs, r.sessionIndexPath(session), sessionIndexMax)
 	if err != nil || len(data) < len(sessionIndexMagic)+4 || string(data[:len(sessionIndexMagic)]) != sessionIndexMagic {
 		return nil
 	}
@@ -286,7 +291,7 @@ func (r *Repo) loadSessionIndex(session string) *sessionIndex {
 	}
 	d := &indexDecoder{b: body[len(sessionIndexMagic):]}
 	x := &sessionIndex{session: d.string()}
-	x.mark = refs.Mark{Off: d.int(), Len: d.int(), Seq: d.int(), Sum: d.fixed64()}
+	x.mark = refs.Mark{Off: d.int(), Seq: d.int(), Prefix: d.fixed32()}
 	n := d.count(objects.IDSize + 1)
 	x.entries = make([]indexEntry, 0, n)
 	for range n {
@@ -323,9 +328,8 @@ func (r *Repo) saveSessionIndex(x *sessionIndex) {
 	b := append([]byte(nil), sessionIndexMagic...)
 	b = appendIndexString(b, x.session)
 	b = binary.AppendVarint(b, x.mark.Off)
-	b = binary.AppendVarint(b, x.mark.Len)
 	b = binary.AppendVarint(b, x.mark.Seq)
-	b = binary.BigEndian.AppendUint64(b, x.mark.Sum)
+	b = binary.BigEndian.AppendUint32(b, x.mark.Prefix)
 	b = binary.AppendUvarint(b, uint64(len(x.entries)))
 	for _, e := range x.entries {
 		b = append(b, e.ID[:]...)
@@ -399,13 +403,13 @@ func (d *indexDecoder) count(min int) int {
 	return int(n)
 }
 
-func (d *indexDecoder) fixed64() uint64 {
-	if len(d.b) < 8 {
+func (d *indexDecoder) fixed32() uint32 {
+	if len(d.b) < 4 {
 		d.fail()
 		return 0
 	}
-	v := binary.BigEndian.Uint64(d.b)
-	d.b = d.b[8:]
+	v := binary.BigEndian.Uint32(d.b)
+	d.b = d.b[4:]
 	return v
 }
 

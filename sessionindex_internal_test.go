@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -226,5 +227,49 @@ func TestSessionIndexOfAnotherLogIsNotUsed(t *testing.T) {
 	}
 	if _, err := os.Stat(r.sessionIndexPath("s")); err != nil {
 		t.Fatalf("no index saved: %v", err)
+	}
+}
+
+// A record damaged in place before an index's mark: the index is not used,
+// so what a reader gets is what the whole log says, index file or not
+// (torture/index-findings/01). An index file made huge (sparse) is not
+// read, and is replaced (torture/index-findings/02).
+func TestSessionIndexOfADamagedLogOrAHugeFile(t *testing.T) {
+	r, _, err := Init(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := range 5 {
+		op := refs.Op{Kind: string(OpCheckpoint), Session: "s", Checkpoint: objects.ID{1, byte(i)}}
+		if err := r.refs.Append(&op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if x, err := r.history().sessionIndex("s"); err != nil || len(x.entries) != 5 {
+		t.Fatal(x, err)
+	}
+	if err := os.Truncate(r.sessionIndexPath("s"), 4<<30); err != nil {
+		t.Fatal(err)
+	}
+	if x, err := r.history().sessionIndex("s"); err != nil || len(x.entries) != 5 {
+		t.Fatalf("with a 4 GiB index file: %v, %v", x, err)
+	}
+	if fi, err := os.Stat(r.sessionIndexPath("s")); err != nil || fi.Size() > 1<<20 {
+		t.Fatalf("the huge index file was not replaced: %v, %v", fi.Size(), err)
+	}
+	logPath := r.StoreDir + "/oplog"
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[bytes.IndexByte(data, '\n')+10] ^= 1 // inside the second record
+	if err := os.WriteFile(logPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ops, _ := r.refs.LogOps()
+	x, err := r.history().sessionIndex("s")
+	if want := referenceList(ops, "s"); err != nil || len(want) != 4 || !slices.Equal(x.entries, want) {
+		t.Fatalf("after damage before the mark: %d entries (%v), the log's %d", len(x.entries), err, len(want))
 	}
 }

@@ -163,42 +163,41 @@ func walkDir(f FS, path string, d fs.DirEntry, fn fs.WalkDirFunc) error {
 // directory) is ErrNotRegular, found without blocking: opening a FIFO with
 // no writer, or reading /dev/zero, would never end (torture/history-findings
 // 01). What snap reads of its own store goes through it.
-func ReadRegular(vfs FS, name string) ([]byte, error) {
-	data, _, err := ReadRegularFrom(vfs, name, 0)
-	return data, err
-}
+func ReadRegular(vfs FS, name string) ([]byte, error) { return ReadRegularMax(vfs, name, -1) }
 
-// ReadRegularFrom is ReadRegular of the bytes from offset off on; it also
-// returns the file's size when opened (data is empty when off is at or
-// past it).
-func ReadRegularFrom(vfs FS, name string, off int64) ([]byte, int64, error) {
+// ReadRegularMax is ReadRegular of a file that may hold at most limit bytes
+// (limit < 0: any size); a larger one is ErrTooLarge, found before it is
+// read (a cache file a disk error or a person made huge costs nothing).
+func ReadRegularMax(vfs FS, name string, limit int64) ([]byte, error) {
 	f, err := Or(vfs).OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, 0, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
 	}
-	size := fi.Size()
-	if off >= size {
-		return []byte{}, size, nil
+	if limit >= 0 && fi.Size() > limit {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrTooLarge}
 	}
 	// Sized as os.ReadFile sizes it: io.ReadAll's doubling made loading a
 	// 29 MB stat cache cost 80 ms of copying and clearing.
-	data := make([]byte, 0, size-off+512)
+	data := make([]byte, 0, max(fi.Size(), 0)+512)
 	for {
-		n, err := f.ReadAt(data[len(data):cap(data)], off+int64(len(data)))
+		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
 		if err == io.EOF {
-			return data, size, nil
+			return data, nil
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, err
+		}
+		if limit >= 0 && int64(len(data)) > limit {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: ErrTooLarge} // (grown since the stat)
 		}
 		if len(data) == cap(data) { // grown since the stat
 			data = append(data, 0)[:len(data)]

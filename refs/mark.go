@@ -1,30 +1,25 @@
 package refs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc64"
+	"hash/crc32"
+	"io"
 	"io/fs"
-	"strconv"
 )
 
-// A Mark is a place in the op log: just past one verified record, named
-// by its length, seq and checksum, so that a reader that derived
-// something from the log up to the mark (an index, a cache) can later read
-// only the records after it, and tell whether the log still holds that
-// record there. The log only grows (Append cuts nothing but a torn tail,
-// which no Mark is ever past): a log that is shorter, or holds another
-// record at the mark, has been replaced or damaged, and the mark is stale.
-//
-// A Mark vouches for its own record, not for the bytes before it: a
-// record damaged in place after the mark was taken is still counted by
-// what was derived (fsck, which reads the log itself, reports it).
+// A Mark is a place in the op log: just past one verified record, with the
+// checksum of every byte before it, so that a reader that derived
+// something from the log up to the mark (an index) can later parse only
+// the records after it, and still know that the log holds what it held
+// then. A log that is shorter, holds other bytes before the mark (another
+// store's log, a record damaged in place) or a record after it that fails
+// verification makes the mark stale: the reader reads the whole log, and
+// what it derives is what a reader without the mark derives.
 type Mark struct {
-	Off int64  // where the record ends, just past its LF
-	Len int64  // its length, LF included
-	Seq int64  // its seq
-	Sum uint64 // its checksum
+	Off    int64  // where the record ends, just past its LF
+	Seq    int64  // its seq
+	Prefix uint32 // the CRC-32C of the log's bytes before Off
 }
 
 // OpsMarked is Ops, with the mark just past the last record it returns
@@ -35,55 +30,64 @@ func (s *Store) OpsMarked() ([]Op, Mark, error) {
 	return ops, m, err
 }
 
+// markBuf is what OpsAfter reads the bytes before a mark in.
+const markBuf = 64 << 10
+
 // OpsAfter returns the verified records after m (every record for a zero
 // Mark), in order, and the mark past the last of them (m itself when there
 // are none). A torn tail is ignored, as Ops ignores it. The error wraps
-// ErrStaleMark when m no longer holds or a record after it fails
-// verification; it reads only the log from m's record on.
+// ErrStaleMark when the log no longer holds what it held before m, or a
+// record after m fails verification. It checksums the bytes before m in
+// pieces and parses only those after.
 func (s *Store) OpsAfter(m Mark) ([]Op, Mark, error) {
-	from := m.Off - m.Len
-	if m.Len < 0 || from < 0 || m.Off > 0 && m.Len == 0 {
-		return nil, Mark{}, ErrStaleMark
-	}
-	data, _, err := s.be.ReadFileFrom(logName, from)
-	if errors.Is(err, fs.ErrNotExist) && m.Off == 0 {
+	var ops []Op
+	next := m
+	err := s.be.ReadFileAt(logName, func(r io.ReaderAt, size int64) error {
+		if m.Off > size || m.Off < 0 {
+			return fmt.Errorf("%w: the log is shorter than the mark", ErrStaleMark)
+		}
+		sum, buf := uint32(0), make([]byte, min(m.Off, markBuf))
+		for off := int64(0); off < m.Off; {
+			n := min(int64(len(buf)), m.Off-off)
+			if _, err := r.ReadAt(buf[:n], off); err != nil {
+				return err
+			}
+			sum = crc32.Update(sum, castagnoli(), buf[:n])
+			off += n
+		}
+		if sum != m.Prefix {
+			return fmt.Errorf("%w: the log's bytes before record %d are not those marked", ErrStaleMark, m.Seq)
+		}
+		tail := make([]byte, size-m.Off)
+		if _, err := r.ReadAt(tail, m.Off); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		scan := parseLogFrom(tail, 0, 0, m.Seq)
+		if len(scan.corrupt) > 0 {
+			return fmt.Errorf("%w: %w", ErrStaleMark, scan.corrupt[0])
+		}
+		if len(scan.ops) > 0 {
+			ops = scan.ops
+			next = Mark{Off: m.Off + scan.tailOff, Seq: ops[len(ops)-1].Seq,
+				Prefix: crc32.Update(m.Prefix, castagnoli(), tail[:scan.tailOff])}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && m.Off == 0:
 		return nil, m, nil
-	}
-	if errors.Is(err, fs.ErrNotExist) {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, Mark{}, fmt.Errorf("%w: the log is gone", ErrStaleMark)
-	}
-	if err != nil {
+	case err != nil && !errors.Is(err, ErrStaleMark):
 		return nil, Mark{}, fmt.Errorf("refs: ops: %w", err)
+	case err != nil:
+		return nil, Mark{}, err
 	}
-	if m.Off > 0 && markAt(data, m.Len, m.Seq) != (Mark{Off: m.Len, Len: m.Len, Seq: m.Seq, Sum: m.Sum}) {
-		return nil, Mark{}, fmt.Errorf("%w: no record %d at offset %d", ErrStaleMark, m.Seq, m.Off)
-	}
-	scan := parseLogFrom(data, int(m.Len), 0, m.Seq)
-	if len(scan.corrupt) > 0 {
-		return nil, Mark{}, fmt.Errorf("%w: %w", ErrStaleMark, scan.corrupt[0])
-	}
-	if len(scan.ops) == 0 {
-		return nil, m, nil
-	}
-	next := markAt(data, scan.tailOff, scan.ops[len(scan.ops)-1].Seq)
-	next.Off += from
-	return scan.ops, next, nil
+	return ops, next, nil
 }
 
-// markAt is the mark of the record of seq that ends at offset end of data
-// (zero when no intact record ends there).
+// markAt is the mark just past the record of seq that ends at offset end
+// of data, the log from its start.
 func markAt(data []byte, end int64, seq int64) Mark {
-	if end <= 0 || end > int64(len(data)) || data[end-1] != '\n' {
-		return Mark{}
-	}
-	line := data[bytes.LastIndexByte(data[:end-1], '\n')+1 : end-1]
-	i := bytes.LastIndexByte(line, '\t')
-	if i < 0 || len(line)-i-1 != sumLen || !isLowerHex(line[i+1:]) {
-		return Mark{}
-	}
-	sum, _ := strconv.ParseUint(string(line[i+1:]), 16, 64)
-	if crc64.Checksum(line[:i], crcTable()) != sum {
-		return Mark{}
-	}
-	return Mark{Off: end, Len: int64(len(line)) + 1, Seq: seq, Sum: sum}
+	return Mark{Off: end, Seq: seq, Prefix: crc32.Checksum(data[:end], castagnoli())}
 }

@@ -69,10 +69,13 @@ func TestMarkGoesStale(t *testing.T) {
 		}
 	}
 	stale("a shorter log", log[:len(log)-10], m)
-	stale("a missing record", log[:m.Off-m.Len], m)
+	stale("a missing record", log[:m.Off-20], m)
 	flipped := slices.Clone(log)
-	flipped[m.Off-m.Len+5] ^= 1
+	flipped[m.Off-5] ^= 1
 	stale("the marked record damaged", flipped, m)
+	flipped = slices.Clone(log)
+	flipped[5] ^= 1
+	stale("a record before the mark damaged in place", flipped, m)
 	other := newStore(t)
 	appendVaried(t, other, 12)
 	stale("another store's log", mustRead(t, logPath(other)), m)
@@ -98,7 +101,10 @@ func TestMarkGoesStale(t *testing.T) {
 	if _, _, err := s2.OpsAfter(m2); !errors.Is(err, ErrStaleMark) {
 		t.Errorf("a removed log: %v", err)
 	}
-	for _, bad := range []Mark{{Off: 5, Len: 0}, {Off: 5, Len: 6}, {Off: 5, Len: -1}} {
+	if err := os.WriteFile(logPath(s), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []Mark{{Off: 5}, {Off: m.Off, Seq: m.Seq, Prefix: m.Prefix + 1}, {Off: -1}, {Off: m.Off + 1, Prefix: m.Prefix}} {
 		if _, _, err := s.OpsAfter(bad); !errors.Is(err, ErrStaleMark) {
 			t.Errorf("mark %+v: %v", bad, err)
 		}

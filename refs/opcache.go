@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"io"
 	"time"
 
 	"github.com/snapcore-dev/snap/objects"
@@ -47,7 +48,17 @@ type opCache struct {
 // readOpCache returns the cache when it is intact and describes log's
 // first bytes; nil otherwise.
 func (s *Store) readOpCache(log []byte) *opCache {
-	data, err := s.be.ReadFile(opCacheName)
+	// (Its records are never much larger than the log's JSON: a larger
+	// file, which damage or a person made, is not read at all.)
+	var data []byte
+	err := s.be.ReadFileAt(opCacheName, func(r io.ReaderAt, size int64) error {
+		if size > 2*int64(len(log))+opCacheSlack {
+			return errOpCache
+		}
+		data = make([]byte, size)
+		_, err := r.ReadAt(data, 0)
+		return err
+	})
 	if err != nil || len(data) < len(opCacheMagic)+4 || string(data[:len(opCacheMagic)]) != opCacheMagic {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -256,4 +257,27 @@ func FuzzOpCacheDecode(f *testing.F) {
 			d.op()
 		}
 	})
+}
+
+// An op-log cache made huge (a sparse file: damage, or a person) is not
+// read: its records are never much larger than the log's.
+func TestOpCacheTooLargeIsNotRead(t *testing.T) {
+	s := newStore(t)
+	appendVaried(t, s, 600)
+	if _, err := s.Ops(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(cachePath(s), 4<<30); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := s.Ops()
+	runtime.ReadMemStats(&after)
+	if err != nil || !reflect.DeepEqual(got, parsed(t, s)) {
+		t.Fatalf("Ops with a 4 GiB cache: %d ops, %v", len(got), err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<30 {
+		t.Errorf("Ops with a 4 GiB cache allocated %d bytes: the cache was read", n)
+	}
 }

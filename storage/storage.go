@@ -137,10 +137,11 @@ type Refs interface {
 	// ReadFile returns a whole small file (fs.ErrNotExist when absent; a
 	// *BadEntryError, without blocking, when it is not a regular file).
 	ReadFile(name string) ([]byte, error)
-	// ReadFileFrom is ReadFile of the bytes from offset off to the end,
-	// with the file's size (data is empty when off is at or past it): a
-	// reader of a log's new records reads only those.
-	ReadFileFrom(name string, off int64) (data []byte, size int64, err error)
+	// ReadFileAt calls fn with file name open for reads at any offset
+	// and its size (errors as ReadFile's, without calling fn), and
+	// returns fn's error: a reader of a log's new records reads only
+	// those, and a check of the bytes before them needs no copy of all.
+	ReadFileAt(name string, fn func(r io.ReaderAt, size int64) error) error
 	// Exists reports whether file name exists.
 	Exists(name string) bool
 	// WriteFile durably replaces file name with data, atomically.

@@ -291,16 +291,24 @@ func (s *Refs) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
-func (s *Refs) ReadFileFrom(name string, off int64) ([]byte, int64, error) {
+func (s *Refs) ReadFileAt(name string, fn func(r io.ReaderAt, size int64) error) error {
 	p, err := s.file(name)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	data, size, err := fsys.ReadRegularFrom(s.fs, p, max(off, 0))
-	if errors.Is(err, fsys.ErrNotRegular) {
-		return nil, 0, &storage.BadEntryError{Name: name, Reason: "not a regular file"}
+	f, err := s.fs.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
 	}
-	return data, size, err
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &storage.BadEntryError{Name: name, Reason: "not a regular file"}
+	}
+	return fn(f, fi.Size())
 }
 
 func (s *Refs) Exists(name string) bool {

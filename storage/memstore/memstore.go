@@ -308,18 +308,12 @@ func (s *Refs) ReadFile(name string) ([]byte, error) {
 	return bytes.Clone(v), nil
 }
 
-func (s *Refs) ReadFileFrom(name string, off int64) ([]byte, int64, error) {
-	if err := s.file("read", name); err != nil {
-		return nil, 0, err
+func (s *Refs) ReadFileAt(name string, fn func(r io.ReaderAt, size int64) error) error {
+	v, err := s.ReadFile(name) // (a copy: fn reads it without the lock)
+	if err != nil {
+		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.files[name]
-	if !ok {
-		return nil, 0, notExist("read", name)
-	}
-	off = min(max(off, 0), int64(len(v)))
-	return bytes.Clone(v[off:]), int64(len(v)), nil
+	return fn(bytes.NewReader(v), int64(len(v)))
 }
 
 func (s *Refs) Exists(name string) bool {

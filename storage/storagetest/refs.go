@@ -215,13 +215,23 @@ func RunRefs(t *testing.T, newStore func(t *testing.T) storage.Refs) {
 		if got, _ := s.ReadFile("expired"); string(got) != "a\nb\nc\n" {
 			t.Fatalf("appended lines: %q", got)
 		}
-		for off, want := range map[int64]string{0: "a\nb\nc\n", 2: "b\nc\n", 5: "\n", 6: "", 9: ""} {
-			if got, size, err := s.ReadFileFrom("expired", off); err != nil || string(got) != want || size != 6 {
-				t.Errorf("ReadFileFrom(%d): %q, size %d, %v; want %q, size 6", off, got, size, err, want)
+		for off, want := range map[int64]string{0: "a\nb\nc\n", 2: "b\nc\n", 5: "\n"} {
+			err := s.ReadFileAt("expired", func(r io.ReaderAt, size int64) error {
+				buf := make([]byte, size-off)
+				if _, err := r.ReadAt(buf, off); err != nil {
+					return err
+				}
+				if string(buf) != want || size != 6 {
+					return fmt.Errorf("%q, size %d", buf, size)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("ReadFileAt, at %d: %v; want %q, size 6", off, err, want)
 			}
 		}
-		if _, _, err := s.ReadFileFrom("nosuch", 0); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("ReadFileFrom of a missing file: %v", err)
+		if err := s.ReadFileAt("nosuch", func(io.ReaderAt, int64) error { return nil }); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadFileAt of a missing file: %v", err)
 		}
 		for _, name := range oddNames {
 			if err := s.WriteFile(name, []byte("x")); !errors.Is(err, storage.ErrBadName) {
