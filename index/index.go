@@ -126,13 +126,18 @@ func New() *Cache {
 // is LoadFS(nil, path).
 func Load(path string) (*Cache, error) { return LoadFS(nil, path) }
 
+// maxCacheFile: a stat cache file larger is not read (it is replaced by the
+// next save): one of a million files takes about 100 MB.
+const maxCacheFile = 1 << 30
+
 // LoadFS is Load reading through vfs (nil means fsys.OS): the cache file,
 // then what its journal adds. An unreadable file gives an empty cache and
-// the error. Only the file's directory table is decoded here; each
-// directory's entries are decoded when it is first looked up.
+// the error (fsys.ErrTooLarge for one over maxCacheFile). Only the file's
+// directory table is decoded here; each directory's entries are decoded
+// when it is first looked up.
 func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 	vfs = fsys.Or(vfs)
-	data, err := fsys.ReadRegular(vfs, path)
+	data, err := fsys.ReadRegularMax(vfs, path, maxCacheFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return New(), nil
 	}
@@ -144,12 +149,14 @@ func LoadFS(vfs fsys.FS, path string) (*Cache, error) {
 		return New(), err
 	}
 	c.size = len(data)
-	switch j, err := fsys.ReadRegular(vfs, JournalPath(path)); {
+	// (A save rewrites the file once its journal passes a sixteenth of it:
+	// a journal far larger, which damage or a person made, is not read.)
+	switch j, err := fsys.ReadRegularMax(vfs, JournalPath(path), int64(len(data))/4+1<<20); {
 	case err == nil:
 		if c.journal = c.replayJournal(j, c.sum); c.journal > 0 && c.journal < len(j) {
 			c.journal = math.MaxInt32 // a batch that does not check: the next save writes the file whole
 		}
-	case errors.Is(err, fsys.ErrNotRegular):
+	case errors.Is(err, fsys.ErrNotRegular), errors.Is(err, fsys.ErrTooLarge):
 		c.journal = math.MaxInt32 // the next save writes the file whole, and removes this
 	}
 	return c, nil

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/snapcore-dev/snap/fsys"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -834,5 +837,41 @@ func TestLoadLazyKeepsDamageFoundByTheJournal(t *testing.T) {
 	}
 	if c2, err := Load(path); err != nil || c2.Len() != 2 || len(entriesOf(c2)) != 2 || c2.damaged.Load() != 0 {
 		t.Fatalf("after the save: %v, %v", entriesOf(c2), err)
+	}
+}
+
+// A stat cache file or journal made huge (sparse: damage, or a person) is
+// not read: a cache over maxCacheFile loads as empty, with ErrTooLarge, and
+// a journal far larger than its file is left for the next save to replace.
+func TestHugeCacheFilesAreNotRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat-cache")
+	c := New()
+	c.Put("a.txt", statForTest(1, t0), idForTest("a.txt"), t0.Add(time.Hour))
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(JournalPath(path), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(JournalPath(path), 4<<30); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c2, err := Load(path)
+	runtime.ReadMemStats(&after)
+	if err != nil || c2.Len() != 1 || c2.journal != math.MaxInt32 {
+		t.Fatalf("with a 4 GiB journal: %d entries, journal %d, %v", c2.Len(), c2.journal, err)
+	}
+	if err := os.Truncate(path, 4<<30); err != nil {
+		t.Fatal(err)
+	}
+	c3, err := Load(path)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, fsys.ErrTooLarge) || c3.Len() != 0 {
+		t.Fatalf("a 4 GiB cache: %d entries, %v", c3.Len(), err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<30 {
+		t.Errorf("loading huge cache files allocated %d bytes", n)
 	}
 }
