@@ -24,7 +24,6 @@ import (
 // missing, which is damage, never as present).
 type history struct {
 	r          *Repo
-	refs       *refs.Store
 	ops        []refs.Op
 	expired    map[objects.ID]bool
 	opsErr     error // the log could not be read
@@ -39,7 +38,7 @@ type history struct {
 // history returns the command's history value; nothing is read until it
 // is first used, and the log and the expired set are read separately (a
 // checkpoint's loader needs only the latter).
-func (r *Repo) history() *history { return &history{r: r, refs: r.refs} }
+func (r *Repo) history() *history { return &history{r: r} }
 
 // load reads the log and the expired set once.
 func (h *history) load() error {
@@ -52,7 +51,7 @@ func (h *history) load() error {
 func (h *history) loadOps() error {
 	if !h.opsRead {
 		h.opsRead = true
-		ops, m, err := h.refs.OpsMarked()
+		ops, m, err := h.r.refs.OpsMarked()
 		if err != nil && !errors.Is(err, refs.ErrCorrupt) {
 			h.opsErr = err
 		}
@@ -64,7 +63,7 @@ func (h *history) loadOps() error {
 func (h *history) loadExpired() error {
 	if !h.expRead {
 		h.expRead = true
-		expired, err := h.refs.Expired()
+		expired, err := h.r.refs.Expired()
 		if err != nil && !errors.Is(err, refs.ErrCorrupt) {
 			h.expiredErr = err
 		}

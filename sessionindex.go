@@ -17,6 +17,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/internal/bin"
 	"github.com/snapcore-dev/snap/objects"
 	"github.com/snapcore-dev/snap/refs"
 )
@@ -289,31 +290,31 @@ func (r *Repo) loadSessionIndex(session string) *sessionIndex {
 	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(data[len(data)-4:]) {
 		return nil
 	}
-	d := &indexDecoder{b: body[len(sessionIndexMagic):]}
+	d := &indexDecoder{bin.Reader{B: body[len(sessionIndexMagic):]}}
 	x := &sessionIndex{session: d.string()}
-	x.mark = refs.Mark{Off: d.int(), Seq: d.int(), Prefix: d.fixed32()}
-	n := d.count(objects.IDSize + 1)
+	x.mark = refs.Mark{Off: d.Varint(), Seq: d.Varint(), Prefix: d.Uint32()}
+	n := d.Count(objects.IDSize + 1)
 	x.entries = make([]indexEntry, 0, n)
 	for range n {
-		x.entries = append(x.entries, indexEntry{d.id(), d.int()})
+		x.entries = append(x.entries, indexEntry{d.id(), d.Varint()})
 	}
 	x.byID = make([]int, 0, n)
 	for range n {
-		if i := d.uint(); i < uint64(n) {
+		if i := d.Uvarint(); i < uint64(n) {
 			x.byID = append(x.byID, int(i))
 		} else {
-			d.fail()
+			d.Fail()
 		}
 	}
-	for range d.count(objects.IDSize + 2) {
-		x.messages = append(x.messages, indexMessage{d.string(), d.id(), d.int()})
+	for range d.Count(objects.IDSize + 2) {
+		x.messages = append(x.messages, indexMessage{d.string(), d.id(), d.Varint()})
 	}
-	n = d.count(objects.IDSize)
+	n = d.Count(objects.IDSize)
 	x.heads = make([]objects.ID, 0, n)
 	for range n {
 		x.heads = append(x.heads, d.id())
 	}
-	if d.err || len(d.b) != 0 || x.session != session || x.mark == (refs.Mark{}) {
+	if d.Failed || len(d.B) != 0 || x.session != session || x.mark == (refs.Mark{}) {
 		return nil
 	}
 	x.stored = x.entries
@@ -364,69 +365,13 @@ func appendIndexString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// indexDecoder reads saveSessionIndex's forms; a failure sticks.
-type indexDecoder struct {
-	b   []byte
-	err bool
-}
+// indexDecoder reads saveSessionIndex's forms.
+type indexDecoder struct{ bin.Reader }
 
-func (d *indexDecoder) fail() { d.err, d.b = true, nil }
-
-func (d *indexDecoder) uint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *indexDecoder) int() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-// count reads a count of items of at least min bytes each, refusing one
-// the bytes left cannot hold (so that a forged count sizes no allocation).
-func (d *indexDecoder) count(min int) int {
-	n := d.uint()
-	if n > uint64(len(d.b)/min) {
-		d.fail()
-		return 0
-	}
-	return int(n)
-}
-
-func (d *indexDecoder) fixed32() uint32 {
-	if len(d.b) < 4 {
-		d.fail()
-		return 0
-	}
-	v := binary.BigEndian.Uint32(d.b)
-	d.b = d.b[4:]
-	return v
-}
-
-func (d *indexDecoder) bytes(n uint64) []byte {
-	if n > uint64(len(d.b)) {
-		d.fail()
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *indexDecoder) string() string { return string(d.bytes(d.uint())) }
+func (d *indexDecoder) string() string { return string(d.Bytes(d.Uvarint())) }
 
 func (d *indexDecoder) id() objects.ID {
 	var id objects.ID
-	copy(id[:], d.bytes(objects.IDSize))
+	copy(id[:], d.Bytes(objects.IDSize))
 	return id
 }

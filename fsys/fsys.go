@@ -165,22 +165,34 @@ func walkDir(f FS, path string, d fs.DirEntry, fn fs.WalkDirFunc) error {
 // 01). What snap reads of its own store goes through it.
 func ReadRegular(vfs FS, name string) ([]byte, error) { return ReadRegularMax(vfs, name, -1) }
 
+// OpenRegular opens the regular file name for reading, without blocking
+// (anything else under the name is ErrNotRegular, as for ReadRegular), and
+// returns what it found when it opened it.
+func OpenRegular(vfs FS, name string) (File, fs.FileInfo, error) {
+	f, err := Or(vfs).OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
 // ReadRegularMax is ReadRegular of a file that may hold at most limit bytes
 // (limit < 0: any size); a larger one is ErrTooLarge, found before it is
 // read (a cache file a disk error or a person made huge costs nothing).
 func ReadRegularMax(vfs FS, name string, limit int64) ([]byte, error) {
-	f, err := Or(vfs).OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := OpenRegular(vfs, name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
-	}
 	if limit >= 0 && fi.Size() > limit {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrTooLarge}
 	}
@@ -210,37 +222,28 @@ func ReadRegularMax(vfs FS, name string, limit int64) ([]byte, error) {
 // over path; nothing fsync'd): what a cache, disposable and checked when
 // read, is written with.
 func ReplaceFile(vfs FS, path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := vfs.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := vfs.CreateTemp(dir, filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = vfs.Rename(f.Name(), path)
-	}
-	if err != nil {
-		vfs.Remove(f.Name())
-	}
-	return err
+	return replace(vfs, path, filepath.Base(path)+".tmp-*", data, false)
 }
 
 // WriteFileAtomic writes data to path durably through vfs: a temporary
 // file in the same directory, fsync, rename over path, fsync of the
 // directory. A reader sees the old content or the new, never a mix.
 func WriteFileAtomic(vfs FS, path string, data []byte) error {
-	f, err := vfs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	return replace(vfs, path, "."+filepath.Base(path)+".tmp-*", data, true)
+}
+
+// replace writes data to a temporary file named after pattern beside path
+// and renames it over path; durable, with the fsyncs of WriteFileAtomic.
+func replace(vfs FS, path, pattern string, data []byte, durable bool) error {
+	f, err := vfs.CreateTemp(filepath.Dir(path), pattern)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -253,5 +256,8 @@ func WriteFileAtomic(vfs FS, path string, data []byte) error {
 		vfs.Remove(f.Name())
 		return err
 	}
-	return vfs.SyncDir(filepath.Dir(path))
+	if durable {
+		return vfs.SyncDir(filepath.Dir(path))
+	}
+	return nil
 }

@@ -57,18 +57,18 @@ func (l *ChunkList) Encode() []byte {
 // DecodeChunkList parses and validates a chunk list: level in range, 1 to
 // MaxChunkListEntries entries, every size > 0, canonical, no trailing bytes.
 func DecodeChunkList(data []byte) (*ChunkList, error) {
-	r := reader{b: data}
-	l := &ChunkList{Level: r.byte()}
-	count := r.uvarint()
-	if r.err != nil || l.Level > MaxChunkListLevel || count == 0 || count > MaxChunkListEntries {
+	r := reader{B: data}
+	l := &ChunkList{Level: r.Byte()}
+	count := r.Uvarint()
+	if r.Failed || l.Level > MaxChunkListLevel || count == 0 || count > MaxChunkListEntries {
 		return nil, fmt.Errorf("%w: chunk list: bad header", ErrCorrupt)
 	}
 	l.Entries = make([]ChunkRef, count)
 	var total uint64
 	for i := range l.Entries {
-		copy(l.Entries[i].ID[:], r.bytes(IDSize))
-		l.Entries[i].Size = r.uvarint()
-		if r.err != nil {
+		copy(l.Entries[i].ID[:], r.Bytes(IDSize))
+		l.Entries[i].Size = r.Uvarint()
+		if r.Failed {
 			return nil, fmt.Errorf("%w: chunk list: entry %d truncated", ErrCorrupt, i)
 		}
 		if l.Entries[i].Size == 0 || l.Entries[i].Size > 1<<62 || total+l.Entries[i].Size > 1<<62 {
@@ -76,8 +76,8 @@ func DecodeChunkList(data []byte) (*ChunkList, error) {
 		}
 		total += l.Entries[i].Size
 	}
-	if r.off != len(data) {
-		return nil, fmt.Errorf("%w: chunk list: %d trailing bytes", ErrCorrupt, len(data)-r.off)
+	if len(r.B) != 0 {
+		return nil, fmt.Errorf("%w: chunk list: %d trailing bytes", ErrCorrupt, len(r.B))
 	}
 	if !bytes.Equal(l.Encode(), data) {
 		return nil, fmt.Errorf("%w: chunk list: non-canonical encoding", ErrCorrupt)

@@ -1,6 +1,8 @@
 package objects
 
 import (
+	"github.com/snapcore-dev/snap/internal/bin"
+
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -102,20 +104,20 @@ const minTreeEntry = 1 + 1 + 1 + IDSize + 1
 // legal names (ValidName), strictly sorted, no duplicates, no trailing bytes.
 // Every violation is ErrCorrupt (or ErrBadName wrapped in it).
 func DecodeTree(data []byte) (*Tree, error) {
-	r := reader{b: data}
-	count := r.uvarint()
-	if r.err != nil || count > uint64(len(data)/minTreeEntry) {
+	r := reader{B: data}
+	count := r.Uvarint()
+	if r.Failed || count > uint64(len(data)/minTreeEntry) {
 		return nil, fmt.Errorf("%w: tree: bad entry count", ErrCorrupt)
 	}
 	t := &Tree{Entries: make([]TreeEntry, 0, count)}
 	for i := uint64(0); i < count; i++ {
 		var e TreeEntry
-		e.Mode = Mode(r.byte())
-		nameLen := r.uvarint()
-		e.Name = string(r.bytes(nameLen))
-		copy(e.ID[:], r.bytes(IDSize))
-		size := r.uvarint()
-		if r.err != nil {
+		e.Mode = Mode(r.Byte())
+		nameLen := r.Uvarint()
+		e.Name = string(r.Bytes(nameLen))
+		copy(e.ID[:], r.Bytes(IDSize))
+		size := r.Uvarint()
+		if r.Failed {
 			return nil, fmt.Errorf("%w: tree: entry %d truncated", ErrCorrupt, i)
 		}
 		if !e.Mode.Valid() {
@@ -133,8 +135,8 @@ func DecodeTree(data []byte) (*Tree, error) {
 		}
 		t.Entries = append(t.Entries, e)
 	}
-	if r.off != len(data) {
-		return nil, fmt.Errorf("%w: tree: %d trailing bytes", ErrCorrupt, len(data)-r.off)
+	if len(r.B) != 0 {
+		return nil, fmt.Errorf("%w: tree: %d trailing bytes", ErrCorrupt, len(r.B))
 	}
 	if !bytes.Equal(t.Encode(), data) {
 		return nil, fmt.Errorf("%w: tree: non-canonical encoding", ErrCorrupt)
@@ -224,48 +226,5 @@ func hfsIgnorable(r rune) bool {
 	return false
 }
 
-// reader decodes the binary formats of this package; the first error sticks.
-type reader struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = ErrCorrupt
-	}
-}
-
-func (r *reader) byte() byte {
-	if r.err != nil || r.off >= len(r.b) {
-		r.fail()
-		return 0
-	}
-	c := r.b[r.off]
-	r.off++
-	return c
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) bytes(n uint64) []byte {
-	if r.err != nil || n > uint64(len(r.b)-r.off) {
-		r.fail()
-		return nil
-	}
-	s := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return s
-}
+// reader decodes the binary formats of this package.
+type reader = bin.Reader

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/snapcore-dev/snap/internal/bin"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -66,24 +67,24 @@ func (s *Store) readOpCache(log []byte) *opCache {
 	if crc32.Checksum(body, castagnoli()) != sum {
 		return nil
 	}
-	d := opDecoder{b: body[len(opCacheMagic):]}
-	off, lines := d.uint(), d.uint()
-	prefix := d.fixed32()
+	d := opDecoder{Reader: bin.Reader{B: body[len(opCacheMagic):]}}
+	off, lines := d.Uvarint(), d.Uvarint()
+	prefix := d.Uint32()
 	// (lines is checked against the bytes there: a record takes at least
 	// opMinSize, so a forged count cannot size an allocation.)
-	if d.err != nil || off == 0 || off > uint64(len(log)) || lines > uint64(len(d.b))/opMinSize || log[off-1] != '\n' ||
+	if d.Failed || off == 0 || off > uint64(len(log)) || lines > uint64(len(d.B))/opMinSize || log[off-1] != '\n' ||
 		crc32.Checksum(log[:off], castagnoli()) != prefix {
 		return nil
 	}
 	c := &opCache{off: int(off), lines: int(lines), ops: make([]Op, 0, lines)}
 	for range lines {
 		op := d.op()
-		if d.err != nil {
+		if d.Failed {
 			return nil
 		}
 		c.ops = append(c.ops, op)
 	}
-	if len(d.b) != 0 {
+	if len(d.B) != 0 {
 		return nil
 	}
 	return c
@@ -160,61 +161,18 @@ func appendIDs(b []byte, ids ...objects.ID) []byte {
 
 var errOpCache = errors.New("refs: op-log cache: malformed")
 
-// opDecoder reads encodeOp's forms; the first error sticks.
+// opDecoder reads encodeOp's forms.
 type opDecoder struct {
-	b   []byte
-	err error
+	bin.Reader
 	// strs interns the kinds, sessions and ref names, which repeat.
 	strs map[string]string
-}
-
-func (d *opDecoder) fail() { d.err, d.b = errOpCache, nil }
-
-func (d *opDecoder) uint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *opDecoder) int() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *opDecoder) fixed32() uint32 {
-	if len(d.b) < 4 {
-		d.fail()
-		return 0
-	}
-	v := binary.BigEndian.Uint32(d.b)
-	d.b = d.b[4:]
-	return v
 }
 
 // castagnoli is the CRC-32C table (made on first use, as crcTable).
 func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
-func (d *opDecoder) bytes(n uint64) []byte {
-	if d.err != nil || n > uint64(len(d.b)) {
-		d.fail()
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
-
 func (d *opDecoder) string() string {
-	v := d.bytes(d.uint())
+	v := d.Bytes(d.Uvarint())
 	if s, ok := d.strs[string(v)]; ok {
 		return s
 	}
@@ -228,19 +186,14 @@ func (d *opDecoder) string() string {
 
 func (d *opDecoder) id() objects.ID {
 	var id objects.ID
-	copy(id[:], d.bytes(uint64(len(id))))
+	copy(id[:], d.Bytes(uint64(len(id))))
 	return id
 }
 
 func (d *opDecoder) ids(out ...*objects.ID) {
-	if len(d.b) < 1 {
-		d.fail()
-		return
-	}
-	mask := d.b[0]
-	d.b = d.b[1:]
+	mask := d.Byte()
 	if mask>>len(out) != 0 {
-		d.fail()
+		d.Fail()
 		return
 	}
 	for i, p := range out {
@@ -252,10 +205,10 @@ func (d *opDecoder) ids(out ...*objects.ID) {
 
 func (d *opDecoder) op() Op {
 	var op Op
-	op.Seq = d.int()
-	sec, nsec, zone := d.int(), d.uint(), d.int()
+	op.Seq = d.Varint()
+	sec, nsec, zone := d.Varint(), d.Uvarint(), d.Varint()
 	if nsec >= 1e9 || zone < -86400 || zone > 86400 {
-		d.fail()
+		d.Fail()
 	}
 	op.Time = time.Unix(sec, int64(nsec)).UTC()
 	if zone != 0 {
@@ -263,27 +216,27 @@ func (d *opDecoder) op() Op {
 	}
 	op.Kind = d.string()
 	op.Session = d.string()
-	if n := d.uint(); n > 0 && n <= uint64(len(d.b)) {
+	if n := d.Uvarint(); n > 0 && n <= uint64(len(d.B)) {
 		op.Refs = make([]RefChange, n)
 		for i := range op.Refs {
 			op.Refs[i].Name = d.string()
 			d.ids(&op.Refs[i].Old, &op.Refs[i].New)
 		}
 	} else if n > 0 {
-		d.fail()
+		d.Fail()
 	}
 	d.ids(&op.Checkpoint, &op.Target, &op.Safety)
-	op.Undoes = d.int()
-	if n := d.uint(); n > 0 && n <= uint64(len(d.b))/32 {
+	op.Undoes = d.Varint()
+	if n := d.Uvarint(); n > 0 && n <= uint64(len(d.B))/32 {
 		op.Checkpoints = make([]objects.ID, n)
 		for i := range op.Checkpoints {
 			op.Checkpoints[i] = d.id()
 		}
 	} else if n > 0 {
-		d.fail()
+		d.Fail()
 	}
-	if n := d.uint(); n > 0 {
-		op.Detail = d.bytes(n - 1) // (a slice of the cache file's bytes, read for this call)
+	if n := d.Uvarint(); n > 0 {
+		op.Detail = d.Bytes(n - 1) // (a slice of the cache file's bytes, read for this call)
 	}
 	return op
 }

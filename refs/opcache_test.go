@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapcore-dev/snap/internal/bin"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -252,8 +253,8 @@ func FuzzOpCacheDecode(f *testing.F) {
 	b = encodeOp(b, &ops[0])
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d := opDecoder{b: data}
-		for d.err == nil && len(d.b) > 0 {
+		d := opDecoder{Reader: bin.Reader{B: data}}
+		for !d.Failed && len(d.B) > 0 {
 			d.op()
 		}
 	})

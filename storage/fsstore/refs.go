@@ -296,18 +296,14 @@ func (s *Refs) ReadFileAt(name string, fn func(r io.ReaderAt, size int64) error)
 	if err != nil {
 		return err
 	}
-	f, err := s.fs.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := fsys.OpenRegular(s.fs, p)
+	if errors.Is(err, fsys.ErrNotRegular) {
+		return &storage.BadEntryError{Name: name, Reason: "not a regular file"}
+	}
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return &storage.BadEntryError{Name: name, Reason: "not a regular file"}
-	}
 	return fn(f, fi.Size())
 }
 
