@@ -280,6 +280,43 @@ func TestBrowserRefreshKeepsTheFocusWhereItIsNow(t *testing.T) {
 	b.noErrors()
 }
 
+// A refresh under way when the rewind dialog opens waits for the dialog to
+// close: the view under it and the button that opened it stay, Escape
+// gives that button the focus back, and the refreshed view then keeps it
+// on the same button (CI saw the focus lost under load in
+// TestBrowserKeyboard).
+func TestBrowserDialogFocusSurvivesARefresh(t *testing.T) {
+	p := newProject(t)
+	b, base, srv := startBrowser(t, p.r, "A")
+	b.do("open A's timeline", chromedp.Navigate(base+"/?token="+srv.Token()+"#/s/A"))
+	b.wait("the timeline", `document.querySelectorAll('#timeline tbody tr').length === 3`)
+	button := fmt.Sprintf(`document.querySelector('#timeline tr[data-id="%s"] button')`, p.a1.ID)
+	b.do("focus #1's Rewind button", chromedp.Evaluate[chromedp.Void](button+`.focus()`))
+	b.do("slow the log down", chromedp.Evaluate[chromedp.Void](`(() => {
+		const f = window.fetch;
+		window.logAsked = 0;
+		window.fetch = async (u, o) => {
+			if (String(u).startsWith('/api/log')) { window.logAsked++; await new Promise((r) => setTimeout(r, 1500)); }
+			return f(u, o);
+		};
+	})()`))
+	snaptest.WriteFiles(t, p.root, map[string]string{"src/later.go": "package main\n"})
+	checkpoint(t, p.r, snap.CheckpointOptions{Session: "A", Kind: "post-tool", Actor: snap.ActorAgent, Summary: "later"})
+	b.wait("the refresh asked for the log", `window.logAsked > 0`)
+	b.press(kb.Enter)
+	b.wait("the dialog open", `document.getElementById('rewind').open`)
+	b.do("the refresh lands while the dialog is open", chromedp.Sleep(2*time.Second))
+	if n := eval[int](b, `document.querySelectorAll('#timeline tbody tr').length`); n != 3 {
+		t.Errorf("the view under the open dialog was redrawn: %d rows", n)
+	}
+	b.press(kb.Escape)
+	b.wait("the dialog closed and the view refreshed", `!document.getElementById('rewind').open && document.querySelectorAll('#timeline tbody tr').length === 4`)
+	if !eval[bool](b, `document.activeElement === `+button) {
+		t.Errorf("after Escape and the refresh the focus is on %s, not on #1's Rewind button", b.focused())
+	}
+	b.noErrors()
+}
+
 // A store damaged while snap ui runs (a pack cut short): a page that needs
 // what was lost shows the server's error in its place, saying the store is
 // damaged and what to run, never a blank page or the page before; the

@@ -13,6 +13,7 @@ const state = {
   busy: false,     // an undo or redo is running
   refresh: null,   // re-renders the current view (events)
   refreshing: false, // a refresh is on its way: its view keeps the focus (show)
+  held: null,      // a refresh's view that arrived while the dialog was open (show)
 };
 
 // el builds an element: el('a', {href: '#/'}, 'text', child, ...).
@@ -173,9 +174,16 @@ function fill(box, ...nodes) {
 // keeps the focus on the same control of the same row: the one that has
 // it when the view is replaced, not when the refresh began (the user may
 // have moved on while it fetched).
+// A refresh that arrives while the rewind dialog is open waits for it to
+// close: the view under the dialog, and the control that opened it, stay.
 function show(...nodes) {
+  if (state.refreshing && state.dialogOpen) {
+    state.held = nodes;
+    return;
+  }
   const at = state.refreshing ? focusKey() : null;
   state.refreshing = false;
+  state.held = null; // (this view is newer)
   fill($('main'), ...nodes);
   restoreFocus(at);
 }
@@ -764,14 +772,18 @@ function closeRewind() {
 
 // rewindClosed: however the dialog closed (Escape, Cancel, a rewind), the
 // focus goes back where it was; if that element is gone (the view was
-// redrawn), to the view.
+// redrawn), to the view. Then a refresh held while it was open is shown.
 function rewindClosed() {
   state.dialogOpen = false;
   const back = rewindOpener;
   rewindOpener = null;
-  if (document.activeElement && document.activeElement !== document.body && !$('rewind').contains(document.activeElement)) return; // (moved on already: the rewind's Undo)
-  if (back && back.isConnected) back.focus();
-  else $('main').focus();
+  const held = state.held;
+  state.held = null;
+  if (!(document.activeElement && document.activeElement !== document.body && !$('rewind').contains(document.activeElement))) { // (else moved on already: the rewind's Undo)
+    if (back && back.isConnected) back.focus();
+    else $('main').focus();
+  }
+  if (held) show(...held); // (still a refresh: the focus stays on its control)
 }
 
 // tabbable lists the elements of box Tab stops at, in order: for a group of
