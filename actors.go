@@ -561,19 +561,18 @@ func (r *Repo) changedBy(a, b objects.ID, files []FileDiff) error {
 
 // numberKept sets each kept path's Seq: its checkpoint's #N in its session.
 func (r *Repo) numberKept(h *history, kept []Kept) {
-	seqs := map[string]map[objects.ID]int{} // session → checkpoint → #N
+	lists := map[string]*sessionList{} // each session's, for #N
 	for i, k := range kept {
 		if k.Session == "" {
 			continue
 		}
-		if seqs[k.Session] == nil {
-			seqs[k.Session] = map[objects.ID]int{}
-			if list, err := r.sessionCheckpoints(h, k.Session); err == nil {
-				for n, e := range list {
-					seqs[k.Session][e.ID] = n + 1
-				}
-			}
+		list, ok := lists[k.Session]
+		if !ok {
+			list, _ = r.sessionCheckpoints(h, k.Session) // (nil when it cannot be read: no numbers)
+			lists[k.Session] = list
 		}
-		kept[i].Seq = seqs[k.Session][k.Checkpoint]
+		if list != nil {
+			kept[i].Seq = list.Index(k.Checkpoint) + 1
+		}
 	}
 }

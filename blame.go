@@ -234,8 +234,8 @@ func (r *Repo) promptsOf(h *history, session string) []promptAt {
 		return nil
 	}
 	var out []promptAt
-	for i := range list {
-		if ck, err := r.load(&list[i]); err == nil && ck != nil && ck.Kind == "prompt" {
+	for i := range list.Len() {
+		if ck, err := r.load(list.At(i)); err == nil && ck != nil && ck.Kind == "prompt" {
 			out = append(out, promptAt{ck.When(), ck.Summary})
 		}
 	}

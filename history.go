@@ -218,12 +218,57 @@ func (r *Repo) load(e *sessionEntry) (*objects.Checkpoint, error) {
 	return ck, err
 }
 
-// sessionCheckpoints returns every checkpoint ever recorded in the session
-// (from the log, through the session's index, plus the head's ancestry for
-// checkpoints whose record a crash may have lost), oldest first, without
-// reading them. Checkpoints retention expired are listed too, marked, so
-// numbering (#N) never shifts.
-func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, error) {
+// sessionList is a session's checkpoints in numbering order (#1 first):
+// every checkpoint ever recorded in the session (from the log, through the
+// session's index, plus the head's ancestry for checkpoints whose record
+// a crash may have lost). Checkpoints retention expired are listed too,
+// marked, so numbering (#N) never shifts. Entries are made from the index
+// as they are asked for, so a command that shows the newest 20 costs
+// what it shows; a checkpoint is read only when loaded (Repo.load).
+type sessionList struct {
+	x       *sessionIndex
+	expired map[objects.ID]bool
+	made    map[int]*sessionEntry
+	// merged: the whole list, made when the head's ancestry held
+	// checkpoints no record lists (rare: a crash after the head moved).
+	merged []sessionEntry
+}
+
+// Len is the number of checkpoints.
+func (l *sessionList) Len() int {
+	if l.merged != nil {
+		return len(l.merged)
+	}
+	return l.x.len()
+}
+
+// At is checkpoint #i+1.
+func (l *sessionList) At(i int) *sessionEntry {
+	if l.merged != nil {
+		return &l.merged[i]
+	}
+	if e := l.made[i]; e != nil {
+		return e
+	}
+	ie := l.x.at(i)
+	e := &sessionEntry{ID: ie.ID, time: ie.Time, expired: l.expired[ie.ID]}
+	if l.made == nil {
+		l.made = map[int]*sessionEntry{}
+	}
+	l.made[i] = e
+	return e
+}
+
+// Index is id's index in the list (#Index+1), or -1.
+func (l *sessionList) Index(id objects.ID) int {
+	if l.merged != nil {
+		return slices.IndexFunc(l.merged, func(e sessionEntry) bool { return e.ID == id })
+	}
+	return l.x.position(id)
+}
+
+// sessionCheckpoints returns the session's checkpoints (sessionList).
+func (r *Repo) sessionCheckpoints(h *history, session string) (*sessionList, error) {
 	x, err := h.sessionIndex(session)
 	if err != nil {
 		return nil, err
@@ -231,14 +276,12 @@ func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, e
 	if err := h.loadExpired(); err != nil {
 		return nil, err
 	}
-	list := make([]sessionEntry, len(x.entries), len(x.entries)+1)
-	for i, e := range x.entries {
-		list[i] = sessionEntry{ID: e.ID, time: e.Time, expired: h.expired[e.ID]}
-	}
+	l := &sessionList{x: x, expired: h.expired}
 	head, _, err := r.head(session)
 	if err != nil {
 		return nil, err
 	}
+	var extra []sessionEntry
 	walked := map[objects.ID]bool{}
 	for id := head; !id.IsZero() && !x.listed(id) && !walked[id] && !h.expired[id]; {
 		walked[id] = true
@@ -246,16 +289,21 @@ func (r *Repo) sessionCheckpoints(h *history, session string) ([]sessionEntry, e
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, sessionEntry{ID: id, time: ck.Time, ck: ck})
+		extra = append(extra, sessionEntry{ID: id, time: ck.Time, ck: ck})
 		if len(ck.Parents) == 0 {
 			break
 		}
 		id = ck.Parents[0]
 	}
-	if len(walked) > 0 {
-		sort.SliceStable(list, func(i, j int) bool { return list[i].time < list[j].time })
+	if len(extra) > 0 {
+		l.merged = make([]sessionEntry, 0, x.len()+len(extra))
+		for i := range x.len() {
+			l.merged = append(l.merged, *l.At(i))
+		}
+		l.merged = append(l.merged, extra...)
+		sort.SliceStable(l.merged, func(i, j int) bool { return l.merged[i].time < l.merged[j].time })
 	}
-	return list, nil
+	return l, nil
 }
 
 // recordedAt is the index in the log of the op that recorded checkpoint

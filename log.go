@@ -80,20 +80,21 @@ func (r *Repo) Log(ctx context.Context, o LogOptions) ([]LogEntry, error) {
 		// Newest first, reading only the checkpoints listed.
 		var entries []LogEntry
 		read := map[objects.ID]*objects.Checkpoint{}
-		for i := len(list) - 1; i >= 0 && (n <= 0 || all || len(entries) < n); i-- {
-			ck, err := r.load(&list[i])
+		for i := list.Len() - 1; i >= 0 && (n <= 0 || all || len(entries) < n); i-- {
+			e := list.At(i)
+			ck, err := r.load(e)
 			if err != nil {
 				return nil, err
 			}
 			if ck == nil {
 				continue // expired by retention
 			}
-			read[list[i].ID] = ck
+			read[e.ID] = ck
 			if o.Kind != "" && ck.Kind != o.Kind {
 				continue // not asked for
 			}
-			le := LogEntry{Seq: i + 1, ID: list[i].ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID, Actor: ck.Actor, Call: ck.Call, Agent: ck.Agent,
-				Summary: ck.Summary, Labels: labels[list[i].ID], Stats: ck.Stats, Head: list[i].ID == head}
+			le := LogEntry{Seq: i + 1, ID: e.ID, Session: s, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID, Actor: ck.Actor, Call: ck.Call, Agent: ck.Agent,
+				Summary: ck.Summary, Labels: labels[e.ID], Stats: ck.Stats, Head: e.ID == head}
 			if len(ck.Parents) > 0 {
 				p := ck.Parents[0]
 				le.Parent = &p
@@ -206,11 +207,7 @@ func (r *Repo) Show(ctx context.Context, id objects.ID, opts ...ShowOptions) (*S
 	res.LogEntry = LogEntry{ID: id, Session: ck.Session, Time: ck.When(), Kind: ck.Kind, MessageID: ck.MessageID, Actor: ck.Actor, Call: ck.Call,
 		Summary: ck.Summary, Labels: labels[id], Stats: ck.Stats}
 	if list, err := r.sessionCheckpoints(r.history(), ck.Session); err == nil {
-		for i, e := range list {
-			if e.ID == id {
-				res.Seq = i + 1
-			}
-		}
+		res.Seq = list.Index(id) + 1
 	}
 	if head, _, err := r.head(ck.Session); err == nil {
 		res.Head = head == id

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snapcore-dev/snap/fsys"
@@ -60,7 +61,9 @@ type Options struct {
 	// LongRunning: the process keeps the repository open for long (a
 	// server, a daemon). The store then reads its pack indexes into memory
 	// rather than mapping them (objects.Store.ReadIndexes), so a pack
-	// damaged in place under it fails a request instead of the process.
+	// damaged in place under it fails a request instead of the process,
+	// and every history read checks the op log's bytes before the mark of
+	// a session's index again (refs.Store.RememberMarks) rather than once.
 	LongRunning bool
 }
 
@@ -127,6 +130,10 @@ type Repo struct {
 	config      Config
 	fs          fsys.FS  // never nil
 	sys         fsys.Sys // nil: the kernel
+	// kept: the sessions' indexes this Repo derived last, each as of its
+	// mark (sessionindex.go), unless it runs long (Options.LongRunning).
+	keptMu sync.Mutex
+	kept   map[string]*sessionIndex
 }
 
 // Config is the store's settings file (StoreDir/config, JSON).
@@ -314,6 +321,13 @@ func openAt(root, store string, opts Options) (*Repo, error) {
 	}
 	if r.refs, err = refs.OpenFS(store, vfs); err != nil {
 		return nil, err
+	}
+	if !opts.LongRunning {
+		// A command reads a session's history once or twice: the log's
+		// bytes before an index's mark are checksummed once, and what the
+		// index says is kept (refs.Store.RememberMarks).
+		r.refs.RememberMarks()
+		r.kept = map[string]*sessionIndex{}
 	}
 	// An explicit bound (a hook's short SNAP_LOCK_TIMEOUT) bounds the ref
 	// and op-log locks too.

@@ -73,13 +73,13 @@ func (r *Repo) resolve(h *history, session, ref string) (objects.ID, error) {
 		if err != nil {
 			return objects.ID{}, err
 		}
-		if n > len(list) {
-			return objects.ID{}, fmt.Errorf("%w: session %q has %s, no #%d", ErrNoCheckpoint, session, countOf(len(list), "checkpoint"), n)
+		if n > list.Len() {
+			return objects.ID{}, fmt.Errorf("%w: session %q has %s, no #%d", ErrNoCheckpoint, session, countOf(list.Len(), "checkpoint"), n)
 		}
-		if list[n-1].expired {
+		if e := list.At(n - 1); e.expired {
 			return objects.ID{}, fmt.Errorf("#%d of session %q: %w", n, session, ErrExpired)
 		}
-		return list[n-1].ID, nil
+		return list.At(n - 1).ID, nil
 	case strings.HasPrefix(ref, "msg:"):
 		if ref == "msg:" {
 			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want msg:ID)", ErrUsage, ref)
@@ -190,8 +190,9 @@ func (r *Repo) messageCheckpoint(h *history, session, msg string) (objects.ID, b
 		return objects.ID{}, false, err
 	}
 	latest, when := x.message(msg)
-	for i := len(list) - 1; i >= 0; i-- {
-		ck, err := r.load(&list[i])
+	for i := list.Len() - 1; i >= 0; i-- {
+		e := list.At(i)
+		ck, err := r.load(e)
 		if err != nil {
 			return objects.ID{}, false, err
 		}
@@ -199,7 +200,7 @@ func (r *Repo) messageCheckpoint(h *history, session, msg string) (objects.ID, b
 			if !latest.IsZero() && when > ck.Time {
 				break
 			}
-			return list[i].ID, true, nil
+			return e.ID, true, nil
 		}
 	}
 	if !latest.IsZero() {

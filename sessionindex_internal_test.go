@@ -143,14 +143,33 @@ func TestSessionIndexListsWhatTheLogDoes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				h := r.history()
+				// Read by a command of its own (a Repo opened for it,
+				// reading the index file), or by the Repo that lived
+				// through every round (its kept indexes, extended).
+				reader := r
+				if rng.IntN(2) == 0 {
+					if reader, err = Open(Options{Dir: r.Root}); err != nil {
+						t.Fatal(err)
+					}
+					defer reader.Close()
+				}
+				h := reader.history()
 				for _, s := range []string{"s0", "s1", "s2"} {
 					x, err := h.sessionIndex(s)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if want := referenceList(all, s); !slices.Equal(x.entries, want) {
-						t.Fatalf("round %d, session %s: the index lists\n%v\nthe log\n%v", round, s, x.entries, want)
+					want := referenceList(all, s)
+					if !slices.Equal(x.all(), want) {
+						t.Fatalf("round %d, session %s: the index lists\n%v\nthe log\n%v", round, s, x.all(), want)
+					}
+					for i, e := range want {
+						if p := x.position(e.ID); p != i {
+							t.Fatalf("round %d, session %s: #%d (%s) is found at #%d", round, s, i+1, e.ID.Short(), p+1)
+						}
+					}
+					if p := x.position(objects.ID{1}); p != -1 {
+						t.Fatalf("round %d, session %s: an id never listed is found at #%d", round, s, p+1)
 					}
 					heads := map[objects.ID]bool{}
 					for _, op := range all {
@@ -215,14 +234,14 @@ func TestSessionIndexOfAnotherLogIsNotUsed(t *testing.T) {
 					t.Fatal(err)
 				}
 				ops, _ := r.refs.LogOps()
-				if want := referenceList(ops, "s"); len(want) != 50 || !slices.Equal(x.entries, want) {
-					t.Fatalf("after the log was replaced: %d entries, want %d", len(x.entries), len(want))
+				if want := referenceList(ops, "s"); len(want) != 50 || !slices.Equal(x.all(), want) {
+					t.Fatalf("after the log was replaced: %d entries, want %d", x.len(), len(want))
 				}
 			}()
 		}
 	}
 	x, err := r.history().sessionIndex("s")
-	if err != nil || len(x.entries) == 0 {
+	if err != nil || x.len() == 0 {
 		t.Fatal(x, err)
 	}
 	if _, err := os.Stat(r.sessionIndexPath("s")); err != nil {
@@ -233,30 +252,47 @@ func TestSessionIndexOfAnotherLogIsNotUsed(t *testing.T) {
 // A record damaged in place before an index's mark: the index is not used,
 // so what a reader gets is what the whole log says, index file or not
 // (torture/index-findings/01). An index file made huge (sparse) is not
-// read, and is replaced (torture/index-findings/02).
+// read, and is replaced (torture/index-findings/02). Each read is a
+// command of its own (a Repo opened for it), but for the last: a Repo that
+// runs long checks the log again at every read.
 func TestSessionIndexOfADamagedLogOrAHugeFile(t *testing.T) {
-	r, _, err := Init(Options{Dir: t.TempDir()})
+	dir := t.TempDir()
+	r, _, err := Init(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	command := func(o Options) *Repo {
+		t.Helper()
+		o.Dir = dir
+		c, err := Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
 	for i := range 5 {
 		op := refs.Op{Kind: string(OpCheckpoint), Session: "s", Checkpoint: objects.ID{1, byte(i)}}
 		if err := r.refs.Append(&op); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if x, err := r.history().sessionIndex("s"); err != nil || len(x.entries) != 5 {
+	if x, err := command(Options{}).history().sessionIndex("s"); err != nil || x.len() != 5 {
 		t.Fatal(x, err)
 	}
 	if err := os.Truncate(r.sessionIndexPath("s"), 4<<30); err != nil {
 		t.Fatal(err)
 	}
-	if x, err := r.history().sessionIndex("s"); err != nil || len(x.entries) != 5 {
+	if x, err := command(Options{}).history().sessionIndex("s"); err != nil || x.len() != 5 {
 		t.Fatalf("with a 4 GiB index file: %v, %v", x, err)
 	}
 	if fi, err := os.Stat(r.sessionIndexPath("s")); err != nil || fi.Size() > 1<<20 {
 		t.Fatalf("the huge index file was not replaced: %v, %v", fi.Size(), err)
+	}
+	server := command(Options{LongRunning: true})
+	if x, err := server.history().sessionIndex("s"); err != nil || x.len() != 5 {
+		t.Fatal(x, err)
 	}
 	logPath := r.StoreDir + "/oplog"
 	data, err := os.ReadFile(logPath)
@@ -268,8 +304,45 @@ func TestSessionIndexOfADamagedLogOrAHugeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	ops, _ := r.refs.LogOps()
+	for what, c := range map[string]*Repo{"a command": command(Options{}), "a long-running process": server} {
+		x, err := c.history().sessionIndex("s")
+		if want := referenceList(ops, "s"); err != nil || len(want) != 4 || !slices.Equal(x.all(), want) {
+			t.Fatalf("%s, after damage before the mark: %d entries (%v), the log's %d", what, x.len(), err, len(want))
+		}
+	}
+}
+
+// A command reads a session's index once: a second reader in it (show
+// msg:ID resolves, then shows) reads neither the index file nor the log's
+// bytes before its mark again, yet sees records appended since.
+func TestSessionIndexIsReadOncePerCommand(t *testing.T) {
+	r, _, err := Init(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := range 3 {
+		op := refs.Op{Kind: string(OpCheckpoint), Session: "s", Checkpoint: objects.ID{1, byte(i)}}
+		if err := r.refs.Append(&op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if x, err := r.history().sessionIndex("s"); err != nil || x.len() != 3 {
+		t.Fatal(x, err)
+	}
+	// Were the file read again, this would be found, not the kept index.
+	if err := os.WriteFile(r.sessionIndexPath("s"), []byte("not an index"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	op := refs.Op{Kind: string(OpCheckpoint), Session: "s", Checkpoint: objects.ID{1, 9}}
+	if err := r.refs.Append(&op); err != nil {
+		t.Fatal(err)
+	}
 	x, err := r.history().sessionIndex("s")
-	if want := referenceList(ops, "s"); err != nil || len(want) != 4 || !slices.Equal(x.entries, want) {
-		t.Fatalf("after damage before the mark: %d entries (%v), the log's %d", len(x.entries), err, len(want))
+	if err != nil || x.len() != 4 || x.at(3).ID != (objects.ID{1, 9}) {
+		t.Fatalf("the second read: %v, %v", x, err)
+	}
+	if data, _ := os.ReadFile(r.sessionIndexPath("s")); string(data) != "not an index" {
+		t.Fatal("the second read derived the index again")
 	}
 }

@@ -47,8 +47,8 @@ func (r *Repo) sessions(h *history) ([]SessionInfo, error) {
 			// Counted as log lists them: every checkpoint of the session
 			// that retention has not expired.
 			if list, err := r.sessionCheckpoints(h, name); err == nil {
-				for _, e := range list {
-					if !e.expired {
+				for i := range list.Len() {
+					if !list.At(i).expired {
 						info.Checkpoints++
 					}
 				}

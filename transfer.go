@@ -260,13 +260,10 @@ func (r *Repo) importSession(t *tx, h *history, s SessionImport) (*ImportResult,
 		return nil, err
 	}
 	seen := map[ID]bool{}
-	for _, e := range known {
-		seen[e.ID] = true
-	}
 	var added []ID
 	var d importDetail
 	for _, id := range s.Checkpoints {
-		if seen[id] {
+		if seen[id] || known.Index(id) >= 0 {
 			continue
 		}
 		seen[id] = true

@@ -230,3 +230,39 @@ func TestReadRegularReadsWholeFiles(t *testing.T) {
 		t.Fatalf("a FIFO: %v, want ErrNotRegular", err)
 	}
 }
+
+// OS opens without the poller (openFile) as package os opens: the same
+// errors, modes under the umask, directories that list.
+func TestOSOpensAsPackageOS(t *testing.T) {
+	dir := t.TempDir()
+	_, err := OS.Open(filepath.Join(dir, "missing"))
+	var pe *fs.PathError
+	if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &pe) || pe.Op != "open" {
+		t.Fatalf("open of a missing file: %v", err)
+	}
+	name := filepath.Join(dir, "f")
+	f, err := OS.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := OS.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("O_EXCL of an existing file: %v", err)
+	}
+	umask := syscall.Umask(0)
+	syscall.Umask(umask)
+	if fi, err := os.Stat(name); err != nil || fi.Mode().Perm() != 0o666&^fs.FileMode(umask) {
+		t.Fatalf("mode %v (umask %o), %v", fi.Mode(), umask, err)
+	}
+	d, err := OS.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if names, err := d.(*os.File).Readdirnames(-1); err != nil || len(names) != 1 || names[0] != "f" {
+		t.Fatalf("the directory lists %v, %v", names, err)
+	}
+}

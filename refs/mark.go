@@ -33,6 +33,38 @@ func (s *Store) OpsMarked() ([]Op, Mark, error) {
 // markBuf is what OpsAfter reads the bytes before a mark in.
 const markBuf = 64 << 10
 
+// RememberMarks makes OpsAfter checksum the bytes before a mark once for
+// the life of this Store, not at every call: for a process that lives for
+// one command, in which a session's index is often read twice (resolving
+// msg:ID, then showing the checkpoint). A record damaged in place before
+// a mark after it was checked is then noticed by the next process, not by
+// this one. Appended records are always read.
+func (s *Store) RememberMarks() {
+	s.checkedMu.Lock()
+	defer s.checkedMu.Unlock()
+	if s.checked == nil {
+		s.checked = map[Mark]bool{}
+	}
+}
+
+// wasChecked reports whether m's prefix was checksummed (RememberMarks).
+func (s *Store) wasChecked(m Mark) bool {
+	s.checkedMu.Lock()
+	defer s.checkedMu.Unlock()
+	return s.checked[m]
+}
+
+// noteChecked records marks whose prefix checked (after RememberMarks).
+func (s *Store) noteChecked(ms ...Mark) {
+	s.checkedMu.Lock()
+	defer s.checkedMu.Unlock()
+	if s.checked != nil {
+		for _, m := range ms {
+			s.checked[m] = true
+		}
+	}
+}
+
 // OpsAfter returns the verified records after m (every record for a zero
 // Mark), in order, and the mark past the last of them (m itself when there
 // are none). A torn tail is ignored, as Ops ignores it. The error wraps
@@ -46,17 +78,19 @@ func (s *Store) OpsAfter(m Mark) ([]Op, Mark, error) {
 		if m.Off > size || m.Off < 0 {
 			return fmt.Errorf("%w: the log is shorter than the mark", ErrStaleMark)
 		}
-		sum, buf := uint32(0), make([]byte, min(m.Off, markBuf))
-		for off := int64(0); off < m.Off; {
-			n := min(int64(len(buf)), m.Off-off)
-			if _, err := r.ReadAt(buf[:n], off); err != nil {
-				return err
+		if !s.wasChecked(m) {
+			sum, buf := uint32(0), make([]byte, min(m.Off, markBuf))
+			for off := int64(0); off < m.Off; {
+				n := min(int64(len(buf)), m.Off-off)
+				if _, err := r.ReadAt(buf[:n], off); err != nil {
+					return err
+				}
+				sum = crc32.Update(sum, castagnoli(), buf[:n])
+				off += n
 			}
-			sum = crc32.Update(sum, castagnoli(), buf[:n])
-			off += n
-		}
-		if sum != m.Prefix {
-			return fmt.Errorf("%w: the log's bytes before record %d are not those marked", ErrStaleMark, m.Seq)
+			if sum != m.Prefix {
+				return fmt.Errorf("%w: the log's bytes before record %d are not those marked", ErrStaleMark, m.Seq)
+			}
 		}
 		tail := make([]byte, size-m.Off)
 		if _, err := r.ReadAt(tail, m.Off); err != nil && !errors.Is(err, io.EOF) {
@@ -83,6 +117,7 @@ func (s *Store) OpsAfter(m Mark) ([]Op, Mark, error) {
 	case err != nil:
 		return nil, Mark{}, err
 	}
+	s.noteChecked(m, next)
 	return ops, next, nil
 }
 

@@ -40,6 +40,11 @@ type Store struct {
 	lockTimeout  time.Duration // see defaultLockTimeout; tests shorten it
 	oplogTimeout time.Duration // see defaultOplogTimeout; tests shorten it
 	appendMu     sync.Mutex    // orders this Store's appenders before they take the flock
+
+	// checked: marks whose prefix OpsAfter checksummed against the log,
+	// kept once RememberMarks was called (see there).
+	checkedMu sync.Mutex
+	checked   map[Mark]bool
 }
 
 // Ref is a named pointer to an object.
