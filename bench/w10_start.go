@@ -7,24 +7,76 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // W10 process start: the fixed cost of starting snap, which every hook event
 // (two per tool call of an agent) and every command pays before doing
-// anything. `snap --version` against `git --version`; a hook event that
-// records nothing — a PreToolUse of Read: the payload parsed, the store
-// opened, one line appended to the hook log — against `git rev-parse
-// --git-dir`, git's cheapest command that finds its repository. In a small
-// project that is a git work tree and has a snap store. W10Runs rounds, each
-// running the four commands once in an order that flips every round;
-// medians.
+// anything. `snap --version` against `git --version`, and against a minimal
+// Go program (one that prints a line: what any Go program pays, the issue's
+// peer); a hook event that records nothing — a PreToolUse of Read: the
+// payload parsed, the store opened, one line appended to the hook log —
+// against `git rev-parse --git-dir`, git's cheapest command that finds its
+// repository. In a small project that is a git work tree and has a snap
+// store. W10Runs rounds, each running the commands once in an order that
+// flips every round; medians. Then snap's package initialisation, summed
+// from GODEBUG=inittrace=1, median of as many runs.
 
 const (
 	rowStartVersion = "`snap --version`"
+	rowStartMinimal = "`snap --version` against a minimal Go program"
 	rowStartHook    = "no-op hook event (PreToolUse of Read)"
+	rowStartInit    = "package initialisation (`GODEBUG=inittrace=1`, summed; target ≤ 2 ms)"
 )
+
+// minimalGo builds a Go program that prints a line into dir, with the go
+// command that runs the bench ("" when there is none: the row is left out).
+func minimalGo(dir string) string {
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goCmd); err != nil {
+		if goCmd, err = exec.LookPath("go"); err != nil {
+			return ""
+		}
+	}
+	src := filepath.Join(dir, "minimal")
+	os.MkdirAll(src, 0o755)
+	os.WriteFile(filepath.Join(src, "go.mod"), []byte("module minimal\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"hello\\n\") }\n"), 0o644)
+	bin := filepath.Join(src, "minimal")
+	cmd := exec.Command(goCmd, "build", "-o", bin, ".")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: W10: the minimal Go program did not build: %v: %s\n", err, out)
+		return ""
+	}
+	return bin
+}
+
+// initTime is the package initialisation of one run of snap --version:
+// the clock times GODEBUG=inittrace=1 prints, summed.
+func initTime(snapBin string) (time.Duration, error) {
+	cmd := exec.Command(snapBin, "--version")
+	cmd.Env = append(cleanEnv(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		// init pkg @0.39 ms, 0.047 ms clock, 0 bytes, 0 allocs
+		f := strings.Fields(line)
+		if len(f) >= 7 && f[0] == "init" && f[6] == "clock," {
+			if ms, err := strconv.ParseFloat(f[4], 64); err == nil {
+				sum += time.Duration(ms * float64(time.Millisecond))
+			}
+		}
+	}
+	return sum, nil
+}
 
 func runW10(b *bench) error {
 	const W = "W10"
@@ -86,7 +138,7 @@ func runW10(b *bench) error {
 		}
 		return d, err
 	}
-	var version, hook, gitVersion, gitRevParse []time.Duration
+	var version, hook, gitVersion, gitRevParse, minimal []time.Duration
 	add := func(to *[]time.Duration, stdin []byte, name string, args ...string) func() error {
 		return func() error {
 			d, err := timed(stdin, name, args...)
@@ -101,6 +153,10 @@ func runW10(b *bench) error {
 	if b.hasGit {
 		steps = append(steps, add(&gitVersion, nil, "git", "--version"), add(&gitRevParse, nil, "git", "rev-parse", "--git-dir"))
 	}
+	minimalBin := minimalGo(root)
+	if minimalBin != "" {
+		steps = append(steps, add(&minimal, nil, minimalBin))
+	}
 	start := time.Now()
 	for i := range b.cfg.W10Runs {
 		if err := alternate(i, steps...); err != nil {
@@ -108,6 +164,18 @@ func runW10(b *bench) error {
 		}
 	}
 	took := time.Since(start)
+	var inits []time.Duration
+	for range b.cfg.W10Runs {
+		d, err := initTime(b.cfg.Snap)
+		if err != nil {
+			return fmt.Errorf("GODEBUG=inittrace=1 snap --version: %w", err)
+		}
+		inits = append(inits, d)
+	}
+	b.rep.timeRow(W, rowStartInit, median(inits), "", 0, 0, "")
+	if minimalBin != "" {
+		b.rep.timeRow(W, rowStartMinimal, median(version), "a minimal Go program (prints a line)", median(minimal), 2, "")
+	}
 	// The hook recorded nothing, and said so in the hook log.
 	out, err := s.run("hook", "log", "-n", "1")
 	if err != nil {
@@ -126,7 +194,7 @@ func runW10(b *bench) error {
 	}
 	b.rep.timeRow(W, rowStartVersion, median(version), "`git --version`", median(gitVersion), 0, "")
 	b.rep.timeRow(W, rowStartHook, median(hook), "`git rev-parse --git-dir`", median(gitRevParse), 0, "")
-	b.rep.note("W10: %d rounds in %s, each running the four commands once, the order flipped every round; process start and exit included; "+
+	b.rep.note("W10: %d rounds in %s, each running the commands once, the order flipped every round; process start and exit included; "+
 		"p90: `snap --version` %s, no-op hook %s, `git --version` %s, `git rev-parse --git-dir` %s.",
 		b.cfg.W10Runs, took.Round(10*time.Millisecond), p90(version), p90(hook), p90(gitVersion), p90(gitRevParse))
 	return nil
