@@ -296,12 +296,13 @@ func (r *Repo) sessionCheckpoints(h *history, session string) (*sessionList, err
 		id = ck.Parents[0]
 	}
 	if len(extra) > 0 {
-		l.merged = make([]sessionEntry, 0, x.len()+len(extra))
+		merged := make([]sessionEntry, 0, x.len()+len(extra))
 		for i := range x.len() {
-			l.merged = append(l.merged, *l.At(i))
+			merged = append(merged, *l.At(i))
 		}
-		l.merged = append(l.merged, extra...)
-		sort.SliceStable(l.merged, func(i, j int) bool { return l.merged[i].time < l.merged[j].time })
+		merged = append(merged, extra...)
+		sort.SliceStable(merged, func(i, j int) bool { return merged[i].time < merged[j].time })
+		l.merged = merged
 	}
 	return l, nil
 }
