@@ -26,7 +26,7 @@ import (
 func (s *Store) Check() []error {
 	var probs []error
 
-	data, err := s.be.ReadFile(logName)
+	data, err := s.readLog()
 	switch {
 	case err == nil:
 		scan := parseLog(data)

@@ -92,7 +92,11 @@ func (s *Store) OpsAfter(m Mark) ([]Op, Mark, error) {
 				return fmt.Errorf("%w: the log's bytes before record %d are not those marked", ErrStaleMark, m.Seq)
 			}
 		}
-		tail := make([]byte, size-m.Off)
+		end, err := lineEnd(r, size) // (a torn tail is not read: see scanTail)
+		if err != nil {
+			return err
+		}
+		tail := make([]byte, max(end, m.Off)-m.Off)
 		if _, err := r.ReadAt(tail, m.Off); err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}

@@ -228,7 +228,7 @@ func (s *Store) LogOps() ([]Op, error) {
 // ops reads the log (and, when cached, the op-log cache); the mark is that
 // of the last record when every record verified (see OpsMarked).
 func (s *Store) ops(cached bool) ([]Op, Mark, error) {
-	data, err := s.be.ReadFile(logName)
+	data, err := s.readLog()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, Mark{}, nil
 	}
@@ -390,9 +390,18 @@ func parseLogFrom(data []byte, from int, lines int, prevSeq int64) logScan {
 // none), by the same rules as parseLog. It reads only as much of the file as
 // it needs.
 func scanTail(f io.ReaderAt, size int64) (lastSeq, tailOff int64, err error) {
+	// What follows the last line end is torn whatever it holds: it is
+	// looked through, never read into memory (lineEnd), but for its
+	// first byte (scanTailBuf then sees an unterminated line, as in the
+	// whole file).
+	end, err := lineEnd(f, size)
+	if err != nil {
+		return 0, 0, err
+	}
+	end = min(end+1, size)
 	for window := int64(64 << 10); ; window *= 2 {
-		start := max(0, size-window)
-		buf := make([]byte, size-start)
+		start := max(0, end-window)
+		buf := make([]byte, end-start)
 		if _, err := f.ReadAt(buf, start); err != nil {
 			return 0, 0, err
 		}
@@ -401,6 +410,45 @@ func scanTail(f io.ReaderAt, size int64) (lastSeq, tailOff int64, err error) {
 			return lastSeq, start + tailRel, nil
 		}
 	}
+}
+
+// lineEnd returns the offset just past the last line end among f's size
+// bytes (0 when there is none), looking backwards in 64 KiB pieces: a tail
+// of gigabytes without one (zeros, which a failed preallocation or damage
+// leaves) costs time to look through, never the memory to hold it.
+func lineEnd(f io.ReaderAt, size int64) (int64, error) {
+	buf := make([]byte, min(size, 64<<10))
+	for end := size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+// readLog reads the log up to the end of its last line; of what follows,
+// a torn tail that every reader ignores whatever it holds (lineEnd), it
+// keeps one byte, so that the parser sees an unterminated final line as
+// it would in the whole file.
+func (s *Store) readLog() (data []byte, err error) {
+	err = s.be.ReadFileAt(logName, func(r io.ReaderAt, size int64) error {
+		end, err := lineEnd(r, size)
+		if err != nil {
+			return err
+		}
+		data = make([]byte, min(end+1, size))
+		if _, err := r.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		return nil
+	})
+	return data, err
 }
 
 // scanTailBuf does scanTail's work on buf, the last bytes of the log;

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -490,5 +491,78 @@ func TestCommitAllOrNone(t *testing.T) {
 	// Refs only (no record) need no op-log lock.
 	if err := s.Commit(context.Background(), []RefChange{{Name: "labels/x", Old: a, New: c}}, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A log whose tail damage or a failed preallocation made hundreds of megabytes of
+// zeros (sparse: it takes no disk) is read without holding the tail in
+// memory: its records read, a mark's records after it, fsck's check, and
+// an append, which removes the tail. Each used to read the whole file
+// (an append doubled its window up to it: 3 GB for a 2 GB tail).
+func TestZeroTailIsNotReadIntoMemory(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.Append(&Op{Kind: "checkpoint", Session: "s", Checkpoint: objects.ID{byte(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, mark, err := s.OpsMarked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "oplog")
+	fi, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(logPath, fi.Size()+256<<20); err != nil {
+		t.Fatal(err)
+	}
+	allocated := func(what string, fn func() error) {
+		t.Helper()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := fn(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+			t.Fatalf("%s allocated %d MiB over a log of 3 records and a 256 MiB torn tail", what, n>>20)
+		}
+	}
+	allocated("Ops", func() error {
+		ops, err := s.Ops()
+		if len(ops) != 3 {
+			return fmt.Errorf("%d ops, want 3 (%v)", len(ops), err)
+		}
+		return nil
+	})
+	allocated("OpsAfter", func() error {
+		ops, next, err := s.OpsAfter(mark)
+		if err != nil || len(ops) != 0 || next != mark {
+			return fmt.Errorf("%d ops, %v, %v", len(ops), next, err)
+		}
+		return nil
+	})
+	allocated("Check", func() error {
+		for _, p := range s.Check() {
+			if !strings.Contains(p.Error(), "torn tail") {
+				return p
+			}
+		}
+		return nil
+	})
+	allocated("Append", func() error {
+		return s.Append(&Op{Kind: "checkpoint", Session: "s", Checkpoint: objects.ID{9}})
+	})
+	if fi, err := os.Stat(logPath); err != nil || fi.Size() > 1<<20 {
+		t.Fatalf("the torn tail was not removed by the append: %v bytes, %v", fi.Size(), err)
+	}
+	if ops, err := s.Ops(); err != nil || len(ops) != 4 || ops[3].Seq != 4 {
+		t.Fatalf("after the append: %d ops, %v", len(ops), err)
 	}
 }
