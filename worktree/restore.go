@@ -206,7 +206,7 @@ func Restore(ctx context.Context, src Source, current, target objects.ID, opts R
 	if err != nil {
 		return nil, err
 	}
-	r.syncEach = syncPolicy == "fsync" || syncPolicy != "syncfs" && len(writes) <= syncEachMax
+	r.syncEach = syncPolicy == "fsync" || syncPolicy == "auto" && len(writes) <= syncEachMax
 	r.trashfd = -1
 	if !opts.DryRun {
 		r.removeLeftovers()
