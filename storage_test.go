@@ -14,9 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	snap "github.com/snapcore-dev/snap"
 	"github.com/snapcore-dev/snap/snaptest"
-	"golang.org/x/sys/unix"
 )
 
 func storeBytes(t *testing.T, r *snap.Repo) int64 {
@@ -209,15 +210,31 @@ func TestOptionsFromEnv(t *testing.T) {
 	if s := snap.SessionFromEnv(""); s != snap.DefaultSession {
 		t.Fatalf("SessionFromEnv unset: %q", s)
 	}
+	// A rewind of a few files leaves them in the trash for the next gc; one
+	// that replaced AutoGCTrashFiles files starts one for them.
 	r, root := snaptest.NewRepo(t)
-	snaptest.WriteFiles(t, root, map[string]string{"a": "1"})
+	files := func(n int, v string) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("f%03d", i)] = v
+		}
+		return m
+	}
+	snaptest.WriteFiles(t, root, files(snap.AutoGCTrashFiles, "1"))
 	checkpoint(t, r, snap.CheckpointOptions{})
-	snaptest.WriteFiles(t, root, map[string]string{"a": "2"})
+	snaptest.WriteFiles(t, root, files(3, "2"))
+	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil {
+		t.Fatal(err)
+	}
+	if r.AutoGCDue(ctx) {
+		t.Fatal("a rewind that replaced 3 files started the automatic gc")
+	}
+	snaptest.WriteFiles(t, root, files(snap.AutoGCTrashFiles, "3"))
 	if _, err := r.Rewind(ctx, snap.RewindOptions{Target: "@"}); err != nil {
 		t.Fatal(err)
 	}
 	if !r.AutoGCDue(ctx) {
-		t.Fatal("a rewind that replaced a file left nothing for the automatic gc")
+		t.Fatalf("the trash holds %d files and the automatic gc is not due", snap.AutoGCTrashFiles+3)
 	}
 	t.Setenv(snap.EnvNoAutoGC, "1")
 	if r.AutoGCDue(ctx) {

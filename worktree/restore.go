@@ -1592,11 +1592,35 @@ func EmptyTrash(dir string) (int, error) {
 
 // TrashEmpty reports whether the trash directory dir holds nothing.
 func TrashEmpty(dir string) bool {
+	files, _ := TrashSize(dir, 1)
+	return files == 0
+}
+
+// TrashSize counts the files in the trash directory dir and their bytes,
+// looking at no more than max of them (max <= 0: all). A missing or
+// unreadable directory is empty.
+func TrashSize(dir string, max int) (files int, bytes int64) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return true
+		return 0, 0
 	}
 	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) == 0
+	for max <= 0 || files < max {
+		n := 256
+		if max > 0 {
+			n = min(n, max-files)
+		}
+		names, err := f.Readdirnames(n)
+		for _, name := range names {
+			files++
+			var st unix.Stat_t
+			if unix.Fstatat(int(f.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+				bytes += st.Size
+			}
+		}
+		if err != nil || len(names) == 0 {
+			break
+		}
+	}
+	return files, bytes
 }

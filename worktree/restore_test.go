@@ -383,3 +383,22 @@ func TestRestoreLeavesAnEditThatPutItsMtimeBack(t *testing.T) {
 		t.Fatalf("a.txt holds %q: the edit is lost", got)
 	}
 }
+
+// TrashSize counts files and bytes, looking at no more than it is asked.
+func TestTrashSize(t *testing.T) {
+	dir := t.TempDir()
+	if n, b := TrashSize(filepath.Join(dir, "missing"), 0); n != 0 || b != 0 {
+		t.Fatalf("a missing trash: %d files, %d bytes", n, b)
+	}
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), make([]byte, 100), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, b := TrashSize(dir, 0); n != 5 || b != 500 {
+		t.Fatalf("all: %d files, %d bytes", n, b)
+	}
+	if n, b := TrashSize(dir, 3); n != 3 || b != 300 {
+		t.Fatalf("at most 3: %d files, %d bytes", n, b)
+	}
+}
