@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -33,13 +32,11 @@ const (
 )
 
 // minimalGo builds a Go program that prints a line into dir, with the go
-// command that runs the bench ("" when there is none: the row is left out).
+// command on PATH ("" when there is none: the row is left out).
 func minimalGo(dir string) string {
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goCmd); err != nil {
-		if goCmd, err = exec.LookPath("go"); err != nil {
-			return ""
-		}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return ""
 	}
 	src := filepath.Join(dir, "minimal")
 	os.MkdirAll(src, 0o755)
