@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,6 +166,14 @@ func TestGoClientOverStdio(t *testing.T) {
 	}
 	_, root := snaptest.NewRepo(t)
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644)
+	// Enough files that the rewind below fills the trash past the
+	// automatic gc's threshold (snap.AutoGCTrashFiles).
+	many := func(v string) {
+		for i := range snap.AutoGCTrashFiles {
+			os.WriteFile(filepath.Join(root, fmt.Sprintf("f%03d", i)), []byte(v), 0o644)
+		}
+	}
+	many("one")
 	cmd := exec.Command(bin, "mcp", "-C", root, "-s", "stdio")
 	cmd.Env = append(os.Environ(), "SNAP_NO_AUTO_GC=")
 	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
@@ -185,6 +194,7 @@ func TestGoClientOverStdio(t *testing.T) {
 	// A long-lived server still empties the trash a rewind fills: its
 	// tools start the CLI's background gc as the CLI's commands do.
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("two\n"), 0o644)
+	many("two")
 	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "rewind", Arguments: map[string]any{"ref": "@", "confirm": true}})
 	if err != nil || res.IsError {
 		t.Fatalf("rewind: %v %v", err, res)

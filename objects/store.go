@@ -410,33 +410,24 @@ func loadPack(blobs storage.Blobs, name string, strict, mapOK bool) (*packFile, 
 	if size < packHeaderSize+packFooterSize {
 		return nil, fmt.Errorf("%w: pack %s truncated (%d bytes)", ErrCorrupt, filepath.Base(path), size)
 	}
-	// One read of the file's tail holds the footer and, unless the pack is
-	// large, the index (and the header too when that is the whole file):
-	// opening a store reads every pack's, most of them a checkpoint's few
-	// kilobytes.
-	tail := make([]byte, min(size, packTailRead))
-	if _, err := f.ReadAt(tail, size-int64(len(tail))); err != nil {
+	head := make([]byte, packHeaderSize)
+	if _, err := f.ReadAt(head, 0); err != nil {
 		return nil, err
 	}
-	head := tail
-	if int64(len(tail)) < size {
-		head = make([]byte, packHeaderSize)
-		if _, err := f.ReadAt(head, 0); err != nil {
-			return nil, err
-		}
-	}
-	if string(head[:packHeaderSize]) != string(packHeader()) {
+	if string(head) != string(packHeader()) {
 		return nil, fmt.Errorf("%w: pack %s: bad header", ErrCorrupt, filepath.Base(path))
 	}
-	off, count, sum, err := parseFooter(tail[len(tail)-packFooterSize:], size)
+	footer := make([]byte, packFooterSize)
+	if _, err := f.ReadAt(footer, size-packFooterSize); err != nil {
+		return nil, err
+	}
+	off, count, sum, err := parseFooter(footer, size)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", filepath.Base(path), err)
 	}
 	var index []byte
 	var unmap func()
-	if tailStart := size - int64(len(tail)); int64(off) >= tailStart {
-		index = tail[int64(off)-tailStart : len(tail)-packFooterSize]
-	} else if m, ok := f.(storage.Mapper); ok && mapOK && !strict && count*indexEntrySize >= mapIndexMin {
+	if m, ok := f.(storage.Mapper); ok && mapOK && !strict && count*indexEntrySize >= mapIndexMin {
 		index, unmap, _ = m.Map(int64(off), int(count*indexEntrySize)) // (else read)
 	}
 	if index == nil {
@@ -486,10 +477,6 @@ func (s *Store) ReadIndexes() {
 // mapIndexMin: a pack index at least this large is mapped rather than read
 // (about 1,400 entries).
 const mapIndexMin = 64 << 10
-
-// packTailRead is how much of a pack's end loadPack reads at once: the
-// footer and an index of up to 135 entries.
-const packTailRead = 8 << 10
 
 // CheckIndexes verifies in full (checksum, non-overlapping records) the
 // index of every indexed pack that was only checked for structure when it
