@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -388,5 +389,67 @@ func TestRewindKeepsAnotherSession(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "b.txt")); err == nil {
 		t.Fatal("rewind with all: true left b.txt")
+	}
+}
+
+// A server started in a project with no store makes one and runs as a
+// server all the same: a record damaged in the op log while it runs is
+// skipped by its next log as by a fresh command's (it opened the store it
+// made as a one-shot command does, keeping what it had read of the log:
+// torture/index2-findings/01).
+func TestServerThatMadeTheStoreRereadsTheLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the snap binary")
+	}
+	ctx := context.Background()
+	bin := filepath.Join(t.TempDir(), "snap")
+	build := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	cmd := exec.Command(bin, "mcp", "-C", root, "-s", "stdio")
+	cmd.Env = append(os.Environ(), "SNAP_NO_AUTO_GC=1")
+	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	logged := func() string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "log", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("log: %v %v", err, res)
+		}
+		return mustJSON(res.StructuredContent)
+	}
+	for i := 1; i <= 3; i++ {
+		os.WriteFile(filepath.Join(root, "a.txt"), []byte(fmt.Sprint(i)), 0o644)
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "checkpoint", Arguments: map[string]any{"summary": fmt.Sprintf("step-%d", i)}})
+		if err != nil || res.IsError {
+			t.Fatalf("checkpoint: %v %v", err, res)
+		}
+	}
+	logged()
+	if l := logged(); !strings.Contains(l, "step-2") {
+		t.Fatalf("before the damage the log lacks step-2: %s", l)
+	}
+	logPath := filepath.Join(root, ".snap", "oplog")
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := bytes.IndexByte(data, '\n') + 1
+	data[second+10] ^= 1 // inside record 2, step-2's
+	if err := os.WriteFile(logPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := exec.Command(bin, "log", "-C", root, "--json").Output()
+	if err != nil || strings.Contains(string(fresh), "step-2") {
+		t.Fatalf("a fresh log after the damage (want no step-2): %v %s", err, fresh)
+	}
+	if l := logged(); strings.Contains(l, "step-2") {
+		t.Fatalf("the server still lists the damaged record's checkpoint: %s", l)
 	}
 }

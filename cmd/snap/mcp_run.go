@@ -38,6 +38,14 @@ func runMCP(c *cli.Context, inv *invocation) error {
 		if abs, aerr := filepath.Abs(dir); aerr == nil {
 			repo, err = agent.OpenProject(abs)
 		}
+		if err == nil {
+			// Opened again as what it is, a server (g.longRunning): it
+			// must not keep what it read of the op log as a command does
+			// (torture/index2-findings/01).
+			g.Dir = repo.Root
+			repo.Close()
+			repo, err = g.open(c.Context)
+		}
 	}
 	if err != nil {
 		return err

@@ -220,3 +220,31 @@ func TestReadFileRefusesSpecialFiles(t *testing.T) {
 		t.Fatalf("ReadFile(plain) = %q, %v", data, err)
 	}
 }
+
+// A FIFO in a ref's place is a *BadEntryError at once, not an open that
+// waits for a writer for ever (torture/index2-findings/02: every command
+// reading the session head hung, and caught SIGTERM).
+func TestReadRefRefusesAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenRefs(nil, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "refs", "sessions", "s"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "refs", "sessions", "s", "head"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := s.ReadRef("sessions/s/head"); done <- err }()
+	select {
+	case err := <-done:
+		var bad *storage.BadEntryError
+		if !errors.As(err, &bad) {
+			t.Fatalf("ReadRef of a FIFO: %v, want a *storage.BadEntryError", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadRef of a FIFO has not returned after 5 s")
+	}
+}
