@@ -58,9 +58,9 @@ never removed. --dry-run reports what would go and the bytes it would free.
 gc runs while sessions checkpoint: writers wait for its sweep (they never see
 half of it), and it waits for running writers.
 
---auto (run in the background by 'snap checkpoint' when the store has many
-packs, and by rewind, undo and redo) does nothing unless there is work
-and exits quietly when another gc is running.
+--auto (run in the background by 'snap checkpoint', rewind, undo and redo
+when the store has many packs, or the trash 64 files or 64 MiB) does nothing
+unless there is work and exits quietly when another gc is running.
 
 Every gc also deletes the files rewinds removed or replaced: a rewind moves
 them aside (into the store's trash/) rather than waiting for the file
