@@ -35,8 +35,42 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 		p := r.RetentionPolicy()
 		o.Policy = &p
 	}
-	return gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: true,
+	res, err := gc.Collect(ctx, r.objects, r.refs, gc.Options{Grace: o.Grace, Policy: o.Policy, Consolidate: true,
 		DryRun: o.DryRun, Progress: o.Progress, LockTimeout: r.lockTimeout, Now: r.clock})
+	if res != nil {
+		n, freed := r.removeStaleCacheTemps(o.DryRun)
+		res.TempFilesRemoved, res.BytesFreed = res.TempFilesRemoved+n, res.BytesFreed+freed
+	}
+	return res, err
+}
+
+// cacheTempAge: a cache's temporary file older than this was left by a
+// process killed between writing and renaming it (a save takes
+// milliseconds).
+const cacheTempAge = time.Hour
+
+// removeStaleCacheTemps removes the temporary files fsys.ReplaceFile left
+// in cache/ and cache/sessions/ (a reader or a checkpoint killed while
+// saving the monitor's base or a session's index), and reports how many
+// and their bytes (dry run: would remove).
+func (r *Repo) removeStaleCacheTemps(dryRun bool) (n int, freed int64) {
+	cutoff := r.clock().Add(-cacheTempAge)
+	for _, dir := range []string{filepath.Join(r.StoreDir, "cache"), filepath.Join(r.StoreDir, "cache", "sessions")} {
+		entries, _ := r.fs.ReadDir(dir)
+		for _, e := range entries {
+			if !e.Type().IsRegular() || !strings.Contains(e.Name(), ".tmp-") {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil || !fi.ModTime().Before(cutoff) {
+				continue
+			}
+			if dryRun || r.fs.Remove(filepath.Join(dir, e.Name())) == nil {
+				n, freed = n+1, freed+fi.Size()
+			}
+		}
+	}
+	return n, freed
 }
 
 // StoreSize is the bytes the store's files take (its packs, refs, op log,

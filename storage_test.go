@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -267,5 +268,46 @@ func TestLockTimeoutBoundsRefLocks(t *testing.T) {
 		if !errors.Is(err, snap.ErrBusy) || time.Since(start) > 3*time.Second {
 			t.Fatalf("%s held: %v after %v, want busy within the 300 ms bound", name, err, time.Since(start))
 		}
+	}
+}
+
+// gc removes the temporary files a process killed while saving a cache
+// left (a session's index, the stat cache), once they are an hour old;
+// younger ones may be a save in progress and stay.
+func TestGCRemovesStaleCacheTemps(t *testing.T) {
+	ctx := t.Context()
+	r, root := snaptest.NewRepo(t)
+	snaptest.WriteFiles(t, root, map[string]string{"a": "1"})
+	checkpoint(t, r, snap.CheckpointOptions{})
+	old := time.Now().Add(-2 * time.Hour)
+	stale := []string{filepath.Join(r.StoreDir, "cache", "sessions", "0123.tmp-41"), filepath.Join(r.StoreDir, "cache", "stat.tmp-42")}
+	fresh := filepath.Join(r.StoreDir, "cache", "sessions", "0123.tmp-43")
+	for _, p := range append(stale, fresh) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("half a save"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range stale {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := r.GC(ctx, snap.GCOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TempFilesRemoved < len(stale) {
+		t.Fatalf("gc removed %d temporary files, want at least %d", res.TempFilesRemoved, len(stale))
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s is still there: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("a fresh temporary file was removed: %v", err)
 	}
 }
