@@ -210,11 +210,18 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// OpenProject opens the store of the project holding dir, making one as
-// the first hook event does (see open) when there is none: a front-end
-// that an agent starts on its own (snap mcp) needs no 'snap init' first.
-func OpenProject(dir string) (*snap.Repo, error) {
-	return open(dir, Options{}.withDefaults(), true)
+// InitProject makes the store of the project holding dir, as the first
+// hook event does (see open), when there is none, and returns the
+// project's root: a front-end that an agent starts on its own (snap mcp)
+// needs no 'snap init' first, and then opens the store as it opens any
+// (a server: Options.LongRunning).
+func InitProject(dir string) (root string, err error) {
+	repo, err := open(dir, Options{}.withDefaults(), true)
+	if err != nil {
+		return "", err
+	}
+	defer repo.Close()
+	return repo.Root, nil
 }
 
 // open opens the store of the project holding dir; with create, a project

@@ -35,16 +35,15 @@ func runMCP(c *cli.Context, inv *invocation) error {
 		if dir == "" {
 			dir = "."
 		}
+		// It is then opened as a server, as any (g.longRunning): not
+		// as a one-shot command keeping what it read of the op log
+		// (torture/index2-findings/01).
 		if abs, aerr := filepath.Abs(dir); aerr == nil {
-			repo, err = agent.OpenProject(abs)
-		}
-		if err == nil {
-			// Opened again as what it is, a server (g.longRunning): it
-			// must not keep what it read of the op log as a command does
-			// (torture/index2-findings/01).
-			g.Dir = repo.Root
-			repo.Close()
-			repo, err = g.open(c.Context)
+			var root string
+			if root, err = agent.InitProject(abs); err == nil {
+				g.Dir = root
+				repo, err = g.open(c.Context)
+			}
 		}
 	}
 	if err != nil {
