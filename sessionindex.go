@@ -417,7 +417,7 @@ func (r *Repo) loadSessionIndex(session string) *sessionIndex {
 		return nil
 	}
 	body := data[:len(data)-4]
-	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(data[len(data)-4:]) {
+	if crc32.Checksum(body, bin.Castagnoli) != binary.BigEndian.Uint32(data[len(data)-4:]) {
 		return nil
 	}
 	d := &bin.Reader{B: body[len(sessionIndexMagic):]}
@@ -440,9 +440,6 @@ func (r *Repo) loadSessionIndex(session string) *sessionIndex {
 	// can make position answer wrongly, as it can forge the entries.)
 	return x
 }
-
-// castagnoli is the CRC-32C table (made once, when first used).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // saveSessionIndex writes x, best effort: an index that cannot be written
 // costs the next reader a longer read, nothing else.
@@ -490,6 +487,6 @@ func (r *Repo) saveSessionIndex(x *sessionIndex) {
 	for _, m := range messages {
 		b = append(b, m.MessageID...)
 	}
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, bin.Castagnoli))
 	_ = fsys.ReplaceFile(r.fs, r.sessionIndexPath(x.session), b)
 }

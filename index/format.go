@@ -14,6 +14,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/snapcore-dev/snap/internal/bin"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -74,7 +75,7 @@ func (f *cacheFile) find(dir string) (int, bool) {
 func (f *cacheFile) decode(i int) (*dirState, error) {
 	b := f.blocks[i]
 	raw := f.data[b.off : b.off+b.n]
-	if crc32.Checksum(raw, castagnoli) != b.crc {
+	if crc32.Checksum(raw, bin.Castagnoli) != b.crc {
 		return nil, fmt.Errorf("%w: block of %q: checksum mismatch", ErrCorrupt, f.dirs[i])
 	}
 	d := &decoder{all: unsafe.String(unsafe.SliceData(raw), len(raw))}
@@ -203,7 +204,7 @@ func (c *Cache) encodeLocked() ([]byte, []byte) {
 		} else {
 			b = s.appendBlock(b)
 			files = uint32(len(s.names))
-			crc = crc32.Checksum(b[off:], castagnoli)
+			crc = crc32.Checksum(b[off:], bin.Castagnoli)
 		}
 		table = appendString(table, o.dir)
 		table = binary.LittleEndian.AppendUint32(table, uint32(off))

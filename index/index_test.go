@@ -20,6 +20,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/internal/bin"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -408,7 +409,7 @@ func fileForTest(dirs []string, blocks [][]byte, files []uint32, fix func(table 
 		table = appendString(table, d)
 		table = binary.LittleEndian.AppendUint32(table, uint32(off))
 		table = binary.LittleEndian.AppendUint32(table, uint32(len(blocks[i])))
-		table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(blocks[i], castagnoli))
+		table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(blocks[i], bin.Castagnoli))
 		table = binary.LittleEndian.AppendUint32(table, files[i])
 	}
 	if fix != nil {

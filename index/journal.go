@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/snapcore-dev/snap/fsys"
+	"github.com/snapcore-dev/snap/internal/bin"
 	"github.com/snapcore-dev/snap/objects"
 )
 
@@ -42,8 +43,6 @@ const (
 	journalCap = 1 << 16
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // JournalPath is the journal of the cache file at path.
 func JournalPath(path string) string { return path + ".log" }
 
@@ -61,7 +60,7 @@ func (c *Cache) replayJournal(data []byte, sum []byte) int {
 			break
 		}
 		recs := data[pos+4 : pos+4+n]
-		if crc32.Checksum(recs, castagnoli) != binary.LittleEndian.Uint32(data[pos+4+n:]) || !c.applyBatch(recs) {
+		if crc32.Checksum(recs, bin.Castagnoli) != binary.LittleEndian.Uint32(data[pos+4+n:]) || !c.applyBatch(recs) {
 			break
 		}
 		pos += 8 + n
@@ -186,7 +185,7 @@ func (c *Cache) encodeBatchLocked(limit int) []byte {
 		return nil
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[4:], castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[4:], bin.Castagnoli))
 }
 
 // entryLocked returns path's entry; c.mu is held for writing.

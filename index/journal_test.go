@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snapcore-dev/snap/internal/bin"
 )
 
 // listingsOf is a cache's listings: directory → stat, recorded, names.
@@ -236,7 +238,7 @@ func FuzzJournal(f *testing.F) {
 		if frame && len(batch) >= 8 { // the records framed as a batch that checks
 			recs := batch[4 : len(batch)-4]
 			binary.LittleEndian.PutUint32(batch, uint32(len(recs)))
-			binary.LittleEndian.PutUint32(batch[len(batch)-4:], crc32.Checksum(recs, castagnoli))
+			binary.LittleEndian.PutUint32(batch[len(batch)-4:], crc32.Checksum(recs, bin.Castagnoli))
 		}
 		c := New()
 		c.Put("a", statForTest(1, t0), idForTest("a"), t0)

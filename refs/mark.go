@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+
+	"github.com/snapcore-dev/snap/internal/bin"
 )
 
 // A Mark is a place in the op log: just past one verified record, with the
@@ -85,7 +87,7 @@ func (s *Store) OpsAfter(m Mark) ([]Op, Mark, error) {
 				if _, err := r.ReadAt(buf[:n], off); err != nil {
 					return err
 				}
-				sum = crc32.Update(sum, castagnoli(), buf[:n])
+				sum = crc32.Update(sum, bin.Castagnoli, buf[:n])
 				off += n
 			}
 			if sum != m.Prefix {
@@ -107,7 +109,7 @@ func (s *Store) OpsAfter(m Mark) ([]Op, Mark, error) {
 		if len(scan.ops) > 0 {
 			ops = scan.ops
 			next = Mark{Off: m.Off + scan.tailOff, Seq: ops[len(ops)-1].Seq,
-				Prefix: crc32.Update(m.Prefix, castagnoli(), tail[:scan.tailOff])}
+				Prefix: crc32.Update(m.Prefix, bin.Castagnoli, tail[:scan.tailOff])}
 		}
 		return nil
 	})
@@ -128,5 +130,5 @@ func (s *Store) OpsAfter(m Mark) ([]Op, Mark, error) {
 // markAt is the mark just past the record of seq that ends at offset end
 // of data, the log from its start.
 func markAt(data []byte, end int64, seq int64) Mark {
-	return Mark{Off: end, Seq: seq, Prefix: crc32.Checksum(data[:end], castagnoli())}
+	return Mark{Off: end, Seq: seq, Prefix: crc32.Checksum(data[:end], bin.Castagnoli)}
 }

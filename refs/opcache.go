@@ -64,7 +64,7 @@ func (s *Store) readOpCache(log []byte) *opCache {
 		return nil
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli()) != sum {
+	if crc32.Checksum(body, bin.Castagnoli) != sum {
 		return nil
 	}
 	d := opDecoder{Reader: bin.Reader{B: body[len(opCacheMagic):]}}
@@ -73,7 +73,7 @@ func (s *Store) readOpCache(log []byte) *opCache {
 	// (lines is checked against the bytes there: a record takes at least
 	// opMinSize, so a forged count cannot size an allocation.)
 	if d.Failed || off == 0 || off > uint64(len(log)) || lines > uint64(len(d.B))/opMinSize || log[off-1] != '\n' ||
-		crc32.Checksum(log[:off], castagnoli()) != prefix {
+		crc32.Checksum(log[:off], bin.Castagnoli) != prefix {
 		return nil
 	}
 	c := &opCache{off: int(off), lines: int(lines), ops: make([]Op, 0, lines)}
@@ -97,11 +97,11 @@ func (s *Store) writeOpCache(log []byte, off, lines int, ops []Op) {
 	b := append([]byte(nil), opCacheMagic...)
 	b = binary.AppendUvarint(b, uint64(off))
 	b = binary.AppendUvarint(b, uint64(lines))
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(log[:off], castagnoli()))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(log[:off], bin.Castagnoli))
 	for i := range ops {
 		b = encodeOp(b, &ops[i])
 	}
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, bin.Castagnoli))
 	_ = s.be.WriteFile(opCacheName, b)
 }
 
@@ -167,9 +167,6 @@ type opDecoder struct {
 	// strs interns the kinds, sessions and ref names, which repeat.
 	strs map[string]string
 }
-
-// castagnoli is the CRC-32C table (made on first use, as crcTable).
-func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 func (d *opDecoder) string() string {
 	v := d.Bytes(d.Uvarint())

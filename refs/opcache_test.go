@@ -208,8 +208,8 @@ func TestOpCacheForgedCountIsRefused(t *testing.T) {
 	b := append([]byte(nil), opCacheMagic...)
 	b = binary.AppendUvarint(b, uint64(c.off))
 	b = binary.AppendUvarint(b, 1<<60)
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(log[:c.off], castagnoli()))
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(log[:c.off], bin.Castagnoli))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, bin.Castagnoli))
 	if err := os.WriteFile(cachePath(s), b, 0o644); err != nil {
 		t.Fatal(err)
 	}

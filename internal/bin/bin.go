@@ -5,7 +5,14 @@
 // allocation without Count.
 package bin
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// Castagnoli is the CRC-32C table, which the CPU computes: the checksum of
+// snap's caches and of the op log's bytes a cache vouches for.
+var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Reader reads from B, which holds what is left.
 type Reader struct {
