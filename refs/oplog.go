@@ -413,12 +413,17 @@ func scanTail(f io.ReaderAt, size int64) (lastSeq, tailOff int64, err error) {
 }
 
 // lineEnd returns the offset just past the last line end among f's size
-// bytes (0 when there is none), looking backwards in 64 KiB pieces: a tail
-// of gigabytes without one (zeros, which a failed preallocation or damage
-// leaves) costs time to look through, never the memory to hold it.
+// bytes (0 when there is none), looking backwards in pieces of 4 KiB, then
+// twice as large up to 1 MiB: a log that ends in a line end (every command
+// reads its end) costs one small read, and a tail of gigabytes without one
+// (zeros, which a failed preallocation or damage leaves) costs time to
+// look through, never the memory to hold it.
 func lineEnd(f io.ReaderAt, size int64) (int64, error) {
-	buf := make([]byte, min(size, 64<<10))
+	var buf []byte
 	for end := size; end > 0; {
+		if len(buf) < 1<<20 {
+			buf = make([]byte, min(max(2*len(buf), 4<<10), 1<<20))
+		}
 		start := max(0, end-int64(len(buf)))
 		b := buf[:end-start]
 		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {

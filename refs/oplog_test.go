@@ -566,3 +566,21 @@ func TestZeroTailIsNotReadIntoMemory(t *testing.T) {
 		t.Fatalf("after the append: %d ops, %v", len(ops), err)
 	}
 }
+
+// lineEnd finds what bytes.LastIndexByte finds, wherever the last line end
+// lies against its growing pieces.
+func TestLineEnd(t *testing.T) {
+	for _, size := range []int{0, 1, 4095, 4096, 4097, 12288, 12289, 3 << 20} {
+		for _, at := range []int{-1, 0, 1, 4095, 4096, size - 4097, size - 4096, size - 1} {
+			data := make([]byte, size)
+			if at >= 0 && at < size {
+				data[at] = '\n'
+			}
+			want := int64(bytes.LastIndexByte(data, '\n') + 1)
+			got, err := lineEnd(bytes.NewReader(data), int64(size))
+			if err != nil || got != want {
+				t.Fatalf("size %d, line end at %d: %d, %v; want %d", size, at, got, err, want)
+			}
+		}
+	}
+}
