@@ -149,8 +149,9 @@ func (r *Repo) AutoGCDue(ctx context.Context) bool {
 
 // What the trash holds before a command starts the automatic gc for it
 // alone: starting a process after every rewind of a few files cost the
-// rewind ~5 ms and its next command the gc's CPU (a monitored 10-file
-// rewind of a 20,000-file tree: 38.6 against 33.5 ms, bench/README.md).
+// rewind some milliseconds and its next command the gc's CPU (a monitored
+// 10-file rewind of a 20,000-file tree: 32.4 ms before, 29.3 ms after,
+// paired; bench/README.md).
 // Less waits for the next gc, which the packs ask for every 50
 // checkpoints.
 const (

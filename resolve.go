@@ -76,10 +76,11 @@ func (r *Repo) resolve(h *history, session, ref string) (objects.ID, error) {
 		if n > list.Len() {
 			return objects.ID{}, fmt.Errorf("%w: session %q has %s, no #%d", ErrNoCheckpoint, session, countOf(list.Len(), "checkpoint"), n)
 		}
-		if e := list.At(n - 1); e.expired {
+		e := list.At(n - 1)
+		if e.expired {
 			return objects.ID{}, fmt.Errorf("#%d of session %q: %w", n, session, ErrExpired)
 		}
-		return list.At(n - 1).ID, nil
+		return e.ID, nil
 	case strings.HasPrefix(ref, "msg:"):
 		if ref == "msg:" {
 			return objects.ID{}, fmt.Errorf("%w: bad REF %q (want msg:ID)", ErrUsage, ref)

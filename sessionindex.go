@@ -323,11 +323,11 @@ func (h *history) readSessionIndex(session string) (*sessionIndex, error) {
 						return nil, err
 					}
 				}
-				if next.Off-x.mark.Off >= sessionIndexSlack {
-					x.mark = next
+				slack := next.Off - x.mark.Off
+				x.mark = next
+				if slack >= sessionIndexSlack {
 					r.saveSessionIndex(x)
 				}
-				x.mark = next
 				r.keepIndex(x)
 				return x, nil
 			}
