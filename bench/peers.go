@@ -75,6 +75,27 @@ type snapPeer struct {
 
 func (s *snapPeer) run(args ...string) ([]byte, error) { return run(s.dir, s.bin, args...) }
 
+// hook runs `snap hook claude-code` in the project with payload on stdin
+// and times it, process start included; anything the hook writes on
+// stderr (only when something went wrong) is an error.
+func (s *snapPeer) hook(payload map[string]any) (time.Duration, error) {
+	in, err := json.Marshal(payload)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(s.bin, "hook", "claude-code")
+	cmd.Dir, cmd.Env, cmd.Stdin = s.dir, cleanEnv(), bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err = cmd.Run()
+	d := time.Since(start)
+	if err == nil && stderr.Len() > 0 {
+		err = fmt.Errorf("hook: %s", strings.TrimSpace(stderr.String()))
+	}
+	return d, err
+}
+
 func (s *snapPeer) init() error {
 	_, err := s.run("init")
 	return err

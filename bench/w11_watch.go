@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -100,19 +97,8 @@ func runW11(b *bench) error {
 		return err
 	}
 	hook := func(step int) (time.Duration, error) {
-		in, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "session_id": "w11", "transcript_path": conv, "cwd": watched,
+		return w.hook(map[string]any{"hook_event_name": "PreToolUse", "session_id": "w11", "transcript_path": conv, "cwd": watched,
 			"tool_name": "Bash", "tool_use_id": fmt.Sprintf("toolu_b%d", step), "tool_input": map[string]any{"command": "make test"}})
-		cmd := exec.Command(b.cfg.Snap, "hook", "claude-code")
-		cmd.Dir, cmd.Env, cmd.Stdin = watched, cleanEnv(), bytes.NewReader(in)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		start := time.Now()
-		err := cmd.Run()
-		d := time.Since(start)
-		if err == nil && stderr.Len() > 0 {
-			err = fmt.Errorf("hook: %s", strings.TrimSpace(stderr.String()))
-		}
-		return d, err
 	}
 	if _, err := hook(-1); err != nil { // the hook session's first checkpoint (not timed)
 		return err

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -62,18 +59,7 @@ func runW7(b *bench) error {
 	}
 	hook := func(payload map[string]any) (time.Duration, error) {
 		payload["session_id"], payload["transcript_path"], payload["cwd"] = "w7", conv, dir
-		in, _ := json.Marshal(payload)
-		cmd := exec.Command(b.cfg.Snap, "hook", "claude-code")
-		cmd.Dir, cmd.Env, cmd.Stdin = dir, cleanEnv(), bytes.NewReader(in)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		start := time.Now()
-		err := cmd.Run()
-		d := time.Since(start)
-		if err == nil && stderr.Len() > 0 {
-			err = fmt.Errorf("hook: %s", strings.TrimSpace(stderr.String()))
-		}
-		return d, err
+		return s.hook(payload)
 	}
 	n := max(b.cfg.Runs*10, 10)
 	var edit, paths, bash, full []time.Duration

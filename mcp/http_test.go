@@ -110,10 +110,7 @@ func TestHTTPCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the snap binary")
 	}
-	bin := filepath.Join(t.TempDir(), "snap")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildSnap(t)
 	_, root := snaptest.NewRepo(t)
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644)
 

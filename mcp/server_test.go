@@ -151,6 +151,17 @@ func text(r *sdk.CallToolResult) string {
 	return b.String()
 }
 
+// buildSnap builds the snap binary (the complete build) for a test that
+// runs it as a client would.
+func buildSnap(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "snap")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 // The same client over the command transport: 'snap mcp' as a real
@@ -160,11 +171,7 @@ func TestGoClientOverStdio(t *testing.T) {
 		t.Skip("builds the snap binary")
 	}
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "snap")
-	build := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildSnap(t)
 	_, root := snaptest.NewRepo(t)
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644)
 	// Enough files that the rewind below fills the trash past the
@@ -402,11 +409,7 @@ func TestServerThatMadeTheStoreRereadsTheLog(t *testing.T) {
 		t.Skip("builds the snap binary")
 	}
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "snap")
-	build := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildSnap(t)
 	root := t.TempDir()
 	cmd := exec.Command(bin, "mcp", "-C", root, "-s", "stdio")
 	cmd.Env = append(os.Environ(), "SNAP_NO_AUTO_GC=1")

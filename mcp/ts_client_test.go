@@ -50,10 +50,7 @@ func TestTypeScriptClient(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), client, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "snap")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/snapcore-dev/snap/cmd/snap").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildSnap(t)
 	for _, mode := range []string{"stdio", "--http"} {
 		t.Run(mode, func(t *testing.T) {
 			_, root := snaptest.NewRepo(t)

@@ -261,14 +261,7 @@ func TestBrowserRefreshKeepsTheFocusWhereItIsNow(t *testing.T) {
 	}
 	b.do("focus #1's Rewind button", chromedp.Evaluate[chromedp.Void](rowOf(p.a1.ID)+`.querySelector('button').focus()`))
 	// A slow server: the timeline's log arrives 1.5 s after it is asked.
-	b.do("slow the log down", chromedp.Evaluate[chromedp.Void](`(() => {
-		const f = window.fetch;
-		window.logAsked = 0;
-		window.fetch = async (u, o) => {
-			if (String(u).startsWith('/api/log')) { window.logAsked++; await new Promise((r) => setTimeout(r, 1500)); }
-			return f(u, o);
-		};
-	})()`))
+	slowLog(b)
 	snaptest.WriteFiles(t, p.root, map[string]string{"src/later.go": "package main\n"})
 	checkpoint(t, p.r, snap.CheckpointOptions{Session: "A", Kind: "post-tool", Actor: snap.ActorAgent, Summary: "later"})
 	b.wait("the refresh asked for the log", `window.logAsked > 0`)
@@ -278,6 +271,19 @@ func TestBrowserRefreshKeepsTheFocusWhereItIsNow(t *testing.T) {
 		t.Errorf("after the redraw the focus is on %s, not on the row of #2", b.focused())
 	}
 	b.noErrors()
+}
+
+// slowLog makes the page's requests of /api/log answer 1.5 s late, and
+// counts them in window.logAsked: a refresh is then under way for that long.
+func slowLog(b *browser) {
+	b.do("slow the log down", chromedp.Evaluate[chromedp.Void](`(() => {
+		const f = window.fetch;
+		window.logAsked = 0;
+		window.fetch = async (u, o) => {
+			if (String(u).startsWith('/api/log')) { window.logAsked++; await new Promise((r) => setTimeout(r, 1500)); }
+			return f(u, o);
+		};
+	})()`))
 }
 
 // A refresh under way when the rewind dialog opens waits for the dialog to
@@ -292,14 +298,7 @@ func TestBrowserDialogFocusSurvivesARefresh(t *testing.T) {
 	b.wait("the timeline", `document.querySelectorAll('#timeline tbody tr').length === 3`)
 	button := fmt.Sprintf(`document.querySelector('#timeline tr[data-id="%s"] button')`, p.a1.ID)
 	b.do("focus #1's Rewind button", chromedp.Evaluate[chromedp.Void](button+`.focus()`))
-	b.do("slow the log down", chromedp.Evaluate[chromedp.Void](`(() => {
-		const f = window.fetch;
-		window.logAsked = 0;
-		window.fetch = async (u, o) => {
-			if (String(u).startsWith('/api/log')) { window.logAsked++; await new Promise((r) => setTimeout(r, 1500)); }
-			return f(u, o);
-		};
-	})()`))
+	slowLog(b)
 	snaptest.WriteFiles(t, p.root, map[string]string{"src/later.go": "package main\n"})
 	checkpoint(t, p.r, snap.CheckpointOptions{Session: "A", Kind: "post-tool", Actor: snap.ActorAgent, Summary: "later"})
 	b.wait("the refresh asked for the log", `window.logAsked > 0`)
