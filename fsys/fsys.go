@@ -76,9 +76,9 @@ func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 
 // openFile is os.OpenFile without the poller: os.OpenFile tries to register
 // every file it opens with the runtime's network poller, which refuses
-// regular files and directories, so each open cost three or four more
-// system calls (fcntl, epoll_ctl) — a quarter of `snap log`'s, which opens
-// every pack. A file opened here blocks its thread in reads and writes, as
+// regular files and directories, so each open cost about four more
+// system calls (fcntl, epoll_ctl): 320 of the 1,664 of a `snap log -n 20`
+// that opened 39 packs (strace -c). A file opened here blocks its thread in reads and writes, as
 // regular files do anyway; it has no deadlines.
 func openFile(name string, flag int, perm fs.FileMode) (File, error) {
 	if perm&^fs.ModePerm != 0 { // setuid and the like: as package os maps them
